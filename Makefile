@@ -1,0 +1,43 @@
+# Two entry points for a fresh clone: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+
+.PHONY: demo test test-all bench docs clean
+
+$(VENV)/bin/activate:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(VENV)/.installed-core: $(VENV)/bin/activate pyproject.toml
+	$(PIP) install --quiet -e ".[experiments]"
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/bin/activate pyproject.toml
+	$(PIP) install --quiet -e ".[test,experiments]"
+	touch $@
+
+$(VENV)/.installed-docs: $(VENV)/bin/activate pyproject.toml
+	$(PIP) install --quiet -e ".[docs]"
+	touch $@
+
+demo: $(VENV)/.installed-core
+	$(PY) -m jcalib.cli demo
+
+test: $(VENV)/.installed-test
+	$(PY) -m pytest -q -n 2 -m "not slow" tests
+
+test-all: $(VENV)/.installed-test
+	$(PY) -m pytest -q -n 2 tests
+
+bench: $(VENV)/.installed-test
+	$(PY) benchmarks/aosa_throughput.py
+	$(PY) benchmarks/decision_calibration.py
+	$(PY) benchmarks/kernel_audit.py
+
+docs: $(VENV)/.installed-docs
+	$(VENV)/bin/mkdocs build --strict
+
+clean:
+	rm -rf $(VENV) site results .pytest_cache

@@ -1,0 +1,141 @@
+"""Input checks at the Python boundary.
+
+Every public function that takes user arrays calls these before any traced computation, so a
+bad input raises a clear ``ValueError`` instead of producing a silent NaN. Value checks need
+concrete arrays; on tracers (inside a user's ``jit``) only shapes and dtypes are checked, and
+the caller may add ``eqx.error_if`` for in-graph checks.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = [
+    "is_concrete",
+    "as_float_array",
+    "check_binary_probs",
+    "check_binary_labels",
+    "check_simplex_probs",
+    "check_class_labels",
+    "check_weights",
+    "check_same_length",
+    "check_positive_int",
+]
+
+
+def is_concrete(x) -> bool:
+    """True when ``x`` holds values (not a tracer), so value checks can run."""
+    return not isinstance(x, jax.core.Tracer)
+
+
+def as_float_array(x, name: str) -> jax.Array:
+    """Convert to a JAX float array (keeping float64 if enabled), rejecting non-numeric input."""
+    if isinstance(x, jax.core.Tracer):
+        arr = x
+    else:
+        try:
+            arr = jnp.asarray(np.asarray(x) if not isinstance(x, jax.Array) else x)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{name} must be a numeric array, got {type(x).__name__}") from e
+    if arr.dtype == jnp.bool_ or jnp.issubdtype(arr.dtype, jnp.integer):
+        arr = arr.astype(jnp.result_type(float))
+    if not jnp.issubdtype(arr.dtype, jnp.floating):
+        raise ValueError(f"{name} must have a real floating dtype, got {arr.dtype}")
+    return arr
+
+
+def _finite(arr, name):
+    if is_concrete(arr) and not bool(jnp.all(jnp.isfinite(arr))):
+        raise ValueError(f"{name} contains NaN or infinite values")
+
+
+def check_binary_probs(p, name: str = "probs") -> jax.Array:
+    """Forecasts of a binary event: a float array with every entry in [0, 1]."""
+    arr = as_float_array(p, name)
+    _finite(arr, name)
+    if is_concrete(arr) and arr.size and (bool(jnp.any(arr < 0)) or bool(jnp.any(arr > 1))):
+        bad = float(jnp.where((arr < 0) | (arr > 1), arr, jnp.nan)[jnp.argmax((arr < 0) | (arr > 1))])
+        raise ValueError(f"{name} must lie in [0, 1]; found {bad!r}")
+    return arr
+
+
+def check_binary_labels(y, name: str = "labels") -> jax.Array:
+    """Binary outcomes: values in {0, 1}, returned as int32."""
+    if isinstance(y, jax.core.Tracer):
+        return y.astype(jnp.int32)
+    arr = np.asarray(y)
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be numeric 0/1 outcomes, got dtype {arr.dtype}")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    if arr.size and not np.all((arr == 0) | (arr == 1)):
+        bad = arr[(arr != 0) & (arr != 1)].ravel()[0]
+        raise ValueError(f"{name} must be 0 or 1; found {bad!r}")
+    return jnp.asarray(arr.astype(np.int32))
+
+
+def check_simplex_probs(p, name: str = "probs", atol: float = 1e-4) -> jax.Array:
+    """Multi-class predictions: shape (n, C), C >= 2, non-negative rows summing to 1 (within atol).
+
+    ``atol`` allows for float32 round-off in softmax outputs; rows are not renormalised.
+    """
+    arr = as_float_array(p, name)
+    if arr.ndim != 2 or arr.shape[1] < 2:
+        raise ValueError(f"{name} must have shape (n, C) with C >= 2, got {tuple(arr.shape)}")
+    _finite(arr, name)
+    if is_concrete(arr) and arr.size:
+        if bool(jnp.any(arr < 0)):
+            raise ValueError(f"{name} must be non-negative; found {float(jnp.min(arr))!r}")
+        err = float(jnp.max(jnp.abs(jnp.sum(arr, axis=1) - 1)))
+        if err > atol:
+            raise ValueError(f"rows of {name} must sum to 1 (largest deviation {err:.3g} > {atol})")
+    return arr
+
+
+def check_class_labels(labels, n_classes: int, name: str = "labels") -> jax.Array:
+    """Integer class labels in [0, n_classes), returned as int32."""
+    if isinstance(labels, jax.core.Tracer):
+        return labels.astype(jnp.int32)
+    arr = np.asarray(labels)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D integer class indices, got shape {arr.shape}")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            raise ValueError(f"{name} must be integer class indices")
+    elif arr.dtype.kind not in "biu":
+        raise ValueError(f"{name} must be integer class indices, got dtype {arr.dtype}")
+    if arr.size and (arr.min() < 0 or arr.max() >= n_classes):
+        raise ValueError(f"{name} must lie in [0, {n_classes}); found range [{arr.min()}, {arr.max()}]")
+    return jnp.asarray(arr.astype(np.int32))
+
+
+def check_weights(w, n: int, name: str = "sample_weight"):
+    """Optional non-negative sample weights of length n (None passes through)."""
+    if w is None:
+        return None
+    arr = as_float_array(w, name)
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {tuple(arr.shape)}")
+    _finite(arr, name)
+    if is_concrete(arr) and bool(jnp.any(arr < 0)):
+        raise ValueError(f"{name} must be non-negative")
+    return arr
+
+
+def check_same_length(**arrays) -> int:
+    """All arrays share their leading dimension; returns it."""
+    lengths = {k: (v.shape[0] if getattr(v, "ndim", 0) else None) for k, v in arrays.items()}
+    if any(n is None for n in lengths.values()):
+        raise ValueError(f"expected arrays with a leading axis, got shapes { {k: getattr(v, 'shape', ()) for k, v in arrays.items()} }")
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"mismatched lengths: {lengths}")
+    return next(iter(lengths.values()))
+
+
+def check_positive_int(value, name: str) -> int:
+    """A Python int >= 1 (e.g. T, a number of bins)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)

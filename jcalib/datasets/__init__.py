@@ -1,0 +1,3 @@
+"""jcalib.datasets"""
+
+__all__: list[str] = []

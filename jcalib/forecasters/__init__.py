@@ -1,0 +1,3 @@
+"""jcalib.forecasters"""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""jcalib.metrics"""
+
+__all__: list[str] = []

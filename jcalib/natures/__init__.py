@@ -1,0 +1,3 @@
+"""jcalib.natures"""
+
+__all__: list[str] = []

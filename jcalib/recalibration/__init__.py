@@ -1,0 +1,3 @@
+"""jcalib.recalibration"""
+
+__all__: list[str] = []
