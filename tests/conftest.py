@@ -17,3 +17,10 @@ def x64():
     """Run a test body with 64-bit floats and ints enabled."""
     with jax.enable_x64(True):
         yield
+
+
+# Make `from reference.<name> import ...` work from every test directory.
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))

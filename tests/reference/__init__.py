@@ -1,0 +1,1 @@
+"""Slow, obviously-correct NumPy reference implementations used by the parity tests."""
