@@ -1,3 +1,12 @@
 """jcalib.metrics"""
 
-__all__: list[str] = []
+from .binary import binned_ece, brier, ece, ece_from_counts, log_loss, lp_calibration_error
+
+__all__: list[str] = [
+    "binned_ece",
+    "brier",
+    "ece",
+    "ece_from_counts",
+    "log_loss",
+    "lp_calibration_error",
+]
