@@ -211,12 +211,22 @@ def _stack(modules: Sequence[eqx.Module], what: str):
     cls = type(modules[0])
     if any(type(m) is not cls for m in modules):
         raise ValueError(f"all {what} in one sweep must be of one class; got {sorted({type(m).__name__ for m in modules})}")
-    statics = [eqx.partition(m, eqx.is_array)[1] for m in modules]
+    # Python numbers in non-static fields become arrays so they can be stacked; fields that fix
+    # shapes are static (eqx.field(static=True)) and must agree.
+    modules = [jax.tree_util.tree_map(_to_array, m) for m in modules]
+    parts = [eqx.partition(m, eqx.is_array) for m in modules]
+    statics = [p[1] for p in parts]
     if any(s != statics[0] for s in statics[1:]):
         raise ValueError(f"{what} differ in a static (shape-fixing) field; sweep them in separate calls")
-    arrays = [eqx.partition(jax.tree_util.tree_map(jnp.asarray, m, is_leaf=lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)), eqx.is_array)[0] for m in modules]
+    arrays = [p[0] for p in parts]
     stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *arrays)
     return stacked, statics[0], len(modules)
+
+
+def _to_array(x):
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return jnp.asarray(x)
+    return x
 
 
 def _mesh():
@@ -342,6 +352,8 @@ def sweep(
     f_seq = isinstance(forecaster, (list, tuple))
     f_list = list(forecaster) if f_seq else [forecaster]
     n_list = list(natures) if isinstance(natures, (list, tuple)) else [natures]
+    if not f_list or not n_list:
+        raise ValueError("forecasters and natures must not be empty")
     for f in f_list:
         _check_modules(f, n_list[0])
     for n in n_list:
