@@ -1,6 +1,7 @@
 """jcalib.metrics"""
 
 from .binary import binned_ece, brier, ece, ece_from_counts, log_loss, lp_calibration_error
+from .multiclass import accuracy, classwise_ece, confidence_ece, l2_error, nll, one_hot, top_label_ece
 
 __all__: list[str] = [
     "binned_ece",
@@ -9,4 +10,11 @@ __all__: list[str] = [
     "ece_from_counts",
     "log_loss",
     "lp_calibration_error",
+    "accuracy",
+    "classwise_ece",
+    "confidence_ece",
+    "l2_error",
+    "nll",
+    "one_hot",
+    "top_label_ece",
 ]
