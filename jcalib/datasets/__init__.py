@@ -1,3 +1,8 @@
 """jcalib.datasets"""
 
-__all__: list[str] = []
+from .predictions import load_predictions, save_predictions
+
+__all__: list[str] = [
+    "load_predictions",
+    "save_predictions",
+]
