@@ -1,3 +1,20 @@
-"""jcalib.forecasters"""
+"""jcalib.forecasters: online forecasters of binary outcomes (pure state transitions)."""
 
-__all__: list[str] = []
+from .aosa import AlmostOneStepAhead, aosa_bins, aosa_bound, one_step_ahead
+from .defensive import DefensiveForecaster
+from .foster import FosterRandomized, foster_bins
+from .gupta_ramdas import GuptaRamdas
+from .trivial import Constant, RunningFrequency
+
+__all__: list[str] = [
+    "AlmostOneStepAhead",
+    "Constant",
+    "DefensiveForecaster",
+    "FosterRandomized",
+    "GuptaRamdas",
+    "RunningFrequency",
+    "aosa_bins",
+    "aosa_bound",
+    "foster_bins",
+    "one_step_ahead",
+]

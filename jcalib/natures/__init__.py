@@ -1,3 +1,16 @@
-"""jcalib.natures"""
+"""jcalib.natures: outcome streams (oblivious, adaptive, replays) for ``jcalib.play``."""
 
-__all__: list[str] = []
+from .adaptive import Contrarian, MaxCalibrationError, RandomMixture
+from .oblivious import Bernoulli, Drifting, Markov, Periodic, RegimeSwitch, Replay
+
+__all__: list[str] = [
+    "Bernoulli",
+    "Contrarian",
+    "Drifting",
+    "Markov",
+    "MaxCalibrationError",
+    "Periodic",
+    "RandomMixture",
+    "RegimeSwitch",
+    "Replay",
+]

@@ -1,0 +1,231 @@
+r"""Almost-One-Step-Ahead (AOSA) and its look-ahead, One-Step-Ahead (paper 000).
+
+Grid $B_m = \{0, 1/m, \dots, 1\}$, $p_i = i/m$. One-Step-Ahead keeps the *look-ahead bias*
+
+$$\alpha_{t-1}(p_i) = \sum_{s<t} \mathbb 1[\tilde p_s = p_i]\,(\tilde p_s - y_s),$$
+
+picks adjacent $p_i, p_{i+1}$ with $\alpha_{t-1}(p_i) \le 0 \le \alpha_{t-1}(p_{i+1})$ (one exists:
+$\alpha(0) \le 0$ and $\alpha(1) \ge 0$ always) and, *after* seeing $y_t$, forecasts
+$\tilde p_t = \arg\min_{p \in \{p_i, p_{i+1}\}} |p - y_t| = (i + y_t)/m$. It is not an online
+forecaster. Almost-One-Step-Ahead keeps the same state, commits to $p_t = p_i$ (or $p_{i+1}$)
+before $y_t$, and then updates One-Step-Ahead's state with $y_t$.
+
+Theorem 2 (paper 000): $|\alpha_t(p_i)| \le 1$ for every $i$ and $t$, so
+$\mathrm{ECE}(\tilde p, y) \le m + 1$. Theorem 1: $|p_t - \tilde p_t| \le 1/m$, so
+$\mathrm{CalDist}(p, y) \le T/m + m + 1$, which is $2\sqrt T + 1$ for $m = \sqrt T$.
+
+Exact integer state (DESIGN.md, "Numbers"): we store $\beta_i = m\,\alpha(p_i) = \sum_s
+\mathbb 1[\tilde p_s = p_i](i - m y_s)$ as int32. Theorem 2 gives $|\beta_i| \le m$, so it never
+overflows, and the sign tests are exact in float32 and float64 runs alike.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int, PRNGKeyArray
+
+from .._validation import check_binary_labels, check_positive_int
+from ..core.types import AbstractForecaster, Forecast
+
+__all__ = [
+    "AOSAState",
+    "AlmostOneStepAhead",
+    "aosa_bins",
+    "aosa_bound",
+    "one_step_ahead",
+    "sign_change_index",
+]
+
+
+def aosa_bins(T: int) -> int:
+    r"""The grid size $m = \lceil \sqrt T \rceil$ that Theorem 1 (paper 000) asks for.
+
+    Args:
+        T: horizon (positive int).
+
+    Returns:
+        $\lceil\sqrt T\rceil$, computed exactly in integers.
+
+    Example:
+        >>> aosa_bins(100), aosa_bins(101)
+        (10, 11)
+    """
+    T = check_positive_int(T, "T")
+    return math.isqrt(T - 1) + 1
+
+
+def aosa_bound(T: int, n_bins: int | None = None) -> float:
+    r"""Theorem 1's bound $T/m + m + 1$ on AOSA's distance to calibration (unnormalised).
+
+    With $m = \lceil\sqrt T\rceil$ (the default) this is $2\sqrt T + 1$ when $T$ is a perfect
+    square and at most $2\sqrt T + 1 + (m - \sqrt T)^2/m < 2\sqrt T + 2$ otherwise (the paper
+    takes $m = \sqrt T$ real; an integer grid rounds it).
+
+    Args:
+        T: horizon.
+        n_bins: grid size $m$ (default :func:`aosa_bins`).
+
+    Returns:
+        The bound as a Python float.
+    """
+    T = check_positive_int(T, "T")
+    m = aosa_bins(T) if n_bins is None else check_positive_int(n_bins, "n_bins")
+    return T / m + m + 1
+
+
+def sign_change_index(values: Int[Array, " n+1"]) -> Int[Array, ""]:
+    r"""Bisection for an adjacent sign change: $i$ with $v_i \le 0 \le v_{i+1}$.
+
+    Requires $v_0 \le 0 \le v_n$. Keeps $v_{lo} \le 0$, $v_{hi} \ge 0$ and halves
+    $hi - lo$ for a fixed $\lceil\log_2 n\rceil$ iterations (a fully unrolled
+    ``fori_loop``; extra iterations at $hi - lo = 1$ change nothing), so vmapped batches never
+    wait on each other.
+
+    Args:
+        values: shape ``(n + 1,)``, ``n >= 1``.
+
+    Returns:
+        int32 scalar in ``[0, n - 1]``.
+    """
+    n = values.shape[0] - 1
+    n_iter = max(n - 1, 0).bit_length()  # = ceil(log2 n) for n >= 1
+
+    def body(_, lohi):
+        lo, hi = lohi
+        mid = (lo + hi) // 2
+        right = values[mid] <= 0
+        return jnp.where(right, mid, lo), jnp.where(right, hi, mid)
+
+    lo, _ = jax.lax.fori_loop(0, n_iter, body, (jnp.int32(0), jnp.int32(n)), unroll=True)
+    return lo
+
+
+class AOSAState(NamedTuple):
+    """AOSA's state: One-Step-Ahead's look-ahead biases, scaled to integers.
+
+    Attributes:
+        beta: int32 ``(m + 1,)``, ``beta[i]`` $= m\\,\\alpha(p_i)$; $|\\beta_i| \\le m$.
+    """
+
+    beta: Int[Array, " m+1"]
+
+
+class AlmostOneStepAhead(AbstractForecaster):
+    r"""Almost-One-Step-Ahead (paper 000, Algorithm 1): deterministic, $2\sqrt T + 1$ CalDist.
+
+    Each round, with $\beta_i = m\,\alpha(p_i)$ the integer look-ahead biases:
+
+    $$i_t : \beta_{i_t} \le 0 \le \beta_{i_t + 1} \quad\text{(bisection, } O(\log m)\text{)},\qquad
+    p_t = \begin{cases} i_t/m & \text{tie = "low"} \\ (i_t+1)/m & \text{tie = "high"}\end{cases}$$
+
+    and after $y_t$: $j = i_t + y_t$ (so $\tilde p_t = j/m$), $\beta_j \mathrel{+}= j - m y_t$.
+
+    Guarantees (paper 000): Theorem 2, $|\alpha(p_i)| \le 1$, so $\mathrm{ECE}(\tilde p, y)
+    \le m+1$; Theorem 1, $\mathrm{CalDist}(p, y) \le \sum_t|p_t - \tilde p_t| + m + 1 \le T/m +
+    m + 1 \le 2\sqrt T + 1$ for $m = \sqrt T$ (see :func:`aosa_bound` for integer $m$). Both tie
+    rules satisfy them ("Arbitrarily predict $p_i$ or $p_{i+1}$").
+
+    The forecast is deterministic, so ``Forecast.public`` is the value itself: an adaptive
+    adversary sees it. :meth:`info` returns the look-ahead forecast $\tilde p_t$, recorded as
+    ``Trajectory.info``: the certificate sequence of Theorem 1's proof.
+
+    Args:
+        n_bins: grid size $m \ge 1$ (forecasts in $\{0, 1/m, \dots, 1\}$). For a horizon $T$
+            use :meth:`for_horizon` ($m = \lceil\sqrt T\rceil$).
+        tie: ``"low"`` predicts $p_i$, ``"high"`` predicts $p_{i+1}$.
+
+    Example:
+        >>> import jax, jcalib
+        >>> f = AlmostOneStepAhead.for_horizon(10_000)
+        >>> traj = jcalib.play(f, jcalib.natures.Bernoulli(0.3), 10_000, jax.random.key(0))
+        >>> bool(jnp.all(jnp.abs(traj.forecast - traj.info) <= 1 / f.n_bins + 1e-6))
+        True
+
+    References:
+        Arunachaleswaran, Collina, Roth, Shi (2024), *An Elementary Predictor Obtaining
+        2√T+1 Distance to Calibration*, Algorithm 1, Theorems 1 and 2.
+    """
+
+    n_bins: int = eqx.field(static=True)
+    tie: str = eqx.field(static=True, default="low")
+
+    def __check_init__(self):
+        check_positive_int(self.n_bins, "n_bins")
+        if self.tie not in ("low", "high"):
+            raise ValueError(f"tie must be 'low' or 'high', got {self.tie!r}")
+
+    @classmethod
+    def for_horizon(cls, T: int, tie: str = "low") -> "AlmostOneStepAhead":
+        """AOSA with Theorem 1's grid for horizon ``T``: ``n_bins = ceil(sqrt(T))``."""
+        return cls(n_bins=aosa_bins(T), tie=tie)
+
+    @property
+    def _offset(self) -> int:
+        return 1 if self.tie == "high" else 0
+
+    def init(self, key: PRNGKeyArray) -> AOSAState:
+        return AOSAState(beta=jnp.zeros((self.n_bins + 1,), jnp.int32))
+
+    def predict(self, state: AOSAState, x, key: PRNGKeyArray) -> Forecast:
+        i = sign_change_index(state.beta)
+        v = (i + self._offset).astype(jnp.result_type(float)) / self.n_bins
+        return Forecast(v, v)
+
+    def _lower_index(self, forecast: Forecast) -> Int[Array, ""]:
+        # Recover i from p_t = (i + offset)/m instead of searching again (exact for m < 2^22).
+        return jnp.round(forecast.value * self.n_bins).astype(jnp.int32) - self._offset
+
+    def info(self, state: AOSAState, x, forecast: Forecast, y) -> Float[Array, ""]:
+        """The look-ahead forecast $\\tilde p_t = (i_t + y_t)/m$."""
+        j = self._lower_index(forecast) + jnp.asarray(y, jnp.int32)
+        return j.astype(jnp.result_type(float)) / self.n_bins
+
+    def update(self, state: AOSAState, x, forecast: Forecast, y) -> AOSAState:
+        y = jnp.asarray(y, jnp.int32)
+        j = self._lower_index(forecast) + y
+        return AOSAState(beta=state.beta.at[j].add(j - self.n_bins * y))
+
+
+def one_step_ahead(y: Int[Array, " T"], n_bins: int) -> Float[Array, " T"]:
+    r"""One-Step-Ahead's look-ahead forecasts $\tilde p_{1:T}$ for a given outcome sequence.
+
+    Not an online forecaster: round $t$'s forecast depends on $y_t$. It is the sequence AOSA
+    tracks (:meth:`AlmostOneStepAhead.info`), computed here by one ``lax.scan`` over ``y``.
+
+    Guarantee (paper 000, Theorem 2): every prefix has $|\alpha(p)| \le 1$ at every grid point,
+    so $\mathrm{ECE}(\tilde p, y) \le m + 1$ (unnormalised).
+
+    Args:
+        y: 0/1 outcomes, shape ``(T,)``.
+        n_bins: grid size $m$.
+
+    Returns:
+        $\tilde p_t \in \{0, 1/m, \dots, 1\}$, shape ``(T,)``, default float dtype.
+
+    Example:
+        >>> one_step_ahead(jnp.array([1, 1, 0, 1]), 2).tolist()
+        [1.0, 1.0, 0.5, 1.0]
+
+    References:
+        Arunachaleswaran, Collina, Roth, Shi (2024), §3 ("One-Step-Ahead"), Theorem 2.
+    """
+    m = check_positive_int(n_bins, "n_bins")
+    y = check_binary_labels(y, "y")
+    if y.ndim != 1:
+        raise ValueError(f"y must be one-dimensional, got shape {tuple(y.shape)}")
+    return _one_step_ahead(y, m)
+
+
+@eqx.filter_jit
+def _one_step_ahead(y, m: int):
+    def step(beta, yt):
+        j = sign_change_index(beta) + yt
+        return beta.at[j].add(j - m * yt), j
+
+    _, j = jax.lax.scan(step, jnp.zeros((m + 1,), jnp.int32), y)
+    return j.astype(jnp.result_type(float)) / m

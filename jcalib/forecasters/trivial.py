@@ -1,0 +1,118 @@
+r"""Trivial baselines: a constant forecast and the running frequency of ones (SPEC §1).
+
+Neither is calibrated against an adversary: a contrarian nature drives the constant 1/2 to
+ECE $= T/2$. Against i.i.d. Bernoulli($q$) outcomes the running frequency is calibrated in the
+limit. They anchor the comparisons of the calibrated forecasters.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int, PRNGKeyArray
+
+from .._validation import as_float_array, check_binary_probs, check_positive_int, is_concrete
+from ..core.types import AbstractForecaster, Forecast
+
+__all__ = ["Constant", "ConstantState", "RunningFrequency", "RunningFrequencyState"]
+
+
+class ConstantState(NamedTuple):
+    """A constant forecaster has no state."""
+
+
+class Constant(AbstractForecaster):
+    """Forecast ``p`` every round (deterministic; ``public`` is the value).
+
+    Args:
+        p: the forecast, in [0, 1]. An array-valued field, so a ``sweep`` over several
+            ``Constant`` forecasters vmaps over ``p``.
+
+    Example:
+        >>> Constant(0.25).predict(ConstantState(), None, None).value.item()
+        0.25
+    """
+
+    p: float = 0.5
+
+    def __check_init__(self):
+        arr = check_binary_probs(self.p, "p")
+        if arr.ndim != 0:
+            raise ValueError(f"p must be a scalar, got shape {tuple(arr.shape)}")
+
+    @classmethod
+    def for_horizon(cls, T: int) -> "Constant":
+        """``Constant(0.5)``; ``T`` does not enter."""
+        check_positive_int(T, "T")
+        return cls()
+
+    def init(self, key: PRNGKeyArray) -> ConstantState:
+        return ConstantState()
+
+    def predict(self, state: ConstantState, x, key: PRNGKeyArray) -> Forecast:
+        v = jnp.asarray(self.p, jnp.result_type(float))
+        return Forecast(v, v)
+
+    def update(self, state: ConstantState, x, forecast: Forecast, y) -> ConstantState:
+        return state
+
+
+class RunningFrequencyState(NamedTuple):
+    """Exact integer counts.
+
+    Attributes:
+        n: rounds so far (int32).
+        ones: outcomes equal to 1 so far (int32).
+    """
+
+    n: Int[Array, ""]
+    ones: Int[Array, ""]
+
+
+class RunningFrequency(AbstractForecaster):
+    r"""The smoothed running frequency of ones (deterministic):
+
+    $$p_t = \frac{\sum_{s<t} y_s + a}{(t-1) + b},$$
+
+    with prior pseudo-counts $a$ ones out of $b$ rounds ($a = 1, b = 2$: Laplace's rule of
+    succession, $p_1 = 1/2$).
+
+    Args:
+        prior_ones: $a \ge 0$.
+        prior_count: $b > 0$ with $a \le b$, so forecasts stay in $[0, 1]$.
+    """
+
+    prior_ones: float = 1.0
+    prior_count: float = 2.0
+
+    def __check_init__(self):
+        a = as_float_array(self.prior_ones, "prior_ones")
+        b = as_float_array(self.prior_count, "prior_count")
+        if is_concrete(a) and is_concrete(b):
+            ok = jnp.isfinite(a) & jnp.isfinite(b) & (a >= 0) & (b > 0) & (a <= b)
+            if not bool(jnp.all(ok)):
+                raise ValueError(
+                    "need 0 <= prior_ones <= prior_count and prior_count > 0, got "
+                    f"prior_ones={self.prior_ones!r}, prior_count={self.prior_count!r}"
+                )
+
+    @classmethod
+    def for_horizon(cls, T: int) -> "RunningFrequency":
+        """Laplace's rule (``prior_ones=1, prior_count=2``); ``T`` does not enter."""
+        check_positive_int(T, "T")
+        return cls()
+
+    def init(self, key: PRNGKeyArray) -> RunningFrequencyState:
+        z = jnp.zeros((), jnp.int32)
+        return RunningFrequencyState(n=z, ones=z)
+
+    def predict(self, state: RunningFrequencyState, x, key: PRNGKeyArray) -> Forecast:
+        fdt = jnp.result_type(float)
+        num = state.ones.astype(fdt) + jnp.asarray(self.prior_ones, fdt)
+        den = state.n.astype(fdt) + jnp.asarray(self.prior_count, fdt)
+        v: Float[Array, ""] = num / den
+        return Forecast(v, v)
+
+    def update(self, state: RunningFrequencyState, x, forecast: Forecast, y) -> RunningFrequencyState:
+        return RunningFrequencyState(n=state.n + 1, ones=state.ones + jnp.asarray(y, jnp.int32))
