@@ -1,5 +1,20 @@
 """jcalib.recalibration"""
 
+from .kernel import (
+    KernelAudit,
+    KernelCalibrationParams,
+    KernelCalibrator,
+    KernelWitness,
+    MultinomialKernel,
+    TheoremAuditor,
+    kernel_audit,
+    kernel_calibration_apply,
+    kernel_calibration_fit,
+    kernel_weak_learner,
+    multinomial_kernel,
+    projected_smooth_auditor,
+    sigmoid_auditor,
+)
 from .scaling import (
     DirichletCalibrator,
     MatrixScaling,
@@ -16,6 +31,19 @@ from .scaling import (
 )
 
 __all__: list[str] = [
+    "KernelAudit",
+    "KernelCalibrationParams",
+    "KernelCalibrator",
+    "KernelWitness",
+    "MultinomialKernel",
+    "TheoremAuditor",
+    "kernel_audit",
+    "kernel_calibration_apply",
+    "kernel_calibration_fit",
+    "kernel_weak_learner",
+    "multinomial_kernel",
+    "projected_smooth_auditor",
+    "sigmoid_auditor",
     "DirichletCalibrator",
     "MatrixScaling",
     "TemperatureScaling",
