@@ -27,6 +27,7 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._validation import check_binary_labels, check_positive_int
@@ -37,6 +38,7 @@ __all__ = [
     "AlmostOneStepAhead",
     "aosa_bins",
     "aosa_bound",
+    "grid_points",
     "one_step_ahead",
     "sign_change_index",
 ]
@@ -76,6 +78,18 @@ def aosa_bound(T: int, n_bins: int | None = None) -> float:
     T = check_positive_int(T, "T")
     m = aosa_bins(T) if n_bins is None else check_positive_int(n_bins, "n_bins")
     return T / m + m + 1
+
+
+def grid_points(n_bins: int) -> Float[Array, " m+1"]:
+    r"""The grid $\{0, 1/m, \dots, 1\}$ as correctly rounded floats (default float dtype).
+
+    Forecasters index this table instead of computing ``i / m`` in the graph: XLA rewrites a
+    division by a constant as a multiplication by its reciprocal, which can miss the nearest
+    float by one ulp (e.g. ``49 * (1/49) != 1``). The table makes every grid forecast exactly the
+    float nearest to $i/m$, so equal grid points compare equal across forecasters and metrics.
+    """
+    m = check_positive_int(n_bins, "n_bins")
+    return jnp.asarray(np.arange(m + 1) / m, jnp.result_type(float))
 
 
 def sign_change_index(values: Int[Array, " n+1"]) -> Int[Array, ""]:
@@ -173,7 +187,7 @@ class AlmostOneStepAhead(AbstractForecaster):
 
     def predict(self, state: AOSAState, x, key: PRNGKeyArray) -> Forecast:
         i = sign_change_index(state.beta)
-        v = (i + self._offset).astype(jnp.result_type(float)) / self.n_bins
+        v = grid_points(self.n_bins)[i + self._offset]
         return Forecast(v, v)
 
     def _lower_index(self, forecast: Forecast) -> Int[Array, ""]:
@@ -183,7 +197,7 @@ class AlmostOneStepAhead(AbstractForecaster):
     def info(self, state: AOSAState, x, forecast: Forecast, y) -> Float[Array, ""]:
         """The look-ahead forecast $\\tilde p_t = (i_t + y_t)/m$."""
         j = self._lower_index(forecast) + jnp.asarray(y, jnp.int32)
-        return j.astype(jnp.result_type(float)) / self.n_bins
+        return grid_points(self.n_bins)[j]
 
     def update(self, state: AOSAState, x, forecast: Forecast, y) -> AOSAState:
         y = jnp.asarray(y, jnp.int32)
@@ -228,4 +242,4 @@ def _one_step_ahead(y, m: int):
         return beta.at[j].add(j - m * yt), j
 
     _, j = jax.lax.scan(step, jnp.zeros((m + 1,), jnp.int32), y)
-    return j.astype(jnp.result_type(float)) / m
+    return grid_points(m)[j]

@@ -22,7 +22,7 @@ from jaxtyping import Int, PRNGKeyArray
 
 from .._validation import check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture
-from .aosa import sign_change_index
+from .aosa import grid_points, sign_change_index
 
 __all__ = ["FosterRandomized", "FosterState", "foster_bins"]
 
@@ -97,7 +97,7 @@ class FosterRandomized(AbstractForecaster):
         lo, hi = state.err[i], -state.err[i + 1]  # both >= 0
         den = lo + hi
         w = jnp.where(den > 0, hi.astype(fdt) / jnp.maximum(den, 1).astype(fdt), 1.0)
-        support = jnp.stack([i, i + 1]).astype(fdt) / k
+        support = grid_points(k)[jnp.stack([i, i + 1])]
         draw_low = jax.random.bernoulli(key, w)
         value = jnp.where(draw_low, support[0], support[1])
         return Forecast(value, Mixture(support=support, probs=jnp.stack([w, 1.0 - w])))

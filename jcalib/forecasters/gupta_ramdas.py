@@ -28,7 +28,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._validation import check_positive_int
 from ..core.types import AbstractForecaster, Forecast
-from .aosa import sign_change_index
+from .aosa import grid_points, sign_change_index
 
 __all__ = ["GuptaRamdas", "GuptaRamdasState"]
 
@@ -88,7 +88,7 @@ class GuptaRamdas(AbstractForecaster):
 
     def predict(self, state: GuptaRamdasState, x, key: PRNGKeyArray) -> Forecast:
         i = sign_change_index(-state.deficit)  # D_i >= 0 >= D_{i+1}
-        v = (2 * i + 1).astype(jnp.result_type(float)) / (2 * self.n_bins)
+        v = grid_points(2 * self.n_bins)[2 * i + 1]
         return Forecast(v, v)
 
     def _lower_index(self, forecast: Forecast) -> Int[Array, ""]:
@@ -98,7 +98,7 @@ class GuptaRamdas(AbstractForecaster):
     def info(self, state: GuptaRamdasState, x, forecast: Forecast, y) -> Float[Array, ""]:
         """The judged endpoint $\\tilde p_t = (i_t + y_t)/m$."""
         j = self._lower_index(forecast) + jnp.asarray(y, jnp.int32)
-        return j.astype(jnp.result_type(float)) / self.n_bins
+        return grid_points(self.n_bins)[j]
 
     def update(self, state: GuptaRamdasState, x, forecast: Forecast, y) -> GuptaRamdasState:
         y = jnp.asarray(y, jnp.int32)

@@ -1,0 +1,180 @@
+"""Almost-One-Step-Ahead and One-Step-Ahead (paper 000): parity with a plain-Python reference,
+Theorem 2 (|alpha| <= 1, ECE(p~) <= m+1), Theorem 1 (sum |p - p~| <= T/m; CalDist <= T/m + m + 1)."""
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference.forecasters import aosa as ref_aosa
+from reference.forecasters import bisect_sign_change, ece
+
+import jcalib
+from jcalib.forecasters import AlmostOneStepAhead, aosa_bins, aosa_bound, one_step_ahead
+from jcalib.forecasters.aosa import AOSAState, sign_change_index
+from jcalib.natures import Contrarian, MaxCalibrationError, RandomMixture, Replay
+
+KEY = jax.random.key(0)
+HYP = settings(max_examples=40, deadline=None)
+
+
+def play_replays(f, ys):
+    """Play ``f`` against Replay(y) for every row of ``ys`` (one compilation per shape)."""
+    ys = np.asarray(ys)
+    stacked = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *[Replay(y) for y in ys])
+    return eqx.filter_vmap(lambda n: jcalib.play(f, n, ys.shape[1], KEY))(stacked)
+
+
+def running_max_abs_bias(pt, y, m):
+    """max over rounds t and grid points i of |alpha_{1:t}(i/m)| (exact: integers / m)."""
+    j = np.rint(np.asarray(pt) * m).astype(np.int64)
+    inc = np.zeros((len(j), m + 1), np.int64)
+    inc[np.arange(len(j)), j] = j - m * np.asarray(y)
+    return np.abs(np.cumsum(inc, axis=0)).max() / m
+
+
+# --- construction ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "10", None, True])
+def test_bad_n_bins_raises(bad):
+    with pytest.raises(ValueError, match="n_bins"):
+        AlmostOneStepAhead(n_bins=bad)
+
+
+def test_bad_tie_raises():
+    with pytest.raises(ValueError, match="tie"):
+        AlmostOneStepAhead(n_bins=4, tie="middle")
+
+
+@pytest.mark.parametrize("y", [[0, 2, 1], [0.5, 1.0], [np.nan, 1.0], [[0, 1], [1, 0]]])
+def test_one_step_ahead_bad_outcomes_raise(y):
+    with pytest.raises(ValueError):
+        one_step_ahead(y, 3)
+
+
+def test_aosa_bins_is_exact_ceil_sqrt():
+    T = np.arange(1, 200_001)
+    got = np.array([aosa_bins(int(t)) for t in T[::97]])
+    want = np.array([math.ceil(math.sqrt(int(t))) for t in T[::97]])
+    np.testing.assert_array_equal(got, want)
+    assert [aosa_bins(t) for t in (1, 2, 4, 5, 100, 101, 10**7)] == [1, 2, 2, 3, 10, 11, 3163]
+    assert AlmostOneStepAhead.for_horizon(10_000).n_bins == 100
+    with pytest.raises(ValueError):
+        aosa_bins(0)
+
+
+def test_aosa_bound():
+    assert aosa_bound(10_000) == 2 * 100 + 1  # perfect square: exactly 2 sqrt(T) + 1
+    for T in (2, 3, 10, 99, 1000, 12345):
+        assert aosa_bound(T) < 2 * math.sqrt(T) + 2  # integer m costs less than 1
+    assert aosa_bound(100, 5) == 100 / 5 + 5 + 1
+
+
+# --- the bisection -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 16, 33])
+def test_sign_change_index_matches_reference(n):
+    v = np.random.default_rng(n).integers(-3, 4, size=(300, n + 1))
+    v[:, 0] = np.minimum(v[:, 0], 0)  # the precondition v_0 <= 0 <= v_n
+    v[:, -1] = np.maximum(v[:, -1], 0)
+    got = np.asarray(jax.jit(jax.vmap(sign_change_index))(jnp.asarray(v, jnp.int32)))
+    for row, i in zip(v, got):
+        assert row[i] <= 0 <= row[i + 1]
+        assert i == bisect_sign_change(list(row))
+
+
+# --- parity with the reference -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("m,tie", [(1, "low"), (2, "low"), (7, "low"), (7, "high"), (15, "high")])
+def test_parity_with_reference(x64, m, tie):
+    ys = np.random.default_rng(m).integers(0, 2, size=(12, 150))
+    ys[0] = 1  # constant sequences reach the grid ends
+    ys[1] = 0
+    traj = play_replays(AlmostOneStepAhead(n_bins=m, tie=tie), ys)
+    for b, y in enumerate(ys):
+        p, pt, alpha = ref_aosa(y, m, tie)
+        np.testing.assert_array_equal(np.asarray(traj.forecast[b]), p)
+        np.testing.assert_array_equal(np.asarray(traj.info[b]), pt)
+        np.testing.assert_array_equal(np.asarray(one_step_ahead(y, m)), pt)
+
+
+def test_state_is_the_exact_scaled_bias():
+    y = np.random.default_rng(1).integers(0, 2, 300)
+    m = 9
+    f = AlmostOneStepAhead(n_bins=m)
+
+    def step(state, yt):
+        return f.update(state, None, f.predict(state, None, KEY), yt), None
+
+    state, _ = jax.lax.scan(step, f.init(KEY), jnp.asarray(y, jnp.int32))
+    assert isinstance(state, AOSAState) and state.beta.dtype == jnp.int32
+    _, _, alpha = ref_aosa(y, m)
+    np.testing.assert_array_equal(np.asarray(state.beta), [int(a * m) for a in alpha])
+
+
+def test_grid_values_are_correctly_rounded(x64):
+    m = 49  # 49 * (1/49) != 1 in float64: a division rewritten as a product would miss
+    traj = jcalib.play(AlmostOneStepAhead(n_bins=m, tie="high"), Replay([1, 1]), 2, KEY)
+    assert float(traj.forecast[0]) == 1.0 and float(traj.info[0]) == 1.0
+    pt = np.asarray(one_step_ahead(np.r_[np.zeros(2 * m, int), np.ones(2 * m, int)], m))
+    assert set(pt.tolist()) <= {i / m for i in range(m + 1)}
+    assert len(set(pt.tolist())) > m // 2
+
+
+def test_one_step_ahead_docstring_example():
+    assert one_step_ahead(jnp.array([1, 1, 0, 1]), 2).tolist() == [1.0, 1.0, 0.5, 0.5]
+
+
+# --- Theorem 2 and Theorem 1 on arbitrary sequences --------------------------------------------
+
+T_HYP = 64  # every prefix is checked, so this covers all sequences of length <= 64
+
+
+@given(
+    y=st.lists(st.integers(0, 1), min_size=T_HYP, max_size=T_HYP),
+    m=st.sampled_from([1, 2, 3, 8]),
+    tie=st.sampled_from(["low", "high"]),
+)
+@HYP
+def test_guarantees_on_arbitrary_sequences(y, m, tie):
+    traj = jcalib.play(AlmostOneStepAhead(n_bins=m, tie=tie), Replay(y), T_HYP, KEY)
+    p, pt, yy = np.asarray(traj.forecast), np.asarray(traj.info), np.asarray(traj.y)
+    np.testing.assert_array_equal(yy, y)
+    # Theorem 2: |alpha(p_i)| <= 1 at every grid point after every round, so ECE(p~) <= m + 1
+    assert running_max_abs_bias(pt, yy, m) <= 1
+    assert ece(pt, yy) <= m + 1 + 1e-9  # float sum of exact grid values
+    # Theorem 1's first step: |p_t - p~_t| <= 1/m every round (so sum <= T/m)
+    assert np.all(np.abs(p - pt) <= 1 / m + 1e-6)  # 1e-6: float32 grid values
+    # and the forecast is one of the two adjacent points that bracket p~
+    assert set(np.rint(p * m).astype(int) - np.rint(pt * m).astype(int)) <= {-1, 0, 1}
+
+
+@given(y=st.lists(st.integers(0, 1), min_size=T_HYP, max_size=T_HYP), m=st.sampled_from([1, 4, 9]))
+@HYP
+def test_one_step_ahead_bias_at_most_one(y, m):
+    pt = np.asarray(one_step_ahead(y, m))
+    assert running_max_abs_bias(pt, y, m) <= 1
+
+
+# Oblivious natures only produce sequences, which the hypothesis tests above cover; the
+# adaptive ones choose outcomes from the forecast.
+NATURES = [Contrarian(), MaxCalibrationError(n_bins=16), RandomMixture(n_bins=16)]
+
+
+@pytest.mark.parametrize("nature", NATURES, ids=lambda n: type(n).__name__)
+def test_guarantees_against_natures(nature):
+    T, m = 256, 16
+    keys = jax.random.split(jax.random.key(3), 4)
+    f = AlmostOneStepAhead(n_bins=m)
+    trajs = jax.vmap(lambda k: jcalib.play(f, nature, T, k))(keys)
+    for p, pt, y in zip(np.asarray(trajs.forecast), np.asarray(trajs.info), np.asarray(trajs.y)):
+        assert running_max_abs_bias(pt, y, m) <= 1
+        assert ece(pt, y) <= m + 1 + 1e-9
+        assert np.abs(p - pt).sum() <= T / m + 1e-4  # 1e-4: T float32 roundings of k/m
