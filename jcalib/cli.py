@@ -38,16 +38,14 @@ def bound(T):
 
 def default_forecasters(T: int) -> dict:
     """AOSA with m = ⌈√T⌉ and every baseline, sized for horizon T."""
-    m = F.aosa_bins(T)
-    k = max(2, math.ceil(T ** (1 / 3)))
     return {
-        "AOSA": F.AlmostOneStepAhead(n_bins=m),
-        "AOSA (tie high)": F.AlmostOneStepAhead(n_bins=m, tie="high"),
-        "Foster": F.FosterRandomized(n_bins=k),
+        "AOSA": F.AlmostOneStepAhead.for_horizon(T),
+        "AOSA (tie high)": F.AlmostOneStepAhead.for_horizon(T, tie="high"),
+        "Foster": F.FosterRandomized.for_horizon(T),
         "Defensive": F.DefensiveForecaster.for_horizon(T),
-        "Gupta-Ramdas": F.GuptaRamdas(n_bins=m),
-        "Constant 1/2": F.Constant(0.5),
-        "Running frequency": F.RunningFrequency(),
+        "Gupta-Ramdas": F.GuptaRamdas.for_horizon(T),
+        "Constant 1/2": F.Constant.for_horizon(T),
+        "Running frequency": F.RunningFrequency.for_horizon(T),
     }
 
 

@@ -1,8 +1,8 @@
 """Drivers own the loops: :func:`play` is one ``lax.scan``; :func:`sweep` vmaps it over a batch
 of (forecaster, nature, seed) and shards that batch over every local device.
 
-Keys: the run key is split once into (forecaster-init, nature-init, rounds); round ``t`` draws
-with ``fold_in(rounds_key, t)``. So a run's numbers do not depend on how it is chunked, nor on
+Keys: the run key is split once into (forecaster-init, nature-init, context, forecast,
+outcome); round ``t`` draws its context, forecast and outcome keys as ``fold_in(stream, t)``. So a run's numbers do not depend on how it is chunked, nor on
 how many devices share a sweep.
 """
 
@@ -113,15 +113,15 @@ class _Carry(NamedTuple):
 
 
 def _init(forecaster, nature, key):
-    kf, kn, kr = jax.random.split(key, 3)
-    return forecaster.init(kf), nature.init(kn), kr
+    kf, kn, kx, kp, ky = jax.random.split(key, 5)
+    return forecaster.init(kf), nature.init(kn), (kx, kp, ky)
 
 
 def _scan_rounds(forecaster, nature, rkey, carry: _Carry, t0, length: int, record: str, m):
     """Rounds t0, …, t0+length-1 as one lax.scan."""
 
-    def body(c: _Carry, t):
-        kx, kp, ky = jax.random.split(jax.random.fold_in(rkey, t), 3)
+    def body(c: _Carry, keys):
+        kx, kp, ky = keys
         x = nature.context(c.nstate, kx)
         fc = forecaster.predict(c.fstate, x, kp)
         y = nature.outcome(c.nstate, x, fc.public, ky)
@@ -134,8 +134,12 @@ def _scan_rounds(forecaster, nature, rkey, carry: _Carry, t0, length: int, recor
         out = Trajectory(x, fc.value, y, info) if record == "full" else None
         return new, out
 
+    # Three key streams (context, forecast, outcome); round t draws fold_in(stream, t). Computed
+    # for the whole chunk in one vectorised call; a stream no player uses is dropped by XLA, so a
+    # deterministic forecaster against a Bernoulli nature costs two hashes per round.
     ts = t0 + jnp.arange(length, dtype=jnp.int32)
-    return jax.lax.scan(body, carry, ts)
+    keys = tuple(jax.vmap(jax.random.fold_in, in_axes=(None, 0))(k, ts) for k in rkey)
+    return jax.lax.scan(body, carry, keys)
 
 
 def _check_modules(forecaster, nature):
@@ -233,30 +237,37 @@ def _mesh():
     return Mesh(np.array(jax.devices()), ("batch",))
 
 
+def _axes(module, batched: bool):
+    return _batch_axes(module) if batched else None
+
+
+@eqx.filter_jit
+def _init_batch(forecaster, nature, keys, record: str, m, batched: bool):
+    def one(f, n, k):
+        fs, ns, rk = _init(f, n, k)
+        return _Carry(fs, ns, _empty_summary(m) if record == "summary" else None), rk
+
+    return eqx.filter_vmap(one, in_axes=(_axes(forecaster, batched), _axes(nature, batched), 0))(forecaster, nature, keys)
+
+
+@eqx.filter_jit
+def _run_batch(forecaster, nature, rkeys, carry, t0, length: int, record: str, m, batched: bool):
+    def one(f, n, rk, c):
+        return _scan_rounds(f, n, rk, c, t0, length, record, m)
+
+    axes = (_axes(forecaster, batched), _axes(nature, batched), 0, 0)
+    return eqx.filter_vmap(one, in_axes=axes)(forecaster, nature, rkeys, carry)
+
+
 def _run_chunked(forecaster, nature, keys, T, record, m, chunk, progress, checkpoint, batched):
-    """Run a batch (leading axis of ``keys``; modules already carry that axis if ``batched``)."""
+    """Run a batch (leading axis of ``keys``; modules already carry that axis if ``batched``).
+
+    The compiled functions are module-level, so repeated calls with the same shapes and
+    settings reuse one compilation.
+    """
     chunk = check_positive_int(chunk, "chunk")
-    f_axis = _batch_axes(forecaster) if batched else None
-    n_axis = _batch_axes(nature) if batched else None
-
-    def vm(fn, *in_axes):
-        return eqx.filter_vmap(fn, in_axes=in_axes)
-
-    @eqx.filter_jit
-    def init(f, n, k):
-        def one(f, n, k):
-            fs, ns, rk = _init(f, n, k)
-            summ = _empty_summary(m) if record == "summary" else None
-            return _Carry(fs, ns, summ), rk
-
-        return vm(one, f_axis, n_axis, 0)(f, n, k)
-
-    @eqx.filter_jit
-    def run(f, n, rk, carry, t0, length):
-        def one(f, n, rk, c):
-            return _scan_rounds(f, n, rk, c, t0, length, record, m)
-
-        return vm(one, f_axis, n_axis, 0, 0)(f, n, rk, carry)
+    init = lambda f, n, k: _init_batch(f, n, k, record, m, batched)  # noqa: E731
+    run = lambda f, n, rk, c, t0, length: _run_batch(f, n, rk, c, t0, length, record, m, batched)  # noqa: E731
 
     carry, rkeys = init(forecaster, nature, keys)
     start = 0
