@@ -105,7 +105,10 @@ def test_sweep_axes_and_seed_equals_play():
     assert out.forecast.shape == (3, 4, 40)
     seed_keys = jax.random.split(KEY, 4)
     single = jcalib.play(GridFrequency(), Coin(0.5), 40, seed_keys[2])
-    chex.assert_trees_all_equal(jax.tree_util.tree_map(lambda a: a[1, 2], out), single)
+    picked = jax.tree_util.tree_map(lambda a: a[1, 2], out)
+    np.testing.assert_array_equal(picked.y, single.y)
+    # batched and unbatched programs fuse float arithmetic differently: 1-ulp differences
+    chex.assert_trees_all_close(picked, single, rtol=1e-6)
 
 
 def test_sweep_over_hyperparameters():
