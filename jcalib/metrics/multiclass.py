@@ -121,7 +121,7 @@ def accuracy(
     Ties in the arg-max go to the smallest class index (``jnp.argmax``).
     """
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
-    correct = (jnp.argmax(v, axis=1) == y).astype(v.dtype)
+    correct = (jnp.argmax(v, axis=1).astype(y.dtype) == y).astype(v.dtype)
     return jnp.sum(w * correct) / jnp.sum(w)
 
 
@@ -210,7 +210,7 @@ def confidence_ece(
 @functools.partial(jax.jit, static_argnames=("n_bins", "strategy", "p"))
 def _confidence_ece(v, y, w, n_bins, strategy, p):
     conf = jnp.max(v, axis=1)
-    correct = (jnp.argmax(v, axis=1) == y).astype(jnp.int32)
+    correct = (jnp.argmax(v, axis=1).astype(y.dtype) == y).astype(jnp.int32)
     return binned_ece(conf, correct, n_bins=n_bins, strategy=strategy, sample_weight=w, p=p)
 
 
@@ -268,7 +268,7 @@ def top_label_ece(
 @functools.partial(jax.jit, static_argnames=("n_bins", "strategy", "p"))
 def _top_label_ece(v, y, w, n_bins, strategy, p):
     n_classes = v.shape[1]
-    pred = jnp.argmax(v, axis=1)
+    pred = jnp.argmax(v, axis=1).astype(jnp.int32)
     conf = jnp.max(v, axis=1)
     correct = (pred == y).astype(jnp.int32)
 
@@ -279,7 +279,7 @@ def _top_label_ece(v, y, w, n_bins, strategy, p):
         # classes never predicted have W_ℓ = 0 and an undefined (0/0) ECE_ℓ: they contribute 0
         return jnp.where(total > 0, total * ece_ell**p, 0.0)
 
-    terms = lax.map(per_class, jnp.arange(n_classes), batch_size=min(n_classes, _CLASS_BATCH))
+    terms = lax.map(per_class, jnp.arange(n_classes, dtype=jnp.int32), batch_size=min(n_classes, _CLASS_BATCH))
     return (jnp.sum(terms) / jnp.sum(w)) ** (1.0 / p)
 
 
@@ -337,5 +337,5 @@ def _classwise_ece(v, y, w, n_bins, strategy, p):
         hit = (y == ell).astype(jnp.int32)
         return binned_ece(v[:, ell], hit, n_bins=n_bins, strategy=strategy, sample_weight=w, p=p)
 
-    eces = lax.map(per_class, jnp.arange(n_classes), batch_size=min(n_classes, _CLASS_BATCH))
+    eces = lax.map(per_class, jnp.arange(n_classes, dtype=jnp.int32), batch_size=min(n_classes, _CLASS_BATCH))
     return jnp.mean(eces)

@@ -1,0 +1,286 @@
+"""Tests of temperature, vector, matrix and Dirichlet scaling (jcalib.recalibration.scaling):
+parity with a grid search and with SciPy fits of the same objective, conformance (jit, vmap over
+datasets and hyperparameters, no retrace), the claims (NLL never above the identity map's,
+temperature scaling keeps the arg-max, ODIR shrinks off-diagonals), wrappers and bad input."""
+
+import doctest
+import functools
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from reference import scaling as ref
+
+from jcalib.recalibration import (
+    DirichletCalibrator,
+    MatrixScaling,
+    TemperatureScaling,
+    VectorScaling,
+    dirichlet_apply,
+    dirichlet_fit,
+    matrix_scaling_apply,
+    matrix_scaling_fit,
+    temperature_scaling_apply,
+    temperature_scaling_fit,
+    vector_scaling_apply,
+    vector_scaling_fit,
+)
+from jcalib.recalibration import scaling as scaling_module
+
+KEY = jax.random.key(0)
+FITS = {
+    "temperature": (temperature_scaling_fit, temperature_scaling_apply),
+    "vector": (vector_scaling_fit, vector_scaling_apply),
+    "matrix": (matrix_scaling_fit, matrix_scaling_apply),
+    "dirichlet": (dirichlet_fit, dirichlet_apply),
+}
+
+
+def _miscalibrated(seed, n=200, c=3, sharpen=2.5):
+    """Labels drawn from softmax(s), predictions softmax(sharpen · s + shift): over-confident
+    and biased towards class 0, so every map has something to fix."""
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(size=(n, c)) * 1.5
+    true = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
+    labels = np.array([rng.choice(c, p=row) for row in true])
+    logits = sharpen * scores
+    logits[:, 0] += 0.7
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    return probs, labels
+
+
+def _nll(q, labels):
+    q = np.asarray(q, np.float64)
+    return -np.mean(np.log(q[np.arange(len(labels)), labels]))
+
+
+def _as_ref(kind, params):
+    if kind == "temperature":
+        return {"T": float(np.exp(params.log_temperature))}
+    if kind == "vector":
+        return {"a": np.asarray(params.scale), "b": np.asarray(params.bias)}
+    return {"W": np.asarray(params.weights), "b": np.asarray(params.bias)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Parity with the references
+
+
+def test_temperature_matches_grid_search(x64):
+    probs, labels = _miscalibrated(0, n=150)
+    params = temperature_scaling_fit(KEY, probs, labels)
+    t_grid = ref.fit_temperature_grid(probs, labels)["T"]
+    t = float(jnp.exp(params.log_temperature))
+    # grid spacing in log10 T is 2/4000: the grid minimiser is within one step of the optimum
+    assert abs(np.log10(t) - np.log10(t_grid)) <= 2 / 4000
+    obj = ref.objective("temperature", {"T": t}, probs, labels)
+    assert obj <= ref.objective("temperature", {"T": t_grid}, probs, labels) + 1e-12
+    assert t == pytest.approx(2.5, rel=0.25)  # the sharpening that made the data
+
+
+@pytest.mark.parametrize(
+    "kind, reg_lambda, reg_mu",
+    [("vector", 0.0, 0.0), ("matrix", 0.0, 0.0), ("matrix", 0.5, 0.1), ("dirichlet", 1e-2, 1e-2), ("dirichlet", 2.0, 2.0)],
+)
+def test_fit_matches_scipy(x64, kind, reg_lambda, reg_mu):
+    probs, labels = _miscalibrated(1, n=150, c=3)
+    fit, _ = FITS[kind]
+    kwargs = {} if kind == "vector" else {"reg_lambda": reg_lambda, "reg_mu": reg_mu}
+    params = _as_ref(kind, fit(KEY, probs, labels, **kwargs))
+    want = ref.fit(kind, probs, labels, reg_lambda, reg_mu)
+    got_obj = ref.objective(kind, params, probs, labels, reg_lambda, reg_mu)
+    want_obj = ref.objective(kind, want, probs, labels, reg_lambda, reg_mu)
+    # both are converged minimisers of the same convex objective: equal to 1e-8 relative
+    assert got_obj == pytest.approx(want_obj, rel=1e-8)
+    if kind == "vector":
+        # identifiable up to a common shift of the bias
+        np.testing.assert_allclose(params["a"], want["a"], atol=1e-4)
+        np.testing.assert_allclose(params["b"] - params["b"].mean(), want["b"] - want["b"].mean(), atol=1e-4)
+    elif reg_lambda > 0 and reg_mu > 0:
+        # ODIR makes the objective strictly convex: the minimiser is unique
+        np.testing.assert_allclose(params["W"], want["W"], atol=1e-4)
+        np.testing.assert_allclose(params["b"], want["b"], atol=1e-4)
+
+
+def test_sample_weights_match_scipy(x64):
+    probs, labels = _miscalibrated(2, n=150, c=3)
+    w = np.random.default_rng(0).uniform(0, 2, size=150)
+    params = _as_ref("dirichlet", dirichlet_fit(KEY, probs, labels, reg_lambda=0.1, reg_mu=0.1, sample_weight=w))
+    want = ref.fit("dirichlet", probs, labels, 0.1, 0.1, weights=w)
+    np.testing.assert_allclose(params["W"], want["W"], atol=1e-4)
+    t = float(jnp.exp(temperature_scaling_fit(KEY, probs, labels, sample_weight=w).log_temperature))
+    assert abs(np.log10(t) - np.log10(ref.fit_temperature_grid(probs, labels, weights=w)["T"])) <= 2 / 4000
+
+
+def test_apply_matches_reference(x64):
+    probs, labels = _miscalibrated(3, n=150, c=3)
+    for kind, (fit, apply) in FITS.items():
+        params = fit(KEY, probs, labels)
+        np.testing.assert_allclose(apply(params, probs), ref.apply(kind, _as_ref(kind, params), probs), rtol=1e-10)
+
+
+def test_docstring_examples():
+    result = doctest.testmod(scaling_module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Claims
+
+
+@pytest.mark.parametrize("kind", sorted(FITS))
+def test_recalibration_lowers_nll_on_fitting_split(kind):
+    # every fit starts at the identity map, whose penalty is zero, and L-BFGS's line search only
+    # accepts decreasing steps: the NLL after fitting is at most the identity's, and here far below
+    probs, labels = _miscalibrated(4)
+    fit, apply = FITS[kind]
+    before = _nll(probs, labels)
+    after = _nll(apply(fit(KEY, probs, labels), probs), labels)
+    assert after < before - 0.1
+
+
+def test_temperature_scaling_keeps_argmax():
+    probs, labels = _miscalibrated(5)
+    out = TemperatureScaling().fit(probs, labels).predict_proba(probs)
+    np.testing.assert_array_equal(np.argmax(out, axis=1), np.argmax(probs, axis=1))
+
+
+def test_odir_shrinks_off_diagonal_with_lambda():
+    # for exact minimisers the penalised quantity is non-increasing in its weight λ
+    probs, labels = _miscalibrated(6, n=150, c=4)
+    lambdas = jnp.array([0.0, 0.1, 1.0, 10.0])
+    params = jax.vmap(lambda lam: dirichlet_fit(KEY, probs, labels, reg_lambda=lam, reg_mu=0.1))(lambdas)
+    off = params.weights * (1 - jnp.eye(4))[None]
+    norms = np.asarray(jnp.sum(off**2, axis=(1, 2)))
+    assert np.all(np.diff(norms) <= 1e-4 * norms[:-1])  # float32 round-off at convergence
+    assert norms[-1] < 0.2 * norms[0]
+
+
+def test_integer_weights_equal_repetition(x64):
+    # repetitions 0, 1, 2 in equal numbers keep n = 150, so no new shape is compiled
+    probs, labels = _miscalibrated(7, n=150, c=3)
+    reps = np.random.default_rng(1).permutation(np.repeat([0, 1, 2], 50))
+    for fit, _ in FITS.values():
+        a = fit(KEY, probs, labels, sample_weight=reps.astype(float))
+        b = fit(KEY, np.repeat(probs, reps, axis=0), np.repeat(labels, reps))
+        # same objective, float64: fits agree far below the 1e-4 level of convergence
+        chex.assert_trees_all_close(a, b, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# Conformance
+
+
+@pytest.mark.parametrize("kind", sorted(FITS))
+def test_jit_vmap_over_datasets_no_retrace(kind):
+    fit, apply = FITS[kind]
+    data = [_miscalibrated(10 + i) for i in range(3)]
+    probs = jnp.asarray(np.stack([d[0] for d in data]), jnp.float32)
+    labels = jnp.asarray(np.stack([d[1] for d in data]))
+    chex.clear_trace_counter()  # the counter is keyed by code, shared across parametrisations
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def fit_all(p, y):
+        params = jax.vmap(lambda a, b: fit(KEY, a, b))(p, y)
+        return params, jax.vmap(apply)(params, p)
+
+    params, out = fit_all(probs, labels)
+    fit_all(probs[::-1], labels[::-1])  # new values, same shapes: no retrace
+    chex.assert_shape(out, (3, 200, 3))
+    one = apply(fit(KEY, probs[1], labels[1]), probs[1])
+    # batched and single fits differ only by float32 reduction order; parameters may drift along
+    # the (nearly) flat directions of unregularised matrix scaling, the probabilities do not
+    np.testing.assert_allclose(out[1], one, atol=1e-4)
+
+
+def test_fit_is_deterministic_and_key_free():
+    probs, labels = _miscalibrated(8)
+    a = dirichlet_fit(jax.random.key(1), probs, labels)
+    b = dirichlet_fit(jax.random.key(2), probs, labels)
+    chex.assert_trees_all_equal(a, b)
+
+
+def test_extra_steps_after_convergence_stay_put():
+    # fixed step counts run past convergence; the parameters must not drift or turn NaN
+    probs, labels = _miscalibrated(9)
+    a = temperature_scaling_fit(KEY, probs, labels)
+    b = temperature_scaling_fit(KEY, probs, labels, n_steps=300)
+    assert np.isfinite(float(b.log_temperature))
+    np.testing.assert_allclose(a.log_temperature, b.log_temperature, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrappers
+
+
+@pytest.mark.parametrize(
+    "cls, kind",
+    [(TemperatureScaling, "temperature"), (VectorScaling, "vector"), (MatrixScaling, "matrix"), (DirichletCalibrator, "dirichlet")],
+)
+def test_wrapper_matches_functional_core(cls, kind):
+    probs, labels = _miscalibrated(11)
+    fit, apply = FITS[kind]
+    cal = cls()
+    assert cal.fit(probs, labels) is cal
+    chex.assert_trees_all_close(cal.params_, fit(KEY, probs, labels), atol=1e-6)
+    np.testing.assert_allclose(cal.predict_proba(probs), apply(cal.params_, probs), atol=1e-6)
+    with pytest.raises(ValueError, match="classes"):
+        cal.predict_proba(np.full((2, 4), 0.25))
+    with pytest.raises(ValueError, match="not fitted"):
+        cls().predict_proba(probs)
+
+
+def test_temperature_attribute():
+    probs, labels = _miscalibrated(12)
+    ts = TemperatureScaling().fit(probs, labels)
+    assert ts.temperature_ == pytest.approx(float(jnp.exp(ts.params_.log_temperature)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+
+
+@pytest.mark.parametrize("kind", sorted(FITS))
+def test_bad_inputs_raise(kind):
+    fit, apply = FITS[kind]
+    p = np.array([[0.6, 0.4], [0.1, 0.9]])
+    y = np.array([0, 1])
+    with pytest.raises(ValueError, match="NaN"):
+        fit(KEY, np.array([[np.nan, 1.0], [0.1, 0.9]]), y)
+    with pytest.raises(ValueError, match="sum to 1"):
+        fit(KEY, np.array([[0.6, 0.6], [0.1, 0.9]]), y)
+    with pytest.raises(ValueError, match="lie in"):
+        fit(KEY, p, np.array([0, 2]))
+    with pytest.raises(ValueError, match="mismatched"):
+        fit(KEY, p, np.array([0, 1, 1]))
+    with pytest.raises(ValueError, match="n_steps"):
+        fit(KEY, p, y, n_steps=0)
+    with pytest.raises(ValueError, match="sample_weight"):
+        fit(KEY, p, y, sample_weight=np.array([1.0, -1.0]))
+    params = fit(KEY, *_miscalibrated(0))  # a compiled shape, fitted once per kind
+    with pytest.raises(ValueError, match="sum to 1"):
+        apply(params, np.array([[0.6, 0.3, 0.3]]))
+    with pytest.raises(ValueError, match="NaN"):
+        apply(params, np.array([[np.nan, 0.5, 0.5]]))
+
+
+@pytest.mark.parametrize("cls", [MatrixScaling, DirichletCalibrator])
+def test_bad_regularisation_raises(cls):
+    with pytest.raises(ValueError, match="reg_lambda"):
+        cls(reg_lambda=-1.0)
+    with pytest.raises(ValueError, match="reg_mu"):
+        cls(reg_mu=float("nan"))
+    with pytest.raises(ValueError, match="reg_lambda"):
+        dirichlet_fit(KEY, np.array([[0.6, 0.4]]), np.array([0]), reg_lambda=np.ones(2))
+
+
+def test_wrapper_bad_inputs_raise():
+    with pytest.raises(ValueError, match="NaN"):
+        DirichletCalibrator().fit(np.array([[np.nan, 1.0]]), np.array([0]))
+    with pytest.raises(ValueError, match="lie in"):
+        TemperatureScaling().fit(np.array([[0.5, 0.5]]), np.array([3]))
+    with pytest.raises(ValueError, match="n_steps"):
+        VectorScaling(n_steps=-3)
