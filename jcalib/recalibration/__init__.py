@@ -1,5 +1,11 @@
 """jcalib.recalibration"""
 
+from .decision import (
+    DecisionCalibrationParams,
+    DecisionCalibrator,
+    decision_calibration_apply,
+    decision_calibration_fit,
+)
 from .kernel import (
     KernelAudit,
     KernelCalibrationParams,
@@ -31,6 +37,10 @@ from .scaling import (
 )
 
 __all__: list[str] = [
+    "DecisionCalibrationParams",
+    "DecisionCalibrator",
+    "decision_calibration_apply",
+    "decision_calibration_fit",
     "KernelAudit",
     "KernelCalibrationParams",
     "KernelCalibrator",
