@@ -8,6 +8,18 @@ from .decision import (
 )
 from .binary import binned_ece, brier, ece, ece_from_counts, log_loss, lp_calibration_error
 from .multiclass import accuracy, classwise_ece, confidence_ece, l2_error, nll, one_hot, top_label_ece
+from .weighted import (
+    WeightedCE,
+    classwise_calibration_error,
+    full_smooth_calibration_error,
+    lipschitz_correlation,
+    low_degree_calibration_error,
+    projected_smooth_calibration_error,
+    sigmoid_calibration_error,
+    subset_smooth_calibration_error,
+    two_action_decision_calibration_error,
+    weighted_calibration_error,
+)
 
 __all__: list[str] = [
     "DecisionCalibrationResult",
@@ -27,4 +39,14 @@ __all__: list[str] = [
     "nll",
     "one_hot",
     "top_label_ece",
+    "WeightedCE",
+    "classwise_calibration_error",
+    "full_smooth_calibration_error",
+    "lipschitz_correlation",
+    "low_degree_calibration_error",
+    "projected_smooth_calibration_error",
+    "sigmoid_calibration_error",
+    "subset_smooth_calibration_error",
+    "two_action_decision_calibration_error",
+    "weighted_calibration_error",
 ]
