@@ -77,7 +77,7 @@ def grid_kernel(
 
     def weights(z):
         k, lam = _hat(jnp.asarray(z, fdt), n_grid)
-        j = jnp.arange(n_grid + 1)
+        j = jnp.arange(n_grid + 1, dtype=jnp.int32)
         return jnp.where(j[None, :] == k[:, None], 1.0 - lam[:, None], 0.0) + jnp.where(
             j[None, :] == k[:, None] + 1, lam[:, None], 0.0
         )
@@ -149,7 +149,7 @@ class DefensiveForecaster(AbstractForecaster):
         N = self.n_grid
         p = jnp.asarray(forecast.value, fdt)
         k, lam = _hat(p, N)
-        j = jnp.arange(N + 1)
+        j = jnp.arange(N + 1, dtype=jnp.int32)
         scale = jnp.asarray(self.bandwidth, fdt) * N
         tent_k = jnp.maximum(0.0, 1.0 - jnp.abs(j - k).astype(fdt) / scale)
         tent_k1 = jnp.maximum(0.0, 1.0 - jnp.abs(j - k - 1).astype(fdt) / scale)

@@ -103,35 +103,32 @@ def grid_kernel(x, p, n_grid: int, bandwidth: float) -> float:
     return float(hat_weights(x, n_grid) @ G @ hat_weights(p, n_grid))
 
 
-def defensive(y, n_grid: int, bandwidth: float):
-    """Defensive forecasting with kernel K_N, recomputing Phi_t on the grid from the whole
-    history every round (no incremental state).
-
-    Returns:
-        forecasts (T,) and the final grid values Phi_{T+1}(j/N).
-    """
+def defensive_phi(p, y, n_grid: int, bandwidth: float):
+    """Phi(j/N) = sum_s (y_s - p_s) K_N(p_s, j/N) over the given history, summed afresh."""
     g = np.arange(n_grid + 1) / n_grid
     G = np.array([[tent(a, b, bandwidth) for b in g] for a in g])
-    ps, rs = [], []
     V = np.zeros(n_grid + 1)
-    for yt in np.asarray(y).tolist():
-        V = np.zeros(n_grid + 1)
-        for ps_, rs_ in zip(ps, rs):
-            V += rs_ * (G @ hat_weights(ps_, n_grid))  # Phi_t(g_j) = sum_s r_s K_N(p_s, g_j)
-        if V[0] <= 0:
-            pt = 0.0
-        elif V[-1] >= 0:
-            pt = 1.0
-        else:
-            i = bisect_sign_change(-V)
-            a, b = V[i], V[i + 1]
-            pt = (i + a / (a - b)) / n_grid  # zero of the linear interpolant on [g_i, g_{i+1}]
-        ps.append(pt)
-        rs.append(yt - pt)
-    V = np.zeros(n_grid + 1)
-    for ps_, rs_ in zip(ps, rs):
-        V += rs_ * (G @ hat_weights(ps_, n_grid))
-    return np.array(ps), V
+    for ps, ys in zip(np.asarray(p, float).tolist(), np.asarray(y).tolist()):
+        V += (ys - ps) * (G @ hat_weights(ps, n_grid))
+    return V
+
+
+def defensive_rule(V):
+    """The defensive forecast for grid values V: 0 if V_0 <= 0, 1 if V_N >= 0, else the zero of
+    the linear interpolant on the segment that bisection finds."""
+    n_grid = len(V) - 1
+    if V[0] <= 0:
+        return 0.0
+    if V[-1] >= 0:
+        return 1.0
+    i = bisect_sign_change(-np.asarray(V))
+    a, b = V[i], V[i + 1]
+    return (i + a / (a - b)) / n_grid
+
+
+def interpolate(V, p):
+    """Phi(p) from its grid values (linear interpolation)."""
+    return float(np.asarray(V) @ hat_weights(p, len(V) - 1))
 
 
 def gupta_ramdas(y, m: int):
