@@ -37,9 +37,10 @@ class Constant(AbstractForecaster):
     p: float = 0.5
 
     def __check_init__(self):
-        arr = check_binary_probs(self.p, "p")
+        arr = as_float_array(self.p, "p")
         if arr.ndim != 0:
             raise ValueError(f"p must be a scalar, got shape {tuple(arr.shape)}")
+        check_binary_probs(arr[None], "p")  # as 1-D: check_binary_probs reports bad entries by index
 
     @classmethod
     def for_horizon(cls, T: int) -> "Constant":

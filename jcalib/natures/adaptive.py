@@ -15,8 +15,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import as_float_array, check_binary_probs, check_positive_int, is_concrete
+from .._validation import as_float_array, check_positive_int, is_concrete
 from ..core.types import AbstractNature, Forecast, as_mixture
+from .oblivious import _check_scalar_prob
 
 __all__ = [
     "BiasState",
@@ -128,9 +129,7 @@ class RandomMixture(AbstractNature):
 
     def __check_init__(self):
         check_positive_int(self.n_bins, "n_bins")
-        arr = check_binary_probs(self.rate, "rate")
-        if arr.ndim != 0:
-            raise ValueError(f"rate must be a scalar, got shape {tuple(arr.shape)}")
+        _check_scalar_prob(self.rate, "rate")
         w = jnp.stack([as_float_array(v, n) for v, n in zip(self._raw_weights(), ("contrarian", "max_error", "bernoulli"))])
         if is_concrete(w) and not (bool(jnp.all(jnp.isfinite(w) & (w >= 0))) and bool(jnp.sum(w) > 0)):
             raise ValueError(

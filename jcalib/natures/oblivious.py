@@ -39,9 +39,10 @@ def _bernoulli(key, p) -> Int[Array, ""]:
 
 
 def _check_scalar_prob(value, name):
-    arr = check_binary_probs(value, name)
+    arr = as_float_array(value, name)
     if arr.ndim != 0:
         raise ValueError(f"{name} must be a scalar, got shape {tuple(arr.shape)}")
+    check_binary_probs(arr[None], name)  # as 1-D: check_binary_probs reports bad entries by index
 
 
 def _check_positive(value, name):
