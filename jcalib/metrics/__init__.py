@@ -7,6 +7,13 @@ from .decision import (
     decision_loss_gap,
 )
 from .binary import binned_ece, brier, ece, ece_from_counts, log_loss, lp_calibration_error
+from .distance import (
+    CalibratedWitness,
+    CalibrationDistance,
+    atoms_from_counts,
+    distance_to_calibration,
+    lower_distance_to_calibration,
+)
 from .multiclass import accuracy, classwise_ece, confidence_ece, l2_error, nll, one_hot, top_label_ece
 from .weighted import (
     WeightedCE,
@@ -32,6 +39,11 @@ __all__: list[str] = [
     "ece_from_counts",
     "log_loss",
     "lp_calibration_error",
+    "CalibratedWitness",
+    "CalibrationDistance",
+    "atoms_from_counts",
+    "distance_to_calibration",
+    "lower_distance_to_calibration",
     "accuracy",
     "classwise_ece",
     "confidence_ece",
