@@ -132,8 +132,8 @@ def test_docstring_examples():
 
 @pytest.mark.parametrize("kind", sorted(FITS))
 def test_recalibration_lowers_nll_on_fitting_split(kind):
-    # every fit starts at the identity map, whose penalty is zero, and L-BFGS's line search only
-    # accepts decreasing steps: the NLL after fitting is at most the identity's, and here far below
+    # every fit starts at the identity map, whose penalty is zero, and returns its best iterate:
+    # the NLL after fitting is at most the identity's, and on these data far below it
     probs, labels = _miscalibrated(4)
     fit, apply = FITS[kind]
     before = _nll(probs, labels)
@@ -191,9 +191,11 @@ def test_jit_vmap_over_datasets_no_retrace(kind):
     fit_all(probs[::-1], labels[::-1])  # new values, same shapes: no retrace
     chex.assert_shape(out, (3, 200, 3))
     one = apply(fit(KEY, probs[1], labels[1]), probs[1])
-    # batched and single fits differ only by float32 reduction order; parameters may drift along
-    # the (nearly) flat directions of unregularised matrix scaling, the probabilities do not
-    np.testing.assert_allclose(out[1], one, atol=1e-4)
+    # Batched and single fits differ only by float32 reduction order, which can move the point
+    # where the fit stops along directions in which the objective is flat to float32 precision
+    # (NLL changes ~1e-7): the NLLs agree to that precision, the probabilities to ~1e-3.
+    np.testing.assert_allclose(_nll(out[1], labels[1]), _nll(one, labels[1]), rtol=1e-5)
+    np.testing.assert_allclose(out[1], one, atol=2e-3)
 
 
 def test_fit_is_deterministic_and_key_free():
