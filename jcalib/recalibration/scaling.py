@@ -254,7 +254,8 @@ def temperature_scaling_fit(
         key: unused (the fit is deterministic); accepted for the common recalibrator signature.
         probs: held-out predicted probabilities, rows on the simplex, shape (n, C).
         labels: integer labels in [0, C), shape (n,).
-        n_steps: number of L-BFGS steps (fixed; no early stopping).
+        n_steps: number of L-BFGS iterations (a fixed scan length; iterations after
+            convergence idle). Temperature scaling typically converges in under 10.
         sample_weight: optional non-negative weights, shape (n,).
 
     Returns:
@@ -303,7 +304,7 @@ def vector_scaling_fit(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
     *,
-    n_steps: int = 100,
+    n_steps: int = 200,
     sample_weight: Float[Array, " n"] | None = None,
 ) -> VectorScalingParams:
     r"""Fit vector scaling $q = \operatorname{softmax}(a \odot z + b)$ by weighted mean NLL.
@@ -316,7 +317,7 @@ def vector_scaling_fit(
         key: unused (deterministic fit).
         probs: held-out probabilities (n, C).
         labels: integer labels (n,).
-        n_steps: number of L-BFGS steps.
+        n_steps: number of L-BFGS iterations (fixed scan length; idle after convergence).
         sample_weight: optional non-negative weights (n,).
 
     Returns:
@@ -369,7 +370,7 @@ def matrix_scaling_fit(
     *,
     reg_lambda: float = 0.0,
     reg_mu: float = 0.0,
-    n_steps: int = 200,
+    n_steps: int = 500,
     sample_weight: Float[Array, " n"] | None = None,
 ) -> MatrixScalingParams:
     r"""Fit matrix scaling $q = \operatorname{softmax}(W z + b)$ by weighted mean NLL (+ ODIR).
@@ -386,7 +387,8 @@ def matrix_scaling_fit(
         labels: integer labels (n,).
         reg_lambda: λ ≥ 0, off-diagonal penalty (normalised by C(C−1)); may be traced (vmap).
         reg_mu: μ ≥ 0, intercept penalty (normalised by C); may be traced.
-        n_steps: number of L-BFGS steps.
+        n_steps: number of L-BFGS iterations (fixed scan length; idle after convergence). The
+            default 500 converges C = 100, n = 10⁴ in float32; C = 10 needs under 100.
         sample_weight: optional non-negative weights (n,).
 
     Returns:
@@ -414,7 +416,7 @@ def dirichlet_fit(
     *,
     reg_lambda: float = 1e-2,
     reg_mu: float = 1e-2,
-    n_steps: int = 200,
+    n_steps: int = 500,
     sample_weight: Float[Array, " n"] | None = None,
 ) -> DirichletParams:
     r"""Fit Dirichlet calibration with ODIR regularisation (Kull et al. 2019).
@@ -438,7 +440,7 @@ def dirichlet_fit(
         labels: integer labels (n,).
         reg_lambda: λ ≥ 0, off-diagonal penalty; may be traced (vmap over a grid).
         reg_mu: μ ≥ 0, intercept penalty; may be traced.
-        n_steps: number of L-BFGS steps.
+        n_steps: number of L-BFGS iterations (see :func:`matrix_scaling_fit`).
         sample_weight: optional non-negative weights (n,).
 
     Returns:
@@ -506,7 +508,7 @@ class TemperatureScaling(Recalibrator):
 class VectorScaling(Recalibrator):
     """Vector scaling (Guo et al. 2017) with ``fit`` / ``predict_proba``; see :func:`vector_scaling_fit`."""
 
-    def __init__(self, n_steps: int = 100):
+    def __init__(self, n_steps: int = 200):
         self.n_steps = check_positive_int(n_steps, "n_steps")
 
     def _fit(self, key, probs, labels):
@@ -520,7 +522,7 @@ class MatrixScaling(Recalibrator):
     """Matrix scaling (Guo et al. 2017; ODIR of Kull et al. 2019 when λ, μ > 0) with ``fit`` /
     ``predict_proba``; see :func:`matrix_scaling_fit`."""
 
-    def __init__(self, reg_lambda: float = 0.0, reg_mu: float = 0.0, n_steps: int = 200):
+    def __init__(self, reg_lambda: float = 0.0, reg_mu: float = 0.0, n_steps: int = 500):
         self.reg_lambda = float(_check_reg(reg_lambda, "reg_lambda"))
         self.reg_mu = float(_check_reg(reg_mu, "reg_mu"))
         self.n_steps = check_positive_int(n_steps, "n_steps")
@@ -551,7 +553,7 @@ class DirichletCalibrator(Recalibrator):
         (60, 3)
     """
 
-    def __init__(self, reg_lambda: float = 1e-2, reg_mu: float = 1e-2, n_steps: int = 200):
+    def __init__(self, reg_lambda: float = 1e-2, reg_mu: float = 1e-2, n_steps: int = 500):
         self.reg_lambda = float(_check_reg(reg_lambda, "reg_lambda"))
         self.reg_mu = float(_check_reg(reg_mu, "reg_mu"))
         self.n_steps = check_positive_int(n_steps, "n_steps")
