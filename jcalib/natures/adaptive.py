@@ -149,14 +149,15 @@ class RandomMixture(AbstractNature):
 
     def outcome(self, state: BiasState, x, public, key: PRNGKeyArray) -> Int[Array, ""]:
         fdt = state.bias.dtype
-        k_mode, k_bern = jax.random.split(key)
         w = jnp.stack([jnp.asarray(v, fdt) for v in self._raw_weights()])
         c = jnp.cumsum(w)
-        u = jax.random.uniform(k_mode, (), fdt) * c[2]
+        u = jax.random.uniform(key, (), fdt) * c[2]
         mode = jnp.sum((u >= c[:2]).astype(jnp.int32))  # 0, 1 or 2; zero-weight modes never drawn
         y_c = Contrarian().outcome(None, x, public, key)
         y_m = self._max_error.outcome(state, x, public, key)
-        y_b = jax.random.bernoulli(k_bern, jnp.asarray(self.rate, fdt)).astype(jnp.int32)
+        # one uniform draw serves both choices: given mode 2, (u - c_1)/w_2 is uniform on [0, 1)
+        v = (u - c[1]) / jnp.where(w[2] > 0, w[2], 1.0)
+        y_b = (v < jnp.asarray(self.rate, fdt)).astype(jnp.int32)
         return jnp.stack([y_c, y_m, y_b])[mode]
 
     def update(self, state: BiasState, x, forecast: Forecast, y) -> BiasState:

@@ -239,21 +239,21 @@ class RegimeSwitch(AbstractNature):
         _check_scalar_prob(self.switch_prob, "switch_prob")
 
     def init(self, key: PRNGKeyArray) -> RegimeState:
-        k_regime, k_seed = jax.random.split(key)
-        K = self.rates.shape[0]
-        regime = jax.random.randint(k_regime, (), 0, K, dtype=jnp.int32)
-        return RegimeState(jnp.zeros((), jnp.int32), regime, jax.random.bits(k_seed, (), jnp.uint32))
+        bits = jax.random.bits(key, (2,), jnp.uint32)  # one draw: start regime and seed
+        regime = (bits[0] % self.rates.shape[0]).astype(jnp.int32)  # modulo bias < K / 2^32
+        return RegimeState(jnp.zeros((), jnp.int32), regime, bits[1])
 
     def outcome(self, state: RegimeState, x, public, key: PRNGKeyArray) -> Int[Array, ""]:
         return _bernoulli(key, self.rates[state.regime])
 
     def update(self, state: RegimeState, x, forecast: Forecast, y) -> RegimeState:
         K = self.rates.shape[0]
-        key = jax.random.fold_in(jax.random.fold_in(jax.random.key(0), state.seed), state.t)
-        k_switch, k_to = jax.random.split(key)
-        switch = jax.random.bernoulli(k_switch, jnp.asarray(self.switch_prob, _fdt())) & (K > 1)
-        # a uniform *other* regime: shift by 1..K-1
-        shift = jax.random.randint(k_to, (), 1, max(K, 2), dtype=jnp.int32)
+        u = jax.random.uniform(jax.random.fold_in(jax.random.key(state.seed), state.t), (), _fdt())
+        sp = jnp.asarray(self.switch_prob, _fdt())
+        switch = (u < sp) & (K > 1)
+        # given a switch, u/sp is uniform on [0, 1): shift by 1..K-1 to a uniform *other* regime
+        frac = u / jnp.where(sp > 0, sp, 1.0)
+        shift = 1 + jnp.minimum(jnp.floor(frac * (K - 1)), K - 2).astype(jnp.int32)
         regime = jnp.where(switch, (state.regime + shift) % K, state.regime)
         return RegimeState(state.t + 1, regime, state.seed)
 

@@ -1,0 +1,122 @@
+"""Oblivious natures: outcomes follow the stated laws, settings are validated, Replay replays."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jcalib
+from jcalib.forecasters import Constant
+from jcalib.natures import Bernoulli, Drifting, Markov, Periodic, RegimeSwitch, Replay
+
+KEY = jax.random.key(0)
+
+
+def outcomes(natures, T, n_seeds):
+    """(N, n_seeds, T) int outcomes of natures of one class against a constant forecaster, in
+    one ``sweep`` (one compilation)."""
+    y = jcalib.sweep(Constant(0.5), natures, T, KEY, n_seeds=n_seeds).y
+    assert y.dtype == jnp.int32
+    y = np.asarray(y)
+    assert set(np.unique(y).tolist()) <= {0, 1}
+    return y
+
+
+def within(freq, p, n, sds=5):
+    """|freq - p| within ``sds`` binomial standard deviations (plus a 1/n floor for p in {0,1})."""
+    return abs(freq - p) <= sds * np.sqrt(p * (1 - p) / n) + 1 / n
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Bernoulli(1.2),
+        lambda: Bernoulli(-0.1),
+        lambda: Bernoulli(np.nan),
+        lambda: Bernoulli((0.2, 0.3)),
+        lambda: Drifting(0.1, 1.1, 10.0),
+        lambda: Drifting(0.1, 0.9, 0.0),
+        lambda: Periodic(0.5, 0.6, 10.0),
+        lambda: Periodic(0.5, 0.1, -1.0),
+        lambda: Markov(0.1, 2.0),
+        lambda: RegimeSwitch((0.1, 1.3), 0.1),
+        lambda: RegimeSwitch((), 0.1),
+        lambda: RegimeSwitch(((0.1, 0.2),), 0.1),
+        lambda: RegimeSwitch((0.1, 0.2), 1.5),
+        lambda: Replay([0, 1, 2]),
+        lambda: Replay([0.0, np.nan]),
+        lambda: Replay([[0, 1], [1, 0]]),
+        lambda: Replay([]),
+        lambda: Replay(["a", "b"]),
+    ],
+)
+def test_bad_settings_raise(make):
+    with pytest.raises(ValueError):
+        make()
+
+
+def test_bernoulli_rate():
+    ps = [0.0, 0.3, 1.0]
+    for p, y in zip(ps, outcomes([Bernoulli(p) for p in ps], 200, 32)):
+        assert within(y.mean(), p, y.size)
+
+
+def test_drifting_rate_formula_and_draws():
+    n = Drifting(0.1, 0.9, 100.0)
+    t = jnp.array([0, 50, 100, 250], jnp.int32)
+    np.testing.assert_allclose(np.asarray(jax.vmap(n.rate)(t)), [0.1, 0.5, 0.9, 0.9], rtol=1e-6)
+    (y,) = outcomes([n], 200, 64)
+    first = float(jnp.mean(jax.vmap(n.rate)(jnp.arange(10, dtype=jnp.int32))))
+    assert within(y[:, :10].mean(), first, y[:, :10].size)
+    assert within(y[:, 100:].mean(), 0.9, y[:, 100:].size)
+
+
+def test_periodic_rate_formula_and_draws():
+    n = Periodic(0.5, 0.4, 40.0)
+    t = jnp.array([0, 10, 20, 30], jnp.int32)
+    np.testing.assert_allclose(np.asarray(jax.vmap(n.rate)(t)), [0.5, 0.9, 0.5, 0.1], atol=1e-6)
+    (y,) = outcomes([n], 160, 64)
+    peaks, troughs = y[:, 10::40], y[:, 30::40]  # t = 10, 50, 90, 130 and t = 30, 70, ...
+    assert within(peaks.mean(), 0.9, peaks.size) and within(troughs.mean(), 0.1, troughs.size)
+
+
+def test_markov_chains():
+    p01, p10 = 0.1, 0.3
+    y, frozen, flip = outcomes([Markov(p01, p10), Markov(0.0, 0.0), Markov(1.0, 1.0)], 400, 32)
+    prev, nxt = y[:, :-1].ravel(), y[:, 1:].ravel()
+    assert within(np.mean(nxt[prev == 0]), p01, np.sum(prev == 0))
+    assert within(1 - np.mean(nxt[prev == 1]), p10, np.sum(prev == 1))
+    # started stationary: P(y = 1) = p01 / (p01 + p10) at every round, the first included
+    assert within(y[:, 0].mean(), 0.25, 32, sds=6)
+    assert np.all(frozen.std(axis=1) == 0)  # frozen at its start
+    assert np.all(np.abs(np.diff(flip, axis=1)) == 1)  # alternates
+
+
+def test_regime_switch_two_regimes():
+    never, always, sometimes = outcomes([RegimeSwitch((0.0, 1.0), p) for p in (0.0, 1.0, 0.1)], 400, 16)
+    # no switching, rates 0 and 1: each run is constant, and both regimes occur
+    assert np.all(never.std(axis=1) == 0)
+    assert 0 < never[:, 0].mean() < 1
+    assert np.all(np.abs(np.diff(always, axis=1)) == 1)  # always switching: alternates
+    switches = sometimes[:, 1:] != sometimes[:, :-1]
+    assert within(switches.mean(), 0.1, switches.size)
+
+
+def test_regime_switch_three_regimes_and_one():
+    (y,) = outcomes([RegimeSwitch((0.0, 1.0, 0.0), 1.0)], 300, 8)
+    # always switching to an *other* regime: never regime 1 twice in a row, and it is visited
+    # about 1/2 of the time (from 0 or 2 the jump goes to 1 with probability 1/2)
+    assert not np.any((y[:, 1:] == 1) & (y[:, :-1] == 1))
+    assert within(y.mean(), 1 / 3, y.size, sds=8)  # stationary law (1/3 each); rounds correlate
+    (y,) = outcomes([RegimeSwitch((0.7,), 0.5)], 100, 16)  # a single regime is Bernoulli
+    assert within(y.mean(), 0.7, y.size)
+
+
+def test_replay_replays_and_wraps():
+    seq = np.array([1, 0, 0, 1, 1], np.int64)
+    r = Replay(seq)
+    assert r.y.dtype == jnp.int32
+    traj = jcalib.play(Constant(0.5), r, 12, KEY)
+    np.testing.assert_array_equal(np.asarray(traj.y), np.resize(seq, 12))
+    assert Replay([True, False]).y.tolist() == [1, 0]
+    assert Replay(np.array([1.0, 0.0])).y.tolist() == [1, 0]
