@@ -1,29 +1,30 @@
 """Load and save a model's held-out predictions: class probabilities (or logits) and labels.
 
-Two file formats, chosen by the file's suffix:
+Two file formats, chosen by the file's suffix.
 
-``.npz`` (NumPy archive, read with ``allow_pickle=False``: object arrays are refused)
-    * ``probs``: float array (n, C), rows on the simplex, **or** ``logits``: float array (n, C)
-      (a softmax over each row turns them into probabilities). Exactly one of the two.
-    * ``labels``: integer array (n,) with values in ``[0, C)`` (integral floats are accepted).
-    * Other keys are ignored.
+**`.npz`** (NumPy archive, read with `allow_pickle=False`: object arrays are refused):
 
-``.csv`` (comma-separated, one header row, one row per sample)
-    * ``p_0, p_1, …, p_{C-1}``: class probabilities, **or** ``logit_0, …, logit_{C-1}``:
-      logits (never both). The indices must run from 0 to C−1 without gaps; the columns may come
-      in any order.
-    * ``label``: the integer class of the sample.
-    * Other columns (an ``id``, say) are ignored.
+- `probs`: float array (n, C), rows on the simplex, **or** `logits`: float array (n, C) (a
+  softmax over each row turns them into probabilities). Exactly one of the two.
+- `labels`: integer array (n,) with values in `[0, C)` (integral floats are accepted).
+- Other keys are ignored.
 
-    Example::
+**`.csv`** (comma-separated, one header row, one row per sample):
 
-        p_0,p_1,p_2,label
-        0.7,0.2,0.1,0
-        0.1,0.3,0.6,2
+- `p_0, p_1, …, p_{C-1}`: class probabilities, **or** `logit_0, …, logit_{C-1}`: logits (never
+  both). The indices must run from 0 to C−1 without gaps; the columns may come in any order.
+- `label`: the integer class of the sample.
+- Other columns (an `id`, say) are ignored.
 
-Every file is validated with :mod:`jcalib._validation`: probabilities must be finite,
-non-negative, and each row must sum to 1 within ``atol``; logits must be finite; labels must be
-integers in ``[0, C)``; lengths must agree; at least one sample. Problems raise ``ValueError``
+```text
+p_0,p_1,p_2,label
+0.7,0.2,0.1,0
+0.1,0.3,0.6,2
+```
+
+Every file is validated with `jcalib._validation`: probabilities must be finite,
+non-negative, and each row must sum to 1 within `atol`; logits must be finite; labels must be
+integers in `[0, C)`; lengths must agree; at least one sample. Problems raise `ValueError`
 with the file name in the message.
 """
 
@@ -180,7 +181,7 @@ def load_predictions(path: str | os.PathLike, *, atol: float = 1e-4) -> tuple[ja
 def save_predictions(path: str | os.PathLike, probs, labels) -> None:
     """Write ``probs`` (n, C) and integer ``labels`` (n,) to ``.npz`` or ``.csv``.
 
-    The inverse of :func:`load_predictions`: ``.npz`` stores the arrays under the keys ``probs``
+    The inverse of `load_predictions`: ``.npz`` stores the arrays under the keys ``probs``
     and ``labels`` with their dtypes; ``.csv`` writes columns ``p_0..p_{C-1},label`` with enough
     digits (``%.17g`` for float64, ``%.9g`` for float32) that reading back gives the same floats.
     Inputs are validated first.

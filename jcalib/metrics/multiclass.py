@@ -2,15 +2,15 @@ r"""Multi-class calibration errors (confidence, top-label and class-wise ECE) an
 multi-class helpers (one-hot encoding, accuracy, NLL, L2 error).
 
 Each ECE reduces a multi-class prediction $v \in \Delta_C$ to binary problems and calls
-:func:`jcalib.metrics.binned_ece` (so binning lives in one place). In the weighted-calibration
+`jcalib.metrics.binned_ece` (so binning lives in one place). In the weighted-calibration
 language of paper 003 (§2), all three estimate $\sup_{w \in W} |E\langle y - v, w(v)\rangle|$ for
 a family $W$ that sees only part of $v$; they differ in what the witness may condition on:
 
 | metric | condition (paper 003, §2) | witness $w(v)$ | binned estimate |
 | --- | --- | --- | --- |
-| :func:`confidence_ece` | $E[y_{\ell_v} \mid v_{\ell_v}] = v_{\ell_v}$ | $\phi(v_{\ell_v})\,e_{\ell_v}$ | bin the top probability over all samples |
-| :func:`top_label_ece` | $E[y_{\ell_v} \mid v_{\ell_v}, \ell_v] = v_{\ell_v}$ | $\phi(v_{\ell_v}, \ell_v)\,e_{\ell_v}$ | bin the top probability separately for each predicted class |
-| :func:`classwise_ece` | $E[y_\ell \mid v_\ell] = v_\ell\ \forall \ell$ | $\phi(v_\ell)\,e_\ell$ | bin $v_\ell$ for each class $\ell$, average over $\ell$ |
+| `confidence_ece` | $E[y_{\ell_v} \mid v_{\ell_v}] = v_{\ell_v}$ | $\phi(v_{\ell_v})\,e_{\ell_v}$ | bin the top probability over all samples |
+| `top_label_ece` | $E[y_{\ell_v} \mid v_{\ell_v}, \ell_v] = v_{\ell_v}$ | $\phi(v_{\ell_v}, \ell_v)\,e_{\ell_v}$ | bin the top probability separately for each predicted class |
+| `classwise_ece` | $E[y_\ell \mid v_\ell] = v_\ell\ \forall \ell$ | $\phi(v_\ell)\,e_\ell$ | bin $v_\ell$ for each class $\ell$, average over $\ell$ |
 
 with $\ell_v = \arg\max_\ell v_\ell$ (ties go to the smallest index, as ``jnp.argmax``). Top-label
 calibration implies confidence calibration but not conversely: errors of opposite sign in two
@@ -134,7 +134,7 @@ def nll(
     r"""Negative log-likelihood $-\frac1W\sum_i w_i \log v_{i, y_i}$, **normalised**.
 
     The probability of the observed class is clipped below at $\epsilon$ (``eps``, by default the
-    machine epsilon of the dtype, as :func:`jcalib.metrics.log_loss` and scikit-learn do), so a
+    machine epsilon of the dtype, as `jcalib.metrics.log_loss` and scikit-learn do), so a
     confidently wrong prediction costs about $-\log \epsilon$ instead of infinity.
     """
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
@@ -186,7 +186,7 @@ def confidence_ece(
         probs: predictions on the simplex, shape ``(n, C)``.
         labels: integer labels in ``[0, C)``, shape ``(n,)``.
         n_bins: number of bins (static).
-        strategy: ``"uniform"`` or ``"quantile"`` (see :func:`jcalib.metrics.binned_ece`).
+        strategy: ``"uniform"`` or ``"quantile"`` (see `jcalib.metrics.binned_ece`).
         sample_weight: optional non-negative weights, shape ``(n,)``.
         p: exponent $p \ge 1$ (static); 1 gives the usual ECE.
 
@@ -224,7 +224,7 @@ def top_label_ece(
 ) -> Float[Array, ""]:
     r"""Top-label ECE (Gupta & Ramdas 2022), **normalised**: confidence binned per predicted class.
 
-    With $c_i, a_i$ as in :func:`confidence_ece`, predicted class $\ell_i = \arg\max_\ell v_{i\ell}$,
+    With $c_i, a_i$ as in `confidence_ece`, predicted class $\ell_i = \arg\max_\ell v_{i\ell}$,
     $W_\ell$ the weight of samples predicted as $\ell$ and $\mathrm{ECE}_\ell$ the binned ECE of
     $(c_i, a_i)$ over those samples alone (its own bins, normalised by $W_\ell$),
     $$\mathrm{ECE}^{\mathrm{TL}} = \Big(\sum_{\ell : W_\ell > 0} \frac{W_\ell}{W}\,
@@ -232,7 +232,7 @@ def top_label_ece(
       = \Big(\sum_\ell \sum_b \frac{W_{\ell b}}{W} |\bar c_{\ell b} - \bar a_{\ell b}|^p\Big)^{1/p},$$
     the estimate of top-label calibration $E[y_{\ell_v} \mid v_{\ell_v}, \ell_v] = v_{\ell_v}$
     (paper 003, §2), whose witnesses $\phi(v_{\ell_v}, \ell_v)$ may depend on the predicted class.
-    Unlike :func:`confidence_ece`, over- and under-confidence in different predicted classes do
+    Unlike `confidence_ece`, over- and under-confidence in different predicted classes do
     not cancel, so $\mathrm{ECE}^{\mathrm{TL}} \ge \mathrm{ECE}^{\mathrm{conf}}$ for uniform
     bins and $p = 1$. With ``strategy="quantile"`` each predicted class gets its own equal-mass
     bins (Gupta & Ramdas bin each class separately).

@@ -31,7 +31,7 @@ smallest normal float instead, which makes the log range depend on the dtype.
 Matrix scaling versus Dirichlet calibration. Kull et al. (2019, §3) show that Dirichlet
 calibration is matrix scaling applied to log-probabilities instead of logits. Given only
 probabilities, the two families coincide here; they differ in their regularisation defaults:
-:class:`MatrixScaling` is unregularised by default (Guo et al. 2017) and :class:`DirichletCalibrator`
+`MatrixScaling` is unregularised by default (Guo et al. 2017) and `DirichletCalibrator`
 uses ODIR (off-diagonal and intercept regularisation, Kull et al. 2019, §4):
 
 $$
@@ -259,7 +259,7 @@ def temperature_scaling_fit(
         sample_weight: optional non-negative weights, shape (n,).
 
     Returns:
-        :class:`TemperatureParams` holding $\log \hat T$.
+        `TemperatureParams` holding $\log \hat T$.
 
     Examples:
         >>> import jax, jax.numpy as jnp
@@ -321,7 +321,7 @@ def vector_scaling_fit(
         sample_weight: optional non-negative weights (n,).
 
     Returns:
-        :class:`VectorScalingParams`.
+        `VectorScalingParams`.
 
     References:
         Guo et al. (2017), §4.2; Kull et al. (2019), §3 (vector scaling as diagonal Dirichlet).
@@ -392,7 +392,7 @@ def matrix_scaling_fit(
         sample_weight: optional non-negative weights (n,).
 
     Returns:
-        :class:`MatrixScalingParams`.
+        `MatrixScalingParams`.
 
     References:
         Guo et al. (2017), §4.2; Kull et al. (2019), §4 (ODIR).
@@ -430,7 +430,7 @@ def dirichlet_fit(
 
     (ODIR, §4). The model is fitted in its linear (not its Dirichlet $\alpha$) parametrisation,
     as in Kull et al.'s implementation, by ``n_steps`` L-BFGS steps from the identity map. It is
-    the same optimisation as :func:`matrix_scaling_fit` with positive default λ, μ; the paper
+    the same optimisation as `matrix_scaling_fit` with positive default λ, μ; the paper
     tunes both by cross-validation on a log grid, which jcalib leaves to the caller (vmap this
     function over ``reg_lambda``/``reg_mu`` to fit a whole grid at once).
 
@@ -440,11 +440,11 @@ def dirichlet_fit(
         labels: integer labels (n,).
         reg_lambda: λ ≥ 0, off-diagonal penalty; may be traced (vmap over a grid).
         reg_mu: μ ≥ 0, intercept penalty; may be traced.
-        n_steps: number of L-BFGS iterations (see :func:`matrix_scaling_fit`).
+        n_steps: number of L-BFGS iterations (see `matrix_scaling_fit`).
         sample_weight: optional non-negative weights (n,).
 
     Returns:
-        :data:`DirichletParams` (= :class:`MatrixScalingParams`).
+        `DirichletParams` (= `MatrixScalingParams`).
 
     Examples:
         >>> import jax, jax.numpy as jnp
@@ -475,10 +475,10 @@ class TemperatureScaling(Recalibrator):
     """Temperature scaling (Guo et al. 2017) with ``fit(probs, labels)`` / ``predict_proba(probs)``.
 
     Args:
-        n_steps: L-BFGS steps (see :func:`temperature_scaling_fit`).
+        n_steps: L-BFGS steps (see `temperature_scaling_fit`).
 
     Attributes:
-        params_: fitted :class:`TemperatureParams`.
+        params_: fitted `TemperatureParams`.
         temperature_: the fitted temperature $\\hat T$ (a float).
 
     Examples:
@@ -506,7 +506,7 @@ class TemperatureScaling(Recalibrator):
 
 
 class VectorScaling(Recalibrator):
-    """Vector scaling (Guo et al. 2017) with ``fit`` / ``predict_proba``; see :func:`vector_scaling_fit`."""
+    """Vector scaling (Guo et al. 2017) with ``fit`` / ``predict_proba``; see `vector_scaling_fit`."""
 
     def __init__(self, n_steps: int = 200):
         self.n_steps = check_positive_int(n_steps, "n_steps")
@@ -520,7 +520,7 @@ class VectorScaling(Recalibrator):
 
 class MatrixScaling(Recalibrator):
     """Matrix scaling (Guo et al. 2017; ODIR of Kull et al. 2019 when λ, μ > 0) with ``fit`` /
-    ``predict_proba``; see :func:`matrix_scaling_fit`."""
+    ``predict_proba``; see `matrix_scaling_fit`."""
 
     def __init__(self, reg_lambda: float = 0.0, reg_mu: float = 0.0, n_steps: int = 500):
         self.reg_lambda = float(_check_reg(reg_lambda, "reg_lambda"))
@@ -542,7 +542,7 @@ class DirichletCalibrator(Recalibrator):
     Args:
         reg_lambda: off-diagonal penalty λ ≥ 0.
         reg_mu: intercept penalty μ ≥ 0.
-        n_steps: L-BFGS steps (see :func:`dirichlet_fit`).
+        n_steps: L-BFGS steps (see `dirichlet_fit`).
 
     Examples:
         >>> import jax, jax.numpy as jnp
