@@ -50,18 +50,22 @@ def default_forecasters(T: int) -> dict:
 
 
 def default_natures(T: int) -> dict:
-    """Every nature, grouped by class (natures of one class are stacked into one sweep)."""
+    """Every nature, by name (oblivious streams, a replayed sequence, adaptive adversaries)."""
     rng = np.random.default_rng(T)
+    wave = 0.5 + 0.4 * np.sin(np.arange(T) / 50)
     return {
-        "Bernoulli": [N.Bernoulli(p) for p in (0.1, 0.37, 0.5, 0.83)],
-        "Drifting": [N.Drifting(0.1, 0.9, T)],
-        "Periodic": [N.Periodic(0.5, 0.4, max(2, T // 10))],
-        "Markov": [N.Markov(0.05, 0.1)],
-        "Regime switch": [N.RegimeSwitch(jnp.asarray([0.2, 0.8, 0.5]), 0.01)],
-        "Replay (random walk)": [N.Replay((rng.random(T) < 0.5 + 0.4 * np.sin(np.arange(T) / 50)).astype(np.int32))],
-        "Contrarian": [N.Contrarian()],
-        "Max calibration error": [N.MaxCalibrationError(n_bins=F.aosa_bins(T))],
-        "Random mixture": [N.RandomMixture()],
+        "Bernoulli(0.1)": N.Bernoulli(0.1),
+        "Bernoulli(0.37)": N.Bernoulli(0.37),
+        "Bernoulli(0.5)": N.Bernoulli(0.5),
+        "Bernoulli(0.83)": N.Bernoulli(0.83),
+        "Drifting 0.1->0.9": N.Drifting(0.1, 0.9, T),
+        "Periodic": N.Periodic(0.5, 0.4, max(2, T // 10)),
+        "Markov": N.Markov(0.05, 0.1),
+        "Regime switch": N.RegimeSwitch(jnp.asarray([0.2, 0.8, 0.5]), 0.01),
+        "Replay (sine-modulated coin)": N.Replay((rng.random(T) < wave).astype(np.int32)),
+        "Contrarian": N.Contrarian(),
+        "Max calibration error": N.MaxCalibrationError(n_bins=F.aosa_bins(T)),
+        "Random mixture": N.RandomMixture(n_bins=F.aosa_bins(T)),
     }
 
 
@@ -69,7 +73,6 @@ def default_natures(T: int) -> dict:
 class _Run:
     forecaster: str
     nature: str
-    nature_index: int
     seed: int
     T: int
     ece: float
@@ -81,49 +84,39 @@ class _Run:
     bound: float
 
 
-def _grid_atoms(counts, ones, m):
-    return M.atoms_from_counts(np.asarray(counts), np.asarray(ones), m)
-
-
 def _distance(values, labels, weights=None):
     d = M.distance_to_calibration(values, labels, sample_weight=weights)
-    return float(d.lower), float(d.upper), bool(getattr(d, "exact", d.lower == d.upper))
+    return float(d.lower), float(d.upper), bool(d.lower == d.upper)
 
 
-def _study_one(fname, forecaster, nname, natures, T, key, n_seeds, distance_seeds):
+def _study_one(fname, forecaster, nature_names, natures, T, key, n_seeds, distance_seeds):
+    """One forecaster against every nature (one compiled sweep over a Switch of them)."""
     m = getattr(forecaster, "n_bins", None)
+    batch = N.Switch.all_of(natures)
     rows = []
     if m is not None:
         # grid forecaster: a GridSummary is all the metrics need (memory O(m))
-        s = sweep(forecaster, natures, T, key, n_seeds=n_seeds, record="summary", progress=False)
+        s = sweep(forecaster, batch, T, key, n_seeds=n_seeds, record="summary", progress=False)
         counts, ones = np.asarray(s.counts), np.asarray(s.ones)
         grid = np.arange(m + 1) / m
         ece = np.abs(counts * grid - ones).sum(-1)
-        has_cert = fname.startswith("AOSA")
-        cert = (np.asarray(s.info_l1) + np.abs(np.asarray(s.info_counts) * grid - np.asarray(s.info_ones)).sum(-1)) if has_cert else None
-        for ni in range(counts.shape[0]):
-            for si in range(n_seeds):
-                lo = hi = float("nan")
-                exact = False
-                if si < distance_seeds:
-                    v, y, w = _grid_atoms(counts[ni, si], ones[ni, si], m)
-                    lo, hi, exact = _distance(v, y, w)
-                rows.append(_Run(fname, nname, ni, si, T, float(ece[ni, si]), float(ece[ni, si]) / T, lo, hi, exact,
-                                 float(cert[ni, si]) if has_cert else float("nan"), float(bound(T))))
+        info_ece = np.abs(np.asarray(s.info_counts) * grid - np.asarray(s.info_ones)).sum(-1)
+        cert = np.where(np.asarray(s.info_counts).sum(-1) > 0, np.asarray(s.info_l1) + info_ece, np.nan)
+        atoms = lambda ni, si: M.atoms_from_counts(counts[ni, si], ones[ni, si], m)  # noqa: E731
     else:
-        traj = sweep(forecaster, natures, T, key, n_seeds=n_seeds)
-        p = traj.forecast.reshape(-1, T)
-        y = traj.y.reshape(-1, T)
-        ece = np.asarray(jax.vmap(M.ece)(p, y)).reshape(traj.y.shape[:-1])
-        p, y = np.asarray(p).reshape(traj.y.shape), np.asarray(y).reshape(traj.y.shape)
-        for ni in range(p.shape[0]):
-            for si in range(n_seeds):
-                lo = hi = float("nan")
-                exact = False
-                if si < distance_seeds:
-                    lo, hi, exact = _distance(p[ni, si], y[ni, si])
-                rows.append(_Run(fname, nname, ni, si, T, float(ece[ni, si]), float(ece[ni, si]) / T, lo, hi, exact,
-                                 float("nan"), float(bound(T))))
+        traj = sweep(forecaster, batch, T, key, n_seeds=n_seeds)
+        ece = np.asarray(jax.vmap(jax.vmap(M.ece))(traj.forecast, traj.y))
+        cert = np.full(ece.shape, np.nan)
+        p, y = np.asarray(traj.forecast), np.asarray(traj.y)
+        atoms = lambda ni, si: (p[ni, si], y[ni, si], None)  # noqa: E731
+    for ni, nname in enumerate(nature_names):
+        for si in range(n_seeds):
+            lo = hi = float("nan")
+            exact = False
+            if si < distance_seeds:
+                lo, hi, exact = _distance(*atoms(ni, si))
+            rows.append(_Run(fname, nname, si, T, float(ece[ni, si]), float(ece[ni, si]) / T, lo, hi, exact,
+                             float(cert[ni, si]), float(bound(T))))
     return rows
 
 
@@ -139,20 +132,23 @@ def distance_study(
 ) -> list[_Run]:
     """Play every forecaster against every nature for every T and ``n_seeds`` seeds.
 
-    Returns one row per (forecaster, nature, seed, T) with the unnormalised ECE (paper 000
-    §2), its rate ECE/T, the certified interval [lower, upper] for the distance to calibration,
-    AOSA's own certificate Σ|p_t − p̃_t| + ECE(p̃) (Theorem 1's triangle inequality; NaN for
-    other forecasters) and the bound 2√T+1. ``distance_seeds`` limits the (host-side) distance
-    computation to the first seeds of each pair (default: all).
+    Each (forecaster, T) is one compiled sweep over all natures (wrapped in
+    :class:`~jcalib.natures.Switch`). Returns one row per (forecaster, nature, seed, T) with the
+    unnormalised ECE (paper 000 §2), its rate ECE/T, the certified interval [lower, upper] of
+    the distance to calibration, the forecaster's own certificate Σ|p_t − p̃_t| + ECE(p̃)
+    (Theorem 1's triangle inequality; AOSA only, NaN for others) and the bound 2√T+1.
+    ``distance_seeds`` limits the host-side distance computation to the first seeds of each
+    pair (default: all).
     """
     Ts = list(Ts)
     distance_seeds = n_seeds if distance_seeds is None else distance_seeds
-    jobs = [(T, fn, f, nn, ns) for T in Ts for fn, f in forecasters_for(T).items() for nn, ns in natures_for(T).items()]
+    jobs = [(T, fn, f) for T in Ts for fn, f in forecasters_for(T).items()]
     rows: list[_Run] = []
-    bar = tqdm(jobs, desc="forecaster x nature x T", disable=not progress, leave=False)
-    for i, (T, fname, f, nname, natures) in enumerate(bar):
-        bar.set_postfix_str(f"T={T} {fname} vs {nname}")
-        rows += _study_one(fname, f, nname, natures, T, jax.random.fold_in(key, i), n_seeds, distance_seeds)
+    bar = tqdm(jobs, desc="forecaster x T", disable=not progress, leave=False)
+    for i, (T, fname, f) in enumerate(bar):
+        bar.set_postfix_str(f"T={T} {fname}")
+        natures = natures_for(T)
+        rows += _study_one(fname, f, list(natures), list(natures.values()), T, jax.random.fold_in(key, i), n_seeds, distance_seeds)
     bar.close()
     return rows
 
@@ -194,7 +190,7 @@ def write_report(rows: list[_Run], out_dir: str, *, title: str = "jcalib demo") 
 
     # worst cases: the largest distance relative to the bound, per forecaster
     lines = [f"# {title}", "", f"{len(rows)} runs: {len(names)} forecasters x "
-             f"{len({(r.nature, r.nature_index) for r in rows})} natures x {1 + max(r.seed for r in rows)} seeds x T in {Ts}.", "",
+             f"{len({r.nature for r in rows})} natures x {1 + max(r.seed for r in rows)} seeds x T in {Ts}.", "",
              "Distance to calibration is certified as an interval [lower, upper] (exact where lower = upper);",
              "the bound of paper 000, Theorem 1 is 2√T+1 for AOSA with m = ⌈√T⌉.", "",
              "| forecaster | worst upper/bound | at (nature, seed, T) | median ECE/T at largest T | runs over bound |",
@@ -207,16 +203,16 @@ def write_report(rows: list[_Run], out_dir: str, *, title: str = "jcalib demo") 
         w = max(rs, key=lambda r: r.dist_upper / r.bound)
         over = sum(r.dist_lower > r.bound for r in rs)
         med = np.median([r.ece_rate for r in rows if r.forecaster == n and r.T == Ts[-1]])
-        lines.append(f"| {n} | {w.dist_upper / w.bound:.3f} | ({w.nature} #{w.nature_index}, {w.seed}, {w.T}) | {med:.4f} | {over} of {len(rs)} |")
+        lines.append(f"| {n} | {w.dist_upper / w.bound:.3f} | ({w.nature}, {w.seed}, {w.T}) | {med:.4f} | {over} of {len(rs)} |")
         if n == "AOSA":
             worst_aosa = w
     lines.append("")
     if worst_aosa is not None:
         held = all(r.dist_upper <= r.bound for r in rows if r.forecaster.startswith("AOSA") and np.isfinite(r.dist_upper))
-        lines.append(f"Worst case for AOSA: {worst_aosa.nature} (#{worst_aosa.nature_index}), seed {worst_aosa.seed}, "
+        lines.append(f"Worst case for AOSA: {worst_aosa.nature}, seed {worst_aosa.seed}, "
                      f"T = {worst_aosa.T}: distance ≤ {worst_aosa.dist_upper:.2f} against the bound {worst_aosa.bound:.2f}. "
                      f"The bound {'held in every AOSA run' if held else 'was NOT certified in every AOSA run'}.")
-        certs = [r.certificate / r.bound for r in rows if r.forecaster.startswith("AOSA")]
+        certs = [r.certificate / r.bound for r in rows if r.forecaster.startswith("AOSA") and np.isfinite(r.certificate)]
         lines.append(f"AOSA's own certificate Σ|p−p̃| + ECE(p̃) (the proof's construction) reaches at most "
                      f"{max(certs):.3f} of the bound.")
     lines += ["", f"Figures: `{os.path.basename(paths['distance'])}`, `{os.path.basename(paths['ece'])}`, "

@@ -259,6 +259,18 @@ def _run_batch(forecaster, nature, rkeys, carry, t0, length: int, record: str, m
     return eqx.filter_vmap(one, in_axes=axes)(forecaster, nature, rkeys, carry)
 
 
+@eqx.filter_jit
+def _play_batch(forecaster, nature, keys, T: int, record: str, m, batched: bool):
+    """Init and all T rounds in one compiled program (the single-chunk case)."""
+
+    def one(f, n, k):
+        fs, ns, rk = _init(f, n, k)
+        carry = _Carry(fs, ns, _empty_summary(m) if record == "summary" else None)
+        return _scan_rounds(f, n, rk, carry, jnp.int32(0), T, record, m)
+
+    return eqx.filter_vmap(one, in_axes=(_axes(forecaster, batched), _axes(nature, batched), 0))(forecaster, nature, keys)
+
+
 def _run_chunked(forecaster, nature, keys, T, record, m, chunk, progress, checkpoint, batched):
     """Run a batch (leading axis of ``keys``; modules already carry that axis if ``batched``).
 
@@ -269,6 +281,10 @@ def _run_chunked(forecaster, nature, keys, T, record, m, chunk, progress, checkp
     init = lambda f, n, k: _init_batch(f, n, k, record, m, batched)  # noqa: E731
     run = lambda f, n, rk, c, t0, length: _run_batch(f, n, rk, c, t0, length, record, m, batched)  # noqa: E731
 
+    if chunk >= T and checkpoint is None:
+        carry, traj = _play_batch(forecaster, nature, keys, T, record, m, batched)
+        out = carry.summary if record == "summary" else traj
+        return out if batched else jax.tree_util.tree_map(lambda x: x[0], out)
     carry, rkeys = init(forecaster, nature, keys)
     start = 0
     if checkpoint is not None and os.path.exists(checkpoint):

@@ -2,6 +2,7 @@
 
 from .adaptive import Contrarian, MaxCalibrationError, RandomMixture
 from .oblivious import Bernoulli, Drifting, Markov, Periodic, RegimeSwitch, Replay
+from .switch import Switch
 
 __all__: list[str] = [
     "Bernoulli",
@@ -13,4 +14,5 @@ __all__: list[str] = [
     "RandomMixture",
     "RegimeSwitch",
     "Replay",
+    "Switch",
 ]

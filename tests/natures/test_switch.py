@@ -1,0 +1,56 @@
+"""Switch: one compiled sweep over natures of different classes, each member's outcomes
+unchanged."""
+
+import chex
+import jax
+import numpy as np
+import pytest
+
+import jcalib
+from jcalib.forecasters import AlmostOneStepAhead
+from jcalib.natures import Bernoulli, Contrarian, Markov, Switch
+
+MEMBERS = (Bernoulli(0.3), Markov(0.1, 0.2), Contrarian())
+
+
+def test_switch_member_equals_the_member_alone():
+    f = AlmostOneStepAhead(n_bins=8)
+    key = jax.random.key(3)
+    for i, member in enumerate(MEMBERS):
+        via_switch = jcalib.play(f, Switch(MEMBERS, i), 50, key)
+        alone = jcalib.play(f, member, 50, key)
+        np.testing.assert_array_equal(via_switch.y, alone.y)
+        np.testing.assert_array_equal(via_switch.forecast, alone.forecast)
+
+
+def test_sweep_over_switch_indices_matches_per_class_sweeps():
+    f = AlmostOneStepAhead(n_bins=8)
+    key = jax.random.key(0)
+    together = jcalib.sweep(f, Switch.all_of(MEMBERS), 40, key, n_seeds=3)
+    assert together.y.shape == (len(MEMBERS), 3, 40)
+    for i, member in enumerate(MEMBERS):
+        alone = jcalib.sweep(f, member, 40, key, n_seeds=3)
+        np.testing.assert_array_equal(together.y[i], alone.y[0])
+
+
+def test_switch_compiles_once_for_every_index():
+    f = AlmostOneStepAhead(n_bins=8)
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def run(index, key):
+        return jcalib.play(f, Switch(MEMBERS, index), 20, key).y
+
+    for i in range(len(MEMBERS)):
+        run(np.int32(i), jax.random.key(i))
+
+
+@pytest.mark.parametrize("bad", [(), (Bernoulli(0.5), "not a nature")])
+def test_bad_members_raise(bad):
+    with pytest.raises(ValueError):
+        Switch(bad, 0)
+
+
+def test_index_out_of_range_raises():
+    with pytest.raises(ValueError, match="index"):
+        Switch(MEMBERS, 3)
