@@ -16,7 +16,9 @@ from reference.forecasters import bisect_sign_change, ece
 import jcalib
 from jcalib.forecasters import AlmostOneStepAhead, aosa_bins, aosa_bound, one_step_ahead
 from jcalib.forecasters.aosa import AOSAState, sign_change_index
-from jcalib.natures import Contrarian, MaxCalibrationError, RandomMixture, Replay
+from jcalib.metrics import distance_to_calibration, ece_from_counts
+from jcalib.metrics.distance import atoms_from_counts
+from jcalib.natures import Bernoulli, Contrarian, MaxCalibrationError, RandomMixture, Replay
 
 KEY = jax.random.key(0)
 HYP = settings(max_examples=40, deadline=None)
@@ -178,3 +180,39 @@ def test_guarantees_against_natures(nature):
         assert running_max_abs_bias(pt, y, m) <= 1
         assert ece(pt, y) <= m + 1 + 1e-9
         assert np.abs(p - pt).sum() <= T / m + 1e-4  # 1e-4: T float32 roundings of k/m
+
+
+# --- Theorem 1 itself: the distance to calibration ---------------------------------------------
+
+
+@given(
+    y=st.lists(st.integers(0, 1), min_size=49, max_size=49),
+    tie=st.sampled_from(["low", "high"]),
+)
+@settings(max_examples=25, deadline=None)
+def test_distance_to_calibration_exact_small_T(y, tie):
+    T, m = 49, 7  # m = sqrt(T): the bound is 2 sqrt(T) + 1 = 15
+    traj = jcalib.play(AlmostOneStepAhead(n_bins=m, tie=tie), Replay(y), T, KEY)
+    r = distance_to_calibration(traj.forecast, traj.y, exact=True)
+    assert r.exact
+    assert r.value <= 2 * math.sqrt(T) + 1 + 1e-6  # 1e-6: float32 forecasts summed in float64
+
+
+@pytest.mark.parametrize(
+    "nature",
+    [Bernoulli(0.3), Contrarian(), MaxCalibrationError(n_bins=100), RandomMixture(n_bins=100)],
+    ids=lambda n: type(n).__name__,
+)
+def test_distance_to_calibration_certified_large_T(nature):
+    T, m = 10_000, 100
+    s = jcalib.play(AlmostOneStepAhead(n_bins=m), nature, T, jax.random.key(5), record="summary")
+    # (not s.off_grid: the driver's 1e-6 test on v*m flags float32 grid values for m >~ 16)
+    assert int(s.counts.sum()) == T and int(s.info_counts.sum()) == T
+    p, y, w = atoms_from_counts(s.counts, s.ones, m)
+    r = distance_to_calibration(p, y, w)
+    assert r.lower <= r.upper
+    # upper is the cost of a calibrated witness, so CalDist <= upper certifies Theorem 1
+    assert r.upper <= 2 * math.sqrt(T) + 1
+    # the triangle-inequality terms of the proof, from the summary
+    assert float(s.info_l1) <= T / m + 1e-2  # 1e-2: T float32 additions of 1/m
+    assert float(ece_from_counts(s.info_counts, s.info_ones, m)) <= m + 1 + 1e-3

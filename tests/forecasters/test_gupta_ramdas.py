@@ -16,7 +16,9 @@ from reference.forecasters import gupta_ramdas as ref_gr
 
 import jcalib
 from jcalib.forecasters import GuptaRamdas, one_step_ahead
-from jcalib.natures import Contrarian, MaxCalibrationError, RandomMixture, Replay
+from jcalib.metrics import distance_to_calibration
+from jcalib.metrics.distance import atoms_from_counts
+from jcalib.natures import Bernoulli, Contrarian, MaxCalibrationError, RandomMixture, Replay
 
 KEY = jax.random.key(0)
 
@@ -84,3 +86,16 @@ def test_deficits_bounded_against_adaptive_natures(nature):
         # ECE(p~) <= m + 1, so CalDist(p) <= T/(2m) + m + 1
         assert np.abs(p - judged).sum() == pytest.approx(T / (2 * m), rel=1e-5)  # float32 sums
         assert ece(judged, y) <= m + 1 + 1e-9
+
+
+@pytest.mark.parametrize("nature", [Bernoulli(0.3), MaxCalibrationError(n_bins=142)], ids=lambda n: type(n).__name__)
+def test_midpoints_distance_to_calibration(nature):
+    # CalDist(midpoints) <= sum |p - p~| + ECE(p~) <= T/(2m) + m + 1 (paper 000's argument)
+    T = 10_000
+    f = GuptaRamdas.for_horizon(T)
+    m = f.n_bins
+    s = jcalib.play(f, nature, T, jax.random.key(5), record="summary", grid=2 * m)
+    assert int(s.counts.sum()) == T  # (not s.off_grid: see test_aosa.py)
+    p, y, w = atoms_from_counts(s.counts, s.ones, 2 * m)
+    r = distance_to_calibration(p, y, w)
+    assert r.lower <= r.upper <= T / (2 * m) + m + 1
