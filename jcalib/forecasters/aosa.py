@@ -148,7 +148,7 @@ class AlmostOneStepAhead(AbstractForecaster):
     adversary sees it. :meth:`info` returns the look-ahead forecast $\tilde p_t$, recorded as
     ``Trajectory.info``: the certificate sequence of Theorem 1's proof.
 
-    Args:
+    Attributes:
         n_bins: grid size $m \ge 1$ (forecasts in $\{0, 1/m, \dots, 1\}$). For a horizon $T$
             use :meth:`for_horizon` ($m = \lceil\sqrt T\rceil$).
         tie: ``"low"`` predicts $p_i$, ``"high"`` predicts $p_{i+1}$.
@@ -223,7 +223,7 @@ def one_step_ahead(y: Int[Array, " T"], n_bins: int) -> Float[Array, " T"]:
 
     Example:
         >>> one_step_ahead(jnp.array([1, 1, 0, 1]), 2).tolist()
-        [1.0, 1.0, 0.5, 1.0]
+        [1.0, 1.0, 0.5, 0.5]
 
     References:
         Arunachaleswaran, Collina, Roth, Shi (2024), §3 ("One-Step-Ahead"), Theorem 2.

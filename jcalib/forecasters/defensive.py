@@ -58,12 +58,13 @@ def _hat(p, n_grid: int):
 
 
 def grid_kernel(
-    x: Float[Array, " a"], p: Float[Array, " b"], n_grid: int, bandwidth
+    x: Float[Array, " a"], p: Float[Array, " b"], n_grid: int, bandwidth: float
 ) -> Float[Array, "a b"]:
     r"""The kernel $K_N(x, p) = \phi(x)^\top G\,\phi(p)$ that :class:`DefensiveForecaster` uses.
 
     Args:
-        x, p: points in $[0, 1]$, shapes ``(a,)`` and ``(b,)``.
+        x: points in $[0, 1]$, shape ``(a,)``.
+        p: points in $[0, 1]$, shape ``(b,)``.
         n_grid: grid size $N$.
         bandwidth: tent half-width $\delta$.
 
@@ -103,7 +104,7 @@ class DefensiveForecaster(AbstractForecaster):
     Deterministic: ``Forecast.public`` is the value. Forecasts are not on a grid; for
     ``record="summary"`` pass ``grid=`` (values are then rounded).
 
-    Args:
+    Attributes:
         n_grid: grid size $N$ for the stored $\Phi$ (static: fixes the state's shape).
         bandwidth: tent half-width $\delta > 0$. $\delta N$ an integer makes $K_N$ agree with
             the tent kernel whenever one argument is a grid point.

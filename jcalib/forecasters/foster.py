@@ -67,7 +67,7 @@ class FosterRandomized(AbstractForecaster):
     Guarantee: expected ECE/T $= O(1/k + \sqrt{k/T})$, $O(T^{-1/3})$ with $k \approx T^{1/3}$
     (:meth:`for_horizon`), against adaptive adversaries that do not see the draw.
 
-    Args:
+    Attributes:
         n_bins: grid size $k \ge 1$.
 
     References:

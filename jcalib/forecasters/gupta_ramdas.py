@@ -62,7 +62,7 @@ class GuptaRamdas(AbstractForecaster):
     $|p_t - \tilde p_t| = 1/(2m)$, the midpoints have $\mathrm{CalDist} \le T/(2m) + m + 1$,
     $\approx \sqrt{2T} + 1$ for $m = \sqrt{T/2}$ (:meth:`for_horizon`).
 
-    Args:
+    Attributes:
         n_bins: $m \ge 1$; interval endpoints on $\{0, 1/m, \dots, 1\}$.
 
     References:

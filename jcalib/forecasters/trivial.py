@@ -25,7 +25,7 @@ class ConstantState(NamedTuple):
 class Constant(AbstractForecaster):
     """Forecast ``p`` every round (deterministic; ``public`` is the value).
 
-    Args:
+    Attributes:
         p: the forecast, in [0, 1]. An array-valued field, so a ``sweep`` over several
             ``Constant`` forecasters vmaps over ``p``.
 
@@ -79,7 +79,7 @@ class RunningFrequency(AbstractForecaster):
     with prior pseudo-counts $a$ ones out of $b$ rounds ($a = 1, b = 2$: Laplace's rule of
     succession, $p_1 = 1/2$).
 
-    Args:
+    Attributes:
         prior_ones: $a \ge 0$.
         prior_count: $b > 0$ with $a \le b$, so forecasts stay in $[0, 1]$.
     """

@@ -75,7 +75,7 @@ class MaxCalibrationError(AbstractNature):
     forecaster's grid the buckets are its forecast values, so $\sum_k |b_k|$ is its exact ECE
     (paper 000, §2).
 
-    Args:
+    Attributes:
         n_bins: bucket grid size $n$ (static: fixes the state's shape).
     """
 
@@ -115,7 +115,7 @@ class RandomMixture(AbstractNature):
 
     The max-error bookkeeping runs every round, whichever nature acts.
 
-    Args:
+    Attributes:
         contrarian, max_error, bernoulli: non-negative weights, not all 0.
         rate: the Bernoulli rate, in [0, 1].
         n_bins: bucket grid of the max-error part (static).

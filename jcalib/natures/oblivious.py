@@ -70,7 +70,7 @@ class _Clocked(AbstractNature):
 class Bernoulli(_Clocked):
     """I.i.d. outcomes: $y_t \\sim \\mathrm{Bernoulli}(p)$.
 
-    Args:
+    Attributes:
         p: the rate, in [0, 1].
 
     Example:
@@ -94,7 +94,7 @@ class Drifting(_Clocked):
     $$q_t = \text{start} + (\text{end} - \text{start})\,\min(t/\text{horizon}, 1),\quad
     y_t \sim \mathrm{Bernoulli}(q_t)\ \ (t = 0, 1, \dots).$$
 
-    Args:
+    Attributes:
         start, end: rates in [0, 1].
         horizon: rounds the drift takes (positive); the rate stays at ``end`` afterwards.
     """
@@ -125,7 +125,7 @@ class Periodic(_Clocked):
     $$q_t = \text{base} + \text{amplitude}\,\sin(2\pi t/\text{period}),\quad
     y_t \sim \mathrm{Bernoulli}(q_t).$$
 
-    Args:
+    Attributes:
         base: mean rate in [0, 1].
         amplitude: with ``base ± amplitude`` inside [0, 1].
         period: rounds per cycle (positive).
@@ -171,7 +171,7 @@ class Markov(AbstractNature):
     started from its stationary law $P(y_0 = 1) = p_{01}/(p_{01} + p_{10})$ (1/2 when both are
     0). Small $p_{01}, p_{10}$ give long runs.
 
-    Args:
+    Attributes:
         p01, p10: transition probabilities in [0, 1].
     """
 
@@ -219,7 +219,7 @@ class RegimeSwitch(AbstractNature):
     ``switch_prob`` it jumps to a uniformly chosen *other* regime. $y_t \sim
     \mathrm{Bernoulli}(\text{rates}[k_t])$.
 
-    Args:
+    Attributes:
         rates: shape ``(K,)``, each in [0, 1] (``K`` fixes no array shape in the state, but
             natures swept together must share ``K``).
         switch_prob: in [0, 1].
@@ -264,7 +264,7 @@ class Replay(_Clocked):
     ``play`` cannot know the sequence's length, so rounds past the end **wrap around**
     (cyclic replay); ask for ``T <= len(y)`` rounds to replay it once.
 
-    Args:
+    Attributes:
         y: 0/1 outcomes, shape ``(n,)``, ``n >= 1`` (validated; stored as int32).
 
     Example:
