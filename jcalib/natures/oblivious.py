@@ -262,7 +262,8 @@ class Replay(_Clocked):
     r"""Replays a given 0/1 sequence: $y_t = y[t \bmod n]$.
 
     ``play`` cannot know the sequence's length, so rounds past the end **wrap around**
-    (cyclic replay); ask for ``T <= len(y)`` rounds to replay it once.
+    (cyclic replay); ask for ``T <= len(y)`` rounds to replay it once. Replays swept together
+    must have equal lengths (they are stacked); pad or cut sequences to a common length.
 
     Attributes:
         y: 0/1 outcomes, shape ``(n,)``, ``n >= 1`` (validated; stored as int32).
