@@ -28,6 +28,7 @@ from jcalib.natures import (
     RandomMixture,
     RegimeSwitch,
     Replay,
+    Switch,
 )
 
 T = 16
@@ -56,6 +57,7 @@ NATURES = {
     "contrarian": (Contrarian(), Contrarian()),
     "max_error": (MaxCalibrationError(n_bins=8), MaxCalibrationError(n_bins=8)),
     "random_mixture": (RandomMixture(n_bins=8), RandomMixture(0.2, 0.3, 0.5, 0.9, n_bins=8)),
+    "switch": tuple(Switch.all_of((Markov(0.1, 0.2), Contrarian()))),
 }
 
 
