@@ -27,10 +27,10 @@ References:
     Guo, Pleiss, Sun, Weinberger (2017), *On calibration of modern neural networks*, §2
     (confidence ECE).
     Gupta, Ramdas (2022), *Top-label calibration and multiclass-to-binary reductions*, ICLR,
-    §2–3 (top-label ECE).
+    (top-label calibration and its binned ECE).
     Kull, Perello-Nieto, Kängsepp, Silva Filho, Song, Flach (2019), *Beyond temperature
-    scaling*, NeurIPS, §2 and §5 (class-wise ECE).
-    Zhao, Kim, Sahoo, Ma, Ermon (2021), *Calibrating Predictions to Decisions*, §4.4 and §5
+    scaling*, NeurIPS (class-wise calibration and classwise-ECE).
+    Zhao, Kim, Sahoo, Ma, Ermon (2021), *Calibrating Predictions to Decisions*, §4.1 and §5
     (L2 error and accuracy reported alongside decision calibration).
 """
 
@@ -154,7 +154,7 @@ def l2_error(
     The squared Euclidean distance to the one-hot label summed over classes (the multi-class
     Brier score of Brier 1950, not divided by $C$), in $[0, 2]$. This is the sharpness measure
     $E\lVert \hat p(X) - Y \rVert_2^2$ that decision recalibration never increases (paper 004,
-    §4.4, Theorem 2) and that its experiments report (§5).
+    §4.1, Theorem 2) and that its experiments report (§5).
     """
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
     sq = jnp.sum(v**2, axis=1) - 2.0 * jnp.take_along_axis(v, y[:, None], axis=1)[:, 0] + 1.0
@@ -255,7 +255,7 @@ def top_label_ece(
         0.45
 
     References:
-        Gupta, Ramdas (2022), ICLR, §2–3 (top-label calibration and TL-ECE); Gopalan, Hu,
+        Gupta, Ramdas (2022), ICLR (top-label calibration and TL-ECE); Gopalan, Hu,
         Rothblum (2024), §2.
     """
     _check_binning(n_bins, strategy, p)
@@ -298,8 +298,8 @@ def classwise_ece(
       \mathrm{binned\_ece}\big(v_{\cdot \ell},\ \mathbb 1[y = \ell]\big),$$
     the estimate of class-wise calibration $E[y_\ell \mid v_\ell] = v_\ell$ for every $\ell$
     (paper 003, §2). The mean over classes (not the sum) follows Kull et al.'s definition of
-    classwise-ECE (§5, "classwise-ECE = $\frac1k\sum_j\sum_i \frac{|B_{i,j}|}{n}|y_j(B_{i,j}) -
-    \hat p_j(B_{i,j})|$"); multiply by $C$ for the sum. Each class gets its own bins (equal-mass
+    classwise-ECE, $\frac1k\sum_j\sum_i \frac{|B_{i,j}|}{n}|y_j(B_{i,j}) -
+    \hat p_j(B_{i,j})|$ over $k$ classes and bins $B_{i,j}$; multiply by $C$ for the sum. Each class gets its own bins (equal-mass
     ones with ``strategy="quantile"``); with ``p > 1`` each class's ECE is an $\ell_p$ average and
     the classes are still averaged arithmetically.
 
@@ -321,8 +321,8 @@ def classwise_ece(
         0.45
 
     References:
-        Kull, Perello-Nieto, Kängsepp, Silva Filho, Song, Flach (2019), NeurIPS, §2 (class-wise
-        calibration, Definition 2) and §5 (classwise-ECE); Gopalan, Hu, Rothblum (2024), §2.
+        Kull, Perello-Nieto, Kängsepp, Silva Filho, Song, Flach (2019), NeurIPS (class-wise
+        calibration and classwise-ECE); Gopalan, Hu, Rothblum (2024), §2.
     """
     _check_binning(n_bins, strategy, p)
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)

@@ -28,11 +28,11 @@ log (``LOG_CLIP``), so a zero probability becomes the logit $\log 10^{-12} \appr
 than $-\infty$; the same clip is used in fit and apply. Kull et al.'s code clips at the
 smallest normal float instead, which makes the log range depend on the dtype.
 
-Matrix scaling versus Dirichlet calibration. Kull et al. (2019, §3) show that Dirichlet
+Matrix scaling versus Dirichlet calibration. Kull et al. (2019) show that Dirichlet
 calibration is matrix scaling applied to log-probabilities instead of logits. Given only
 probabilities, the two families coincide here; they differ in their regularisation defaults:
 `MatrixScaling` is unregularised by default (Guo et al. 2017) and `DirichletCalibrator`
-uses ODIR (off-diagonal and intercept regularisation, Kull et al. 2019, §4):
+uses ODIR (off-diagonal and intercept regularisation, Kull et al. 2019):
 
 $$
 \mathcal{L}(W, b) = -\frac{1}{\sum_i w_i}\sum_i w_i \log q_{i, y_i}
@@ -49,7 +49,8 @@ References:
     §4.2 (temperature, vector and matrix scaling).
     Kull, Perello-Nieto, Kängsepp, Silva Filho, Song, Flach (2019), "Beyond temperature
     scaling: Obtaining well-calibrated multi-class probabilities with Dirichlet calibration",
-    NeurIPS, §3 (Dirichlet calibration map, Eq. 2–4) and §4 (ODIR).
+    NeurIPS (the Dirichlet calibration map and ODIR regularisation; section numbers of the
+    arXiv version 1910.12656 differ from the proceedings, so none are cited).
     Zhao, Kim, Sahoo, Ma, Ermon (2021), "Calibrating Predictions to Decisions", NeurIPS, §5
     (temperature scaling and Dirichlet calibration as the baselines of decision calibration).
 """
@@ -119,7 +120,7 @@ class MatrixScalingParams(NamedTuple):
 
 
 DirichletParams = MatrixScalingParams
-"""Dirichlet calibration has the parameters of matrix scaling (Kull et al. 2019, §3)."""
+"""Dirichlet calibration has the parameters of matrix scaling (Kull et al. 2019)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,7 +215,7 @@ def _check_reg(value, name):
 
 
 def _odir_penalty(params: MatrixScalingParams, reg_lambda, reg_mu):
-    """ODIR regulariser of Kull et al. (2019, §4): λ/(C(C−1)) Σ_{j≠k} W_jk² + μ/C Σ_j b_j²."""
+    """ODIR regulariser of Kull et al. (2019): λ/(C(C−1)) Σ_{j≠k} W_jk² + μ/C Σ_j b_j²."""
     c = params.bias.shape[0]
     off_diagonal = params.weights * (1.0 - jnp.eye(c, dtype=params.weights.dtype))
     return reg_lambda * jnp.sum(off_diagonal**2) / (c * (c - 1)) + reg_mu * jnp.sum(params.bias**2) / c
@@ -324,7 +325,7 @@ def vector_scaling_fit(
         `VectorScalingParams`.
 
     References:
-        Guo et al. (2017), §4.2; Kull et al. (2019), §3 (vector scaling as diagonal Dirichlet).
+        Guo et al. (2017), §4.2; Kull et al. (2019) (vector scaling as diagonal Dirichlet).
     """
     del key
     probs, labels, weights = _prepare(probs, labels, sample_weight)
@@ -395,7 +396,7 @@ def matrix_scaling_fit(
         `MatrixScalingParams`.
 
     References:
-        Guo et al. (2017), §4.2; Kull et al. (2019), §4 (ODIR).
+        Guo et al. (2017), §4.2; Kull et al. (2019) (ODIR).
     """
     del key
     probs, labels, weights = _prepare(probs, labels, sample_weight)
@@ -422,13 +423,13 @@ def dirichlet_fit(
     r"""Fit Dirichlet calibration with ODIR regularisation (Kull et al. 2019).
 
     The Dirichlet calibration map is $q = \operatorname{softmax}(W \log \hat p + b)$ (Kull et al.
-    2019, Eq. 4: the posterior of class-conditional Dirichlet densities is a linear model on
+    2019: the posterior of class-conditional Dirichlet densities is a linear model on
     log-probabilities), fitted by minimising
 
     $$-\frac{1}{\sum_i w_i}\sum_i w_i \log q_{i, y_i} + \frac{\lambda}{C(C-1)}\sum_{j\ne k}W_{jk}^2
       + \frac{\mu}{C}\sum_j b_j^2$$
 
-    (ODIR, §4). The model is fitted in its linear (not its Dirichlet $\alpha$) parametrisation,
+    (ODIR). The model is fitted in its linear (not its Dirichlet $\alpha$) parametrisation,
     as in Kull et al.'s implementation, by ``n_steps`` L-BFGS steps from the identity map. It is
     the same optimisation as `matrix_scaling_fit` with positive default λ, μ; the paper
     tunes both by cross-validation on a log grid, which jcalib leaves to the caller (vmap this
@@ -455,7 +456,7 @@ def dirichlet_fit(
         (60, 3)
 
     References:
-        Kull, Perello-Nieto, Kängsepp, Silva Filho, Song, Flach (2019), NeurIPS, §3–4.
+        Kull, Perello-Nieto, Kängsepp, Silva Filho, Song, Flach (2019), NeurIPS.
     """
     return matrix_scaling_fit(
         key, probs, labels, reg_lambda=reg_lambda, reg_mu=reg_mu, n_steps=n_steps, sample_weight=sample_weight
