@@ -49,8 +49,7 @@ References:
     §4.2 (temperature, vector and matrix scaling).
     Kull, Perello-Nieto, Kängsepp, Silva Filho, Song, Flach (2019), "Beyond temperature
     scaling: Obtaining well-calibrated multi-class probabilities with Dirichlet calibration",
-    NeurIPS (the Dirichlet calibration map and ODIR regularisation; section numbers of the
-    arXiv version 1910.12656 differ from the proceedings, so none are cited).
+    NeurIPS; arXiv:1910.12656 (the Dirichlet calibration map and ODIR regularisation).
     Zhao, Kim, Sahoo, Ma, Ermon (2021), "Calibrating Predictions to Decisions", NeurIPS, §5
     (temperature scaling and Dirichlet calibration as the baselines of decision calibration).
 """
