@@ -7,6 +7,7 @@ from .decision import (
     decision_loss_gap,
 )
 from .binary import binned_ece, brier, ece, ece_from_counts, log_loss, lp_calibration_error
+from .smooth import smooth_calibration_error, smooth_ece
 from .distance import (
     CalibratedWitness,
     CalibrationDistance,
@@ -44,6 +45,8 @@ __all__: list[str] = [
     "atoms_from_counts",
     "distance_to_calibration",
     "lower_distance_to_calibration",
+    "smooth_calibration_error",
+    "smooth_ece",
     "accuracy",
     "classwise_ece",
     "confidence_ece",

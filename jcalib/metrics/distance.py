@@ -545,7 +545,7 @@ def distance_to_calibration(
         >>> import numpy as np
         >>> r = distance_to_calibration(np.array([0.2, 0.2, 0.9]), np.array([0, 1, 1]))
         >>> r.exact, round(r.value, 6)
-        (True, 0.4)
+        (True, 0.7)
 
     References:
         Arunachaleswaran, Collina, Roth, Shi (2024), §2 (CalDist, Lemma 1) and Theorem 1;
