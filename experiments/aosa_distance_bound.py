@@ -4,7 +4,7 @@ Plays AOSA and every baseline against every nature for T up to 10^6 and many see
 ``results/aosa_distance_bound/`` (table.csv, figures, summary.md) and fits the log–log slope
 of AOSA's distance against T (Theorem 1 predicts at most 1/2).
 
-Grid forecasters record a GridSummary (memory O(√T) per run), so T = 10^6 is cheap; the
+Grid forecasters (those with `forecast_grid`) record a GridSummary (memory O(√T) per run), so T = 10^6 is cheap; the
 forecasters with continuous forecasts (defensive, running frequency) keep full histories and
 are run up to ``--max-full-T`` only.
 
@@ -22,6 +22,7 @@ import jax
 import numpy as np
 
 from jcalib import cli
+from jcalib.core import forecast_grid
 
 
 def main(argv=None):
@@ -39,7 +40,7 @@ def main(argv=None):
 
     def forecasters_for(T):
         fs = cli.default_forecasters(T)
-        return {k: f for k, f in fs.items() if T <= args.max_full_T or hasattr(f, "n_bins")}
+        return {k: f for k, f in fs.items() if T <= args.max_full_T or forecast_grid(f) is not None}
 
     t0 = time.perf_counter()
     rows = cli.distance_study(args.T, args.seeds, jax.random.key(args.seed), forecasters_for=forecasters_for,

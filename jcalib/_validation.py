@@ -56,7 +56,8 @@ def check_binary_probs(p, name: str = "probs") -> jax.Array:
     arr = as_float_array(p, name)
     _finite(arr, name)
     if is_concrete(arr) and arr.size and (bool(jnp.any(arr < 0)) or bool(jnp.any(arr > 1))):
-        bad = float(jnp.where((arr < 0) | (arr > 1), arr, jnp.nan)[jnp.argmax((arr < 0) | (arr > 1))])
+        flat = np.asarray(arr).ravel()
+        bad = float(flat[(flat < 0) | (flat > 1)][0])
         raise ValueError(f"{name} must lie in [0, 1]; found {bad!r}")
     return arr
 

@@ -26,7 +26,7 @@ from . import forecasters as F
 from . import metrics as M
 from . import natures as N
 from . import plots
-from .core import sweep
+from .core import forecast_grid, sweep
 
 __all__ = ["main", "distance_study", "default_forecasters", "default_natures", "write_report"]
 
@@ -91,7 +91,7 @@ def _distance(values, labels, weights=None):
 
 def _study_one(fname, forecaster, nature_names, natures, T, key, n_seeds, distance_seeds):
     """One forecaster against every nature (one compiled sweep over a Switch of them)."""
-    m = getattr(forecaster, "n_bins", None)
+    m = forecast_grid(forecaster)
     batch = N.Switch.all_of(natures)
     rows = []
     if m is not None:

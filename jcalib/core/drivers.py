@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from .._validation import check_positive_int
 from .types import AbstractForecaster, AbstractNature, Trajectory
 
-__all__ = ["GridSummary", "play", "sweep", "summary_from_trajectory"]
+__all__ = ["GridSummary", "forecast_grid", "play", "sweep", "summary_from_trajectory"]
 
 
 class GridSummary(NamedTuple):
@@ -35,7 +35,7 @@ class GridSummary(NamedTuple):
 
     Attributes:
         counts, ones: int32 ``(m+1,)`` for the realised forecasts.
-        off_grid: rounds whose forecast was more than 1e-6/m away from the grid (then the
+        off_grid: rounds whose forecast was more than 1e-3/m away from the grid (then the
             summary rounds them and is not exact; 0 for grid forecasters).
         info_counts, info_ones: the same for the forecaster's certificate (AOSA's look-ahead
             forecasts p̃_t); zeros when the forecaster has none.
@@ -61,7 +61,8 @@ def _empty_summary(m: int) -> GridSummary:
 def _grid_index(v, m: int):
     scaled = jnp.asarray(v, jnp.result_type(float)) * m
     idx = jnp.clip(jnp.round(scaled), 0, m)
-    return idx.astype(jnp.int32), jnp.abs(scaled - idx) > 1e-6
+    # float32 round-off in v·m grows with m; a real off-grid forecast misses by far more
+    return idx.astype(jnp.int32), jnp.abs(scaled - idx) > 1e-3
 
 
 def _summary_step(s: GridSummary, value, y, info, m: int) -> GridSummary:
@@ -94,16 +95,26 @@ def summary_from_trajectory(traj: Trajectory, m: int) -> GridSummary:
     return s
 
 
+def forecast_grid(forecaster) -> int | None:
+    """The grid size m of a grid forecaster (forecasts in {0, 1/m, …, 1}), else ``None``.
+
+    Read from a ``value_grid`` attribute when the forecaster has one (e.g. Gupta–Ramdas scores
+    interval midpoints on a grid twice as fine as its ``n_bins``), else from ``n_bins``.
+    """
+    m = getattr(forecaster, "value_grid", None)
+    return int(m) if m is not None else (int(forecaster.n_bins) if hasattr(forecaster, "n_bins") else None)
+
+
 def _grid_size(forecaster, grid):
     if grid is not None:
         return check_positive_int(grid, "grid")
-    m = getattr(forecaster, "n_bins", None)
+    m = forecast_grid(forecaster)
     if m is None:
         raise ValueError(
             "record='summary' needs the forecast grid: pass grid=m (forecasts in {0, 1/m, ..., 1}); "
             f"{type(forecaster).__name__} has no n_bins field"
         )
-    return int(m)
+    return m
 
 
 class _Carry(NamedTuple):

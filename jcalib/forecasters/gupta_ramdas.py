@@ -86,6 +86,11 @@ class GuptaRamdas(AbstractForecaster):
     def init(self, key: PRNGKeyArray) -> GuptaRamdasState:
         return GuptaRamdasState(deficit=jnp.zeros((self.n_bins + 1,), jnp.int32))
 
+    @property
+    def value_grid(self) -> int:
+        """Scored forecasts lie on the grid of step 1/(2m) (``record="summary"`` uses it)."""
+        return 2 * self.n_bins
+
     def predict(self, state: GuptaRamdasState, x, key: PRNGKeyArray) -> Forecast:
         i = sign_change_index(-state.deficit)  # D_i >= 0 >= D_{i+1}
         v = grid_points(2 * self.n_bins)[2 * i + 1]

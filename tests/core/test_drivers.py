@@ -83,6 +83,12 @@ def test_summary_matches_full_history():
     np.testing.assert_allclose(summ.info_l1, np.sum(np.abs(np.asarray(full.forecast) - np.asarray(full.info))), rtol=1e-6)
 
 
+def test_forecast_grid():
+    assert jcalib.core.forecast_grid(GridFrequency(n_bins=7)) == 7
+    assert jcalib.core.forecast_grid(_NoBins()) is None
+    assert jcalib.core.forecast_grid(jcalib.forecasters.GuptaRamdas(n_bins=5)) == 10
+
+
 def test_summary_needs_a_grid():
     with pytest.raises(ValueError, match="grid"):
         jcalib.play(_NoBins(), Coin(), 10, KEY, record="summary")
@@ -191,3 +197,11 @@ def test_sweep_results_do_not_depend_on_device_count(tmp_path):
     assert int(one["n"]) == 1 and int(four["n"]) == 4
     for k in ("f", "y", "c"):
         np.testing.assert_array_equal(one[k], four[k])
+
+
+def test_gupta_ramdas_summary_is_on_its_value_grid():
+    f = jcalib.forecasters.GuptaRamdas(n_bins=12)
+    full = jcalib.play(f, Coin(0.4), 300, KEY)
+    summ = jcalib.play(f, Coin(0.4), 300, KEY, record="summary")
+    assert int(summ.off_grid) == 0
+    chex.assert_trees_all_equal(summ, summary_from_trajectory(full, 24))

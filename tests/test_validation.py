@@ -1,0 +1,43 @@
+"""Input checks at the Python boundary raise clear ValueErrors."""
+
+import numpy as np
+import pytest
+
+from jcalib import _validation as V
+
+
+@pytest.mark.parametrize("bad", [1.5, -0.1, np.array([0.2, 1.2]), np.array([[0.1], [np.nan]])])
+def test_binary_probs_out_of_range_or_nan(bad):
+    with pytest.raises(ValueError):
+        V.check_binary_probs(bad)
+
+
+def test_binary_labels():
+    assert V.check_binary_labels([0, 1, 1]).dtype == np.int32
+    with pytest.raises(ValueError, match="0 or 1"):
+        V.check_binary_labels([0, 2])
+    with pytest.raises(ValueError, match="NaN"):
+        V.check_binary_labels([0.0, np.nan])
+
+
+def test_simplex_probs():
+    V.check_simplex_probs(np.array([[0.2, 0.8], [0.5, 0.5]]))
+    with pytest.raises(ValueError, match="sum to 1"):
+        V.check_simplex_probs(np.array([[0.2, 0.7]]))
+    with pytest.raises(ValueError, match="non-negative"):
+        V.check_simplex_probs(np.array([[-0.2, 1.2]]))
+    with pytest.raises(ValueError, match="shape"):
+        V.check_simplex_probs(np.array([0.2, 0.8]))
+
+
+def test_class_labels_and_lengths():
+    with pytest.raises(ValueError, match="lie in"):
+        V.check_class_labels([0, 3], 3)
+    with pytest.raises(ValueError, match="integer"):
+        V.check_class_labels([0.5], 3)
+    with pytest.raises(ValueError, match="mismatched"):
+        V.check_same_length(a=np.zeros(3), b=np.zeros(4))
+    with pytest.raises(ValueError, match="positive integer"):
+        V.check_positive_int(0, "T")
+    with pytest.raises(ValueError, match="non-negative"):
+        V.check_weights(np.array([1.0, -1.0]), 2)
