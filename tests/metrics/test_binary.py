@@ -1,0 +1,243 @@
+"""Tests of jcalib.metrics.binary: parity with plain references, the One-Step-Ahead ECE bound
+(paper 000, Theorem 2), grid summaries, conformance (jit, vmap, no retrace), weights as
+multiplicities, and input validation."""
+
+import doctest
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from reference import binary_metrics as ref
+from reference.forecasters import aosa
+from sklearn.metrics import brier_score_loss
+from sklearn.metrics import log_loss as sk_log_loss
+
+from jcalib.metrics import binary as binary_module
+from jcalib.metrics import binned_ece, brier, ece, ece_from_counts, log_loss, lp_calibration_error
+
+
+def _data(seed, n=80, grid=None, weights=False):
+    rng = np.random.default_rng(seed)
+    p = rng.integers(0, grid + 1, n) / grid if grid else rng.random(n)
+    y = (rng.random(n) < np.clip(0.15 + 0.7 * p, 0, 1)).astype(np.int32)
+    w = rng.uniform(0.0, 3.0, n) if weights else None
+    return p, y, w
+
+
+# ---------------------------------------------------------------------------------------------
+# Parity with the references
+
+
+@pytest.mark.parametrize("grid", [None, 6])
+@pytest.mark.parametrize("weights", [False, True])
+def test_ece_matches_reference(x64, grid, weights):
+    p, y, w = _data(0, grid=grid, weights=weights)
+    np.testing.assert_allclose(float(ece(p, y, w)), ref.ece(p, y, w), rtol=1e-12)
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+@pytest.mark.parametrize("power", [1, 2])
+@pytest.mark.parametrize("grid", [None, 9])
+@pytest.mark.parametrize("weights", [False, True])
+def test_binned_ece_matches_reference(x64, strategy, power, grid, weights):
+    p, y, w = _data(1, grid=grid, weights=weights)
+    got = binned_ece(p, y, n_bins=7, strategy=strategy, sample_weight=w, p=power)
+    np.testing.assert_allclose(float(got), ref.binned_ece(p, y, 7, strategy, w, power), rtol=1e-12)
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.25, 1 / 3])
+@pytest.mark.parametrize("power", [1, 2, 3])
+@pytest.mark.parametrize("weights", [False, True])
+def test_lp_calibration_error_matches_reference(x64, eps, power, weights):
+    p, y, w = _data(2, grid=12, weights=weights)  # grid values sit on bucket edges
+    got = lp_calibration_error(p, y, eps, power, sample_weight=w)
+    np.testing.assert_allclose(float(got), ref.lp_calibration_error(p, y, eps, power, w), rtol=1e-12)
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_brier_and_log_loss_match_sklearn(x64, weights):
+    p, y, w = _data(3, weights=weights)
+    np.testing.assert_allclose(float(brier(p, y, w)), brier_score_loss(y, p, sample_weight=w), rtol=1e-12)
+    np.testing.assert_allclose(float(log_loss(p, y, w)), sk_log_loss(y, p, sample_weight=w), rtol=1e-12)
+
+
+def test_log_loss_clips_confident_mistakes(x64):
+    # sklearn clips at the dtype's machine epsilon too
+    p, y = np.array([0.0, 1.0, 0.5]), np.array([1, 0, 1])
+    got = float(log_loss(p, y))
+    np.testing.assert_allclose(got, (2 * -np.log(np.finfo(np.float64).eps) + np.log(2)) / 3, rtol=1e-12)
+    assert np.isfinite(float(log_loss(jnp.asarray(p, jnp.float32), y)))
+
+
+def test_quantile_bins_hold_equal_mass(x64):
+    # 60 distinct forecasts in 6 bins: each bin gets 10 of them, so a bin-by-bin check works
+    rng = np.random.default_rng(4)
+    p = np.sort(rng.random(60))
+    y = rng.integers(0, 2, 60)
+    got = float(binned_ece(p, y, n_bins=6, strategy="quantile"))
+    want = sum(abs(np.sum(p[k * 10 : (k + 1) * 10] - y[k * 10 : (k + 1) * 10])) for k in range(6)) / 60
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_binned_ece_is_normalised_ece_of_binned_forecasts(x64):
+    # For p = 1, binned ECE x T == unnormalised sequence ECE after replacing each forecast by
+    # its bin's mean forecast (both are sum_b |sum_{t in b} (p_t - y_t)|).
+    p, y, _ = _data(5, n=200)
+    b = np.minimum((p * 10).astype(int), 9)
+    means = np.array([p[b == k].mean() if np.any(b == k) else 0 for k in range(10)])
+    np.testing.assert_allclose(float(binned_ece(p, y, n_bins=10)) * 200, ref.ece(means[b], y), rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# Paper claim and grid summaries
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_one_step_ahead_ece_at_most_m_plus_1(x64, seed):
+    """Paper 000, Theorem 2: the look-ahead forecasts have ECE <= m + 1, whatever the outcomes."""
+    rng = np.random.default_rng(seed)
+    T, m = 3000, 20
+    y = (rng.random(T) < 0.5 + 0.45 * np.sin(np.arange(T) / (40 + 30 * seed))).astype(np.int32)
+    p, pt, alpha = aosa(y, m)
+    e = float(ece(pt, y))
+    np.testing.assert_allclose(e, float(sum(abs(a) for a in alpha)), rtol=1e-9)
+    assert e <= m + 1
+    assert float(ece(p, y)) > m + 1  # AOSA's own forecasts are not ECE-calibrated (no vacuous test)
+
+
+@pytest.mark.parametrize("dtype", ["int", "float"])
+def test_ece_from_counts_equals_expanded_ece(x64, dtype):
+    rng = np.random.default_rng(6)
+    y = rng.integers(0, 2, 2000)
+    counts, ones = ref.aosa_counts(y, 30)
+    if dtype == "float":
+        counts, ones = counts.astype(float), ones.astype(float)
+    p = np.repeat(np.arange(31) / 30, counts.astype(int))
+    yy = np.concatenate([np.r_[np.ones(int(o)), np.zeros(int(c - o))] for c, o in zip(counts, ones)])
+    np.testing.assert_allclose(float(ece_from_counts(counts, ones, 30)), ref.ece(p, yy), rtol=1e-10)
+
+
+def test_ece_from_counts_keeps_precision_of_large_counts_in_float32():
+    # 10^7 rounds at one grid point, bias = counts*i/m - ones = 3 exactly (beyond float32's
+    # integer range only the split counts = q*m + r keeps it exact)
+    m, i = 1000, 999
+    counts = np.zeros(m + 1, np.int32)
+    ones = np.zeros(m + 1, np.int32)
+    counts[i] = 10_000_000
+    ones[i] = 10_000_000 * i // m - 3
+    assert float(ece_from_counts(counts, ones, m)) == 3.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Conformance: jit, vmap over datasets, no retrace; weights as multiplicities
+
+JITTABLE = {
+    "ece": lambda p, y, w: ece(p, y, w),
+    "binned_uniform": lambda p, y, w: binned_ece(p, y, 5, "uniform", w),
+    "binned_quantile_l2": lambda p, y, w: binned_ece(p, y, 5, "quantile", w, p=2),
+    "lp": lambda p, y, w: lp_calibration_error(p, y, 0.2, 2, w),
+    "brier": lambda p, y, w: brier(p, y, w),
+    "log_loss": lambda p, y, w: log_loss(p, y, w),
+}
+
+
+@pytest.mark.parametrize("name", sorted(JITTABLE))
+def test_jit_vmap_no_retrace(name):
+    fn = JITTABLE[name]
+    data = [_data(s, n=40, grid=8, weights=True) for s in range(4)]
+    P, Y, W = (jnp.asarray(np.stack(z)) for z in zip(*data))
+    chex.clear_trace_counter()  # the counter is keyed by code: parametrised cases share it
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def batched(P, Y, W):
+        return jax.vmap(fn)(P, Y, W)
+
+    out = batched(P, Y, W)
+    batched(P + 0.0, Y, W * 1.0)  # same shapes: no retrace
+    chex.assert_shape(out, (4,))
+    want = np.array([float(fn(jnp.asarray(p), jnp.asarray(y), jnp.asarray(w))) for p, y, w in data])
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5)  # float32 round-off, reordered sums
+
+
+def test_ece_from_counts_vmaps():
+    rng = np.random.default_rng(7)
+    C = rng.integers(0, 50, (3, 11)).astype(np.int32)
+    O = (C * rng.random((3, 11))).astype(np.int32)
+    out = jax.jit(jax.vmap(lambda c, o: ece_from_counts(c, o, 10)))(C, O)
+    np.testing.assert_allclose(np.asarray(out), [float(ece_from_counts(c, o, 10)) for c, o in zip(C, O)], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(JITTABLE))
+def test_integer_weights_equal_repetition(x64, name):
+    fn = JITTABLE[name]
+    p, y, _ = _data(8, n=30, grid=6)
+    reps = np.random.default_rng(8).integers(0, 4, 30)
+    reps[0] = 1  # keep at least one round
+    got = float(fn(jnp.asarray(p), jnp.asarray(y), jnp.asarray(reps.astype(float))))
+    want = float(fn(jnp.asarray(np.repeat(p, reps)), jnp.asarray(np.repeat(y, reps)), None))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_binned_ece_is_differentiable():
+    p, y, _ = _data(9, n=50)
+    g = jax.grad(lambda q: binned_ece(q, y, n_bins=5))(jnp.asarray(p, jnp.float32))
+    assert g.shape == (50,) and bool(jnp.all(jnp.isfinite(g))) and bool(jnp.any(g != 0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+
+ALL = {
+    "ece": lambda p, y, w=None: ece(p, y, w),
+    "binned_ece": lambda p, y, w=None: binned_ece(p, y, sample_weight=w),
+    "lp": lambda p, y, w=None: lp_calibration_error(p, y, 0.1, sample_weight=w),
+    "brier": lambda p, y, w=None: brier(p, y, w),
+    "log_loss": lambda p, y, w=None: log_loss(p, y, w),
+}
+
+BAD = {
+    "nan": (np.array([0.2, np.nan]), np.array([0, 1]), None, "NaN"),
+    "above_one": (np.array([0.2, 1.5]), np.array([0, 1]), None, r"\[0, 1\]"),
+    "negative": (np.array([-0.1, 0.5]), np.array([0, 1]), None, r"\[0, 1\]"),
+    "label_two": (np.array([0.2, 0.5]), np.array([0, 2]), None, "0 or 1"),
+    "label_nan": (np.array([0.2, 0.5]), np.array([0.0, np.nan]), None, "NaN"),
+    "mismatch": (np.array([0.2, 0.5, 0.1]), np.array([0, 1]), None, "mismatched"),
+    "empty": (np.array([]), np.array([], np.int32), None, "empty"),
+    "two_d": (np.array([[0.2, 0.5]]), np.array([[0, 1]]), None, "1-D"),
+    "neg_weight": (np.array([0.2, 0.5]), np.array([0, 1]), np.array([1.0, -1.0]), "non-negative"),
+    "zero_weight": (np.array([0.2, 0.5]), np.array([0, 1]), np.array([0.0, 0.0]), "zero"),
+    "weight_shape": (np.array([0.2, 0.5]), np.array([0, 1]), np.array([1.0]), "shape"),
+}
+
+
+@pytest.mark.parametrize("fn", sorted(ALL))
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_raises(fn, case):
+    p, y, w, msg = BAD[case]
+    with pytest.raises(ValueError, match=msg):
+        ALL[fn](p, y, w)
+
+
+def test_bad_settings_raise():
+    p, y, _ = _data(10, n=10)
+    with pytest.raises(ValueError, match="strategy"):
+        binned_ece(p, y, strategy="kmeans")
+    with pytest.raises(ValueError, match="n_bins"):
+        binned_ece(p, y, n_bins=0)
+    with pytest.raises(ValueError, match="p must"):
+        binned_ece(p, y, p=0.5)
+    with pytest.raises(ValueError, match="integer"):
+        lp_calibration_error(p, y, 0.3)
+    with pytest.raises(ValueError, match="epsilon"):
+        lp_calibration_error(p, y, 0.0)
+    with pytest.raises(ValueError, match="ones"):
+        ece_from_counts(np.array([1, 1]), np.array([2, 0]), 1)
+    with pytest.raises(ValueError, match="shape"):
+        ece_from_counts(np.array([1, 1, 1]), np.array([0, 0, 0]), 1)
+
+
+def test_docstring_examples():
+    assert doctest.testmod(binary_module, raise_on_error=True).attempted > 0
