@@ -46,8 +46,18 @@ def as_float_array(x, name: str) -> jax.Array:
     return arr
 
 
+def _values(arr):
+    """The concrete values of ``arr`` as NumPy, or None for a tracer.
+
+    Checks run in NumPy so that a concrete array captured inside someone's trace (a
+    ``lax.map`` body, say) is checked without staging anything into that trace.
+    """
+    return None if isinstance(arr, jax.core.Tracer) else np.asarray(arr)
+
+
 def _finite(arr, name):
-    if is_concrete(arr) and not bool(jnp.all(jnp.isfinite(arr))):
+    v = _values(arr)
+    if v is not None and not np.all(np.isfinite(v)):
         raise ValueError(f"{name} contains NaN or infinite values")
 
 
@@ -55,8 +65,9 @@ def check_binary_probs(p, name: str = "probs") -> jax.Array:
     """Forecasts of a binary event: a float array with every entry in [0, 1]."""
     arr = as_float_array(p, name)
     _finite(arr, name)
-    if is_concrete(arr) and arr.size and (bool(jnp.any(arr < 0)) or bool(jnp.any(arr > 1))):
-        flat = np.asarray(arr).ravel()
+    v = _values(arr)
+    if v is not None and v.size and (np.any(v < 0) or np.any(v > 1)):
+        flat = v.ravel()
         bad = float(flat[(flat < 0) | (flat > 1)][0])
         raise ValueError(f"{name} must lie in [0, 1]; found {bad!r}")
     return arr
@@ -86,10 +97,11 @@ def check_simplex_probs(p, name: str = "probs", atol: float = 1e-4) -> jax.Array
     if arr.ndim != 2 or arr.shape[1] < 2:
         raise ValueError(f"{name} must have shape (n, C) with C >= 2, got {tuple(arr.shape)}")
     _finite(arr, name)
-    if is_concrete(arr) and arr.size:
-        if bool(jnp.any(arr < 0)):
-            raise ValueError(f"{name} must be non-negative; found {float(jnp.min(arr))!r}")
-        err = float(jnp.max(jnp.abs(jnp.sum(arr, axis=1) - 1)))
+    v = _values(arr)
+    if v is not None and v.size:
+        if np.any(v < 0):
+            raise ValueError(f"{name} must be non-negative; found {float(v.min())!r}")
+        err = float(np.max(np.abs(v.astype(np.float64).sum(axis=1) - 1)))
         if err > atol:
             raise ValueError(f"rows of {name} must sum to 1 (largest deviation {err:.3g} > {atol})")
     return arr
@@ -120,7 +132,8 @@ def check_weights(w, n: int, name: str = "sample_weight"):
     if arr.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {tuple(arr.shape)}")
     _finite(arr, name)
-    if is_concrete(arr) and bool(jnp.any(arr < 0)):
+    v = _values(arr)
+    if v is not None and np.any(v < 0):
         raise ValueError(f"{name} must be non-negative")
     return arr
 

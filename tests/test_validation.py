@@ -41,3 +41,17 @@ def test_class_labels_and_lengths():
         V.check_positive_int(0, "T")
     with pytest.raises(ValueError, match="non-negative"):
         V.check_weights(np.array([1.0, -1.0]), 2)
+
+
+def test_checks_on_concrete_arrays_inside_a_trace():
+    import jax
+    import jax.numpy as jnp
+
+    captured = jnp.asarray([[0.2, 0.8], [0.6, 0.4]])
+
+    def body(_, i):
+        # a concrete array captured by a traced body is checked on its values, not staged
+        return None, V.check_simplex_probs(captured)[i, 0]
+
+    _, out = jax.lax.scan(body, None, jnp.arange(2))
+    np.testing.assert_allclose(out, [0.2, 0.6])
