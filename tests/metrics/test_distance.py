@@ -1,0 +1,282 @@
+"""Tests of jcalib.metrics.distance: the exact DP against brute force over all set partitions,
+Lemma 1 (CalDist <= ECE) and lower distance <= CalDist, the lower-distance LP against a dense
+LP, the certified interval and its witness, the 2 sqrt(T) + 1 guarantee of Almost-One-Step-Ahead
+(paper 000, Theorem 1) on the upper end, grid summaries as atoms, and input validation."""
+
+import doctest
+import time
+
+import hypothesis.strategies as st
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from reference import binary_metrics as ref
+from reference.forecasters import aosa
+
+from jcalib.metrics import (
+    atoms_from_counts,
+    distance_to_calibration,
+    ece,
+    lower_distance_to_calibration,
+)
+from jcalib.metrics import distance as distance_module
+
+# rounding in prefix sums of a few dozen values
+TOL = 1e-9
+
+
+@st.composite
+def sequences(draw, max_T=8, grid=None):
+    T = draw(st.integers(1, max_T))
+    if grid is None:
+        grid = draw(st.sampled_from([2, 3, 4, 5, 10, 0]))  # 0: continuous forecasts
+    if grid:
+        p = np.array(draw(st.lists(st.integers(0, grid), min_size=T, max_size=T))) / grid
+    else:
+        p = np.array(draw(st.lists(st.floats(0, 1), min_size=T, max_size=T)))
+    y = np.array(draw(st.lists(st.integers(0, 1), min_size=T, max_size=T)))
+    return p, y
+
+
+def _check_witness(p, y, w, res):
+    """The witness is perfectly calibrated, covers every round once, and costs res.upper."""
+    wit = res.witness
+    w = np.ones(len(p)) if w is None else np.asarray(w, float)
+    np.testing.assert_allclose(np.bincount(wit.index, weights=wit.weight, minlength=len(p)), w, rtol=0, atol=1e-9)
+    assert ref.ece(wit.q, y[wit.index], wit.weight) <= 1e-9 * max(1.0, w.sum())
+    cost = float(np.sum(wit.weight * np.abs(p[wit.index] - wit.q)))
+    np.testing.assert_allclose(cost, res.upper, rtol=1e-9, atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact DP and the ordering facts
+
+
+@settings(max_examples=60, deadline=None)
+@given(sequences(max_T=8))
+def test_exact_dp_equals_brute_force_over_all_partitions(seq):
+    p, y = seq
+    res = distance_to_calibration(p, y, exact=True)
+    assert res.exact and res.lower == res.upper == res.value
+    np.testing.assert_allclose(res.value, ref.distance_brute_force(p, y), rtol=0, atol=TOL)
+    _check_witness(p, y, None, res)
+
+
+@settings(max_examples=30, deadline=None)
+@given(sequences(max_T=30))
+def test_ece_ge_distance_ge_lower_distance(seq):
+    """Lemma 1 of paper 000 (CalDist <= ECE) and the LP relaxation (lower <= CalDist)."""
+    p, y = seq
+    d = distance_to_calibration(p, y, exact=True).value
+    lo = lower_distance_to_calibration(p, y)
+    assert lo <= d + TOL
+    assert d <= ref.ece(p, y) + TOL
+
+
+@settings(max_examples=30, deadline=None)
+@given(sequences(max_T=40))
+def test_interval_contains_exact_value(seq):
+    p, y = seq
+    exact = distance_to_calibration(p, y, exact=True).value
+    res = distance_to_calibration(p, y, exact=False)
+    assert res.lower <= exact + TOL and exact <= res.upper + TOL
+    _check_witness(p, y, None, res)
+    if res.exact:  # the ends met: then they equal the exact value
+        np.testing.assert_allclose(res.lower, exact, atol=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(sequences(max_T=6), st.lists(st.integers(0, 3), min_size=6, max_size=6))
+def test_integer_weights_are_repetitions(seq, reps):
+    p, y = seq
+    w = np.array(reps[: len(p)])
+    if w.sum() == 0:
+        w[0] = 1
+    d_w = distance_to_calibration(p, y, w, exact=True)
+    d_rep = distance_to_calibration(np.repeat(p, w), np.repeat(y, w), exact=True)
+    np.testing.assert_allclose(d_w.value, d_rep.value, atol=TOL)
+    _check_witness(p, y, w, d_w)
+    np.testing.assert_allclose(
+        lower_distance_to_calibration(p, y, w), lower_distance_to_calibration(np.repeat(p, w), np.repeat(y, w)), atol=1e-6
+    )
+    _check_witness(p, y, w, distance_to_calibration(p, y, w, exact=False))
+
+
+def test_default_switches_from_exact_to_interval():
+    rng = np.random.default_rng(0)
+    p, y = rng.random(40), rng.integers(0, 2, 40)
+    assert distance_to_calibration(p, y).exact  # small: the DP
+    p, y = rng.random(400), rng.integers(0, 2, 400)
+    res = distance_to_calibration(p, y)
+    assert res.lower <= res.upper
+    with pytest.raises(ValueError, match="exact=True needs"):
+        distance_to_calibration(np.repeat(p, 2), np.repeat(y, 2), exact=True)
+    if not res.exact:
+        with pytest.raises(ValueError, match="not computed exactly"):
+            res.value
+
+
+def test_interval_ends_meet_on_calibrated_input():
+    # Forecasts already perfectly calibrated: distance 0, certified by both ends.
+    p = np.array([0.25] * 4 + [0.5] * 2 + [1.0])
+    y = np.array([1, 0, 0, 0, 1, 0, 1])
+    res = distance_to_calibration(p, y, exact=False)
+    assert res.exact and res.lower == res.upper and abs(res.value) < 1e-9
+
+
+# ---------------------------------------------------------------------------------------------
+# Lower distance against the dense LP
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lower_distance_matches_dense_lp(seed):
+    """The dense LP of SPEC.md §1 over a grid U (every k/q, q <= T, and every k/400) is the same
+    LP with u restricted to U. Restricting can only raise the value, by at most W * spacing(U)
+    (move each unit of mass to the nearer grid point on each side, keeping the ratio)."""
+    rng = np.random.default_rng(seed)
+    T = int(rng.integers(2, 8))
+    p = rng.random(T) if seed % 2 else rng.integers(0, 5, T) / 4
+    y = rng.integers(0, 2, T)
+    w = rng.integers(1, 3, T).astype(float)
+    U = ref.farey_grid(int(w.sum()), extra=400)
+    got = lower_distance_to_calibration(p, y, w)
+    dense = ref.lower_distance_lp(p, y, w, U)
+    assert got <= dense + 1e-9
+    assert dense - got <= w.sum() * np.max(np.diff(U)) + 1e-9
+
+
+def test_lower_distance_is_below_the_farey_grid_lp_and_can_be_strictly_below():
+    """u ranges over all of [0, 1], so the value can lie strictly below the LP over every k/q
+    (q <= T). One y=1 round at 0.2 and one y=0 round at 0.6: merging them at u = 1/2 costs 0.4
+    and nothing does better."""
+    np.testing.assert_allclose(lower_distance_to_calibration([0.2, 0.6], [1, 0]), 0.4, atol=1e-7)
+    np.testing.assert_allclose(ref.lower_distance_lp([0.2, 0.6], [1, 0]), 0.4, atol=1e-9)
+    # A case where splitting mass at a frequency outside {k/q : q <= T} pays off.
+    p, y = np.array([0.9, 0.8, 0.0]), np.array([0, 1, 1])
+    got = lower_distance_to_calibration(p, y)
+    assert got < ref.lower_distance_lp(p, y) - 0.1  # 0.8429 against 1.0333 (= CalDist here)
+    # ... and a fine grid recovers it (within the grid's spacing, see the test above)
+    assert abs(ref.lower_distance_lp(p, y, U=ref.farey_grid(3, extra=1000)) - got) <= 3 / 1000
+    assert got <= distance_to_calibration(p, y).value + TOL
+
+
+# ---------------------------------------------------------------------------------------------
+# Almost-One-Step-Ahead: the upper end stays below 2 sqrt(T) + 1 (paper 000, Theorem 1)
+
+
+def _aosa_atoms(T, seed, kind):
+    rng = np.random.default_rng(seed)
+    t = np.arange(T)
+    q = {
+        "bernoulli": np.full(T, 0.3),
+        "wave": 0.5 + 0.45 * np.sin(t / (T / 15)),
+        "drift": t / T,
+        "alternating": (t % 2).astype(float),
+    }[kind]
+    y = (rng.random(T) < q).astype(np.int64)
+    m = round(np.sqrt(T))
+    counts, ones = ref.aosa_counts(y, m)
+    return (np.asarray(a) for a in atoms_from_counts(counts, ones, m)), m
+
+
+def test_aosa_helper_matches_reference_forecaster():
+    y = (np.random.default_rng(1).random(500) < 0.4).astype(int)
+    counts, ones = ref.aosa_counts(y, 12)
+    p = aosa(y, 12)[0]
+    np.testing.assert_array_equal(counts, np.bincount(np.round(p * 12).astype(int), minlength=13))
+    np.testing.assert_array_equal(ones, np.bincount(np.round(p * 12).astype(int), weights=y, minlength=13))
+
+
+@pytest.mark.parametrize("T", [100, 1000, 10_000])
+@pytest.mark.parametrize("kind", ["bernoulli", "wave", "drift", "alternating"])
+def test_aosa_upper_end_below_theorem_1_bound(T, kind):
+    (p, y, w), m = _aosa_atoms(T, T, kind)
+    res = distance_to_calibration(p, y, w, exact=False)
+    bound = 2 * np.sqrt(T) + 1
+    assert res.lower <= res.upper < bound
+    assert res.upper <= float(ece(p, y, w)) + TOL * T  # Lemma 1: never worse than the ECE
+    _check_witness(p, y, w, res)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("T", [100_000, 1_000_000])
+@pytest.mark.parametrize("kind", ["bernoulli", "wave", "drift"])
+def test_aosa_upper_end_below_bound_large_T(T, kind):
+    (p, y, w), m = _aosa_atoms(T, T, kind)
+    t0 = time.perf_counter()
+    lo = lower_distance_to_calibration(p, y, w)
+    t1 = time.perf_counter()
+    res = distance_to_calibration(p, y, w, exact=False)
+    t2 = time.perf_counter()
+    bound = 2 * np.sqrt(T) + 1
+    print(f"T={T} {kind}: [{res.lower:.2f}, {res.upper:.2f}], upper/bound={res.upper / bound:.3f}, "
+          f"lower {t1 - t0:.2f}s, distance {t2 - t1:.2f}s")
+    assert res.lower <= res.upper < bound
+    np.testing.assert_allclose(lo, res.lower, rtol=1e-6)
+    assert t1 - t0 < 60 and t2 - t1 < 60  # the stated budget: a minute each at T = 10^6
+    _check_witness(p, y, w, res)
+
+
+# ---------------------------------------------------------------------------------------------
+# Atoms from grid summaries
+
+
+def test_atoms_from_counts_equal_expanded_rounds(x64):
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 300)
+    counts, ones = ref.aosa_counts(y, 9)
+    p, lab, w = atoms_from_counts(counts, ones, 9)
+    chex_shape = (2 * 10,)
+    assert p.shape == lab.shape == w.shape == chex_shape
+    pe = np.repeat(np.asarray(p), np.asarray(w))
+    ye = np.repeat(np.asarray(lab), np.asarray(w))
+    assert len(pe) == 300
+    np.testing.assert_allclose(float(ece(p, lab, w)), ref.ece(pe, ye), rtol=1e-12)
+    d_atoms = distance_to_calibration(p, lab, w, exact=False)
+    d_rounds = distance_to_calibration(pe, ye, exact=False)
+    np.testing.assert_allclose(d_atoms.lower, d_rounds.lower, rtol=1e-6)
+
+
+def test_atoms_from_counts_jit_vmap():
+    C = jnp.array([[3, 5, 2], [1, 0, 4]])
+    O = jnp.array([[1, 2, 2], [0, 0, 3]])
+    p, y, w = jax.jit(jax.vmap(lambda c, o: atoms_from_counts(c, o, 2)))(C, O)
+    assert p.shape == y.shape == w.shape == (2, 6)
+    np.testing.assert_array_equal(np.asarray(w[1]), [0, 0, 3, 1, 0, 1])
+    assert w.dtype == C.dtype  # counts stay exact integers
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+
+
+@pytest.mark.parametrize("fn", [distance_to_calibration, lower_distance_to_calibration])
+@pytest.mark.parametrize(
+    "p, y, w, msg",
+    [
+        ([0.2, np.nan], [0, 1], None, "NaN"),
+        ([0.2, 1.2], [0, 1], None, r"\[0, 1\]"),
+        ([0.2, 0.4], [0, 3], None, "0 or 1"),
+        ([0.2, 0.4, 0.1], [0, 1], None, "mismatched"),
+        ([], [], None, "empty"),
+        ([0.2, 0.4], [0, 1], [1, -1], "non-negative"),
+    ],
+)
+def test_bad_input_raises(fn, p, y, w, msg):
+    with pytest.raises(ValueError, match=msg):
+        fn(np.array(p, float), np.array(y, int), None if w is None else np.array(w, float))
+
+
+def test_distance_needs_integer_weights_and_host_arrays():
+    with pytest.raises(ValueError, match="integer"):
+        distance_to_calibration(np.array([0.2, 0.4]), np.array([0, 1]), np.array([1.5, 1.0]))
+    with pytest.raises(ValueError, match="host"):
+        jax.jit(lambda p, y: lower_distance_to_calibration(p, y))(jnp.array([0.2]), jnp.array([1]))
+    with pytest.raises(ValueError, match="ones"):
+        atoms_from_counts(np.array([1, 1]), np.array([2, 0]), 1)
+
+
+def test_docstring_examples():
+    assert doctest.testmod(distance_module, raise_on_error=True).attempted > 0
