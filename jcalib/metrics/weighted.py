@@ -26,11 +26,11 @@ and ``per_class`` reports the terms.
 
 Lemma 2.7: $ssCE_m \le psCE_m \le fsCE$. The exact one-dimensional problems
 $\sup_\phi E[r\,\phi(t)]$ over 1-Lipschitz $\phi$ with $|\phi| \le 1$ are linear programs on
-the sorted distinct values of $t$ (only consecutive Lipschitz constraints are needed), solved
-here with SciPy's HiGHS; those functions run on the host (not jit-able) and are meant for
-small and medium $n$. The subset family uses the same LP with $t = \langle 1_T, v\rangle$ and
-$r = \langle 1_T, y - v\rangle$, i.e. the binary smooth calibration error of the event
-"label in $T$".
+the sorted distinct values of $t$ (only consecutive Lipschitz constraints are needed). The
+subset family is the binary smooth calibration error of the events "label in $T$", so it calls
+:func:`jcalib.metrics.smooth_calibration_error` (exact, jit-able). The projected and full
+families have residuals that are not tied to the projection, so they solve their LPs with
+SciPy's HiGHS on the host (not jit-able; meant for small and medium $n$).
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from .._validation import (
 )
 from .binary import binned_ece
 from .decision import decision_calibration_error
+from .smooth import smooth_calibration_error
 
 __all__ = [
     "WeightedCE",
@@ -329,6 +330,19 @@ def _as_masks(subsets, k):
     return masks
 
 
+@functools.partial(jax.jit, static_argnames=("batch",))
+def _subset_values(v, y, w, masks, batch):
+    onehot = jax.nn.one_hot(y, v.shape[1], dtype=v.dtype)
+
+    def one(mask):
+        mf = mask.astype(v.dtype)
+        p_t = jnp.clip(v @ mf, 0.0, 1.0)  # ⟨1_T, v⟩; clip float round-off above 1
+        y_t = (onehot @ mf > 0.5).astype(jnp.int32)  # 1[label ∈ T]
+        return smooth_calibration_error(p_t, y_t, w)
+
+    return lax.map(one, masks, batch_size=batch)
+
+
 def subset_smooth_calibration_error(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
@@ -346,10 +360,11 @@ def subset_smooth_calibration_error(
 
     the worst binary smooth calibration error $smCE_T$ of the events "label in $T$" with
     forecasts $\langle 1_T, v\rangle$ (Lip: 1-Lipschitz $\phi$ with $|\phi|\le 1$). Each
-    $smCE_T$ is computed exactly (:func:`lipschitz_correlation`); the supremum over $T$ is
-    exact when all subsets of size $\le m$ are enumerated (default; $\sum_{j\le m}\binom kj$
-    LPs, refused above ``max_subsets``), and a **lower bound** when ``subsets`` lists
-    candidates. Host-side (SciPy), not jit-able.
+    $smCE_T$ is :func:`jcalib.metrics.smooth_calibration_error` (exact), mapped over the subsets
+    inside one ``jit``; the supremum over $T$ is exact when all subsets of size $\le m$ are
+    enumerated (default; $\sum_{j\le m}\binom kj$ of them, refused above ``max_subsets``), and a
+    **lower bound** when ``subsets`` lists candidates. jit/vmap-able (except
+    ``return_witness``, which solves one LP on the host for $\phi$).
 
     Args:
         probs, labels: as usual.
@@ -365,25 +380,22 @@ def subset_smooth_calibration_error(
         Scalar array, or :class:`WeightedCE` (``per_class``: $E[(y_\ell - v_\ell)\phi(\langle
         1_T, v\rangle)]$ for $\ell\in T$, 0 elsewhere).
     """
-    v, z, w = _host_inputs(probs, labels, sample_weight)
+    v, y, z, w = _inputs(probs, labels, sample_weight)
     k = v.shape[1]
     m = k if m is None else check_positive_int(m, "m")
     masks = _all_subsets(k, min(m, k), check_positive_int(max_subsets, "max_subsets")) if subsets is None else _as_masks(subsets, k)
     masks = masks[(masks.sum(1) >= 1) & (masks.sum(1) <= m)]
     if len(masks) == 0:
         raise ValueError(f"no candidate subset has between 1 and m={m} classes")
-    best = (-1.0, None)
-    for mask in masks:
-        t = v[:, mask].sum(1)
-        val, u, phi = lipschitz_correlation(t, w * z[:, mask].sum(1))
-        if val > best[0]:
-            best = (val, (mask, u, phi))
-    value = jnp.asarray(max(best[0], 0.0))
+    values = _subset_values(v, y, w, jnp.asarray(masks), batch=min(len(masks), 4))
+    value = jnp.max(values)
     if not return_witness:
         return value
-    mask, u, phi = best[1]
-    phi_v = np.interp(v[:, mask].sum(1), u, phi)
-    per = np.where(mask, (w[:, None] * z * phi_v[:, None]).sum(0), 0.0)
+    vh, zh, wh = _host_inputs(probs, labels, sample_weight)
+    mask = masks[int(jnp.argmax(values))]
+    t = vh[:, mask].sum(1)
+    _, u, phi = lipschitz_correlation(t, wh * zh[:, mask].sum(1))
+    per = np.where(mask, (wh[:, None] * zh * np.interp(t, u, phi)[:, None]).sum(0), 0.0)
     return WeightedCE(value, jnp.asarray(per), (mask, u, phi))
 
 

@@ -7,12 +7,14 @@ from .decision import (
     decision_calibration_fit,
 )
 from .kernel import (
+    GaussianKernel,
     KernelAudit,
     KernelCalibrationParams,
     KernelCalibrator,
     KernelWitness,
     MultinomialKernel,
     TheoremAuditor,
+    gaussian_kernel,
     kernel_audit,
     kernel_calibration_apply,
     kernel_calibration_fit,
@@ -47,6 +49,7 @@ __all__: list[str] = [
     "KernelWitness",
     "MultinomialKernel",
     "TheoremAuditor",
+    "gaussian_kernel",
     "kernel_audit",
     "kernel_calibration_apply",
     "kernel_calibration_fit",

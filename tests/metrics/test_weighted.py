@@ -166,17 +166,16 @@ def test_subset_smooth_matches_bruteforce():
     assert float(subset_smooth_calibration_error(v, y, subsets=[0, 1])) <= float(res.value) + 1e-9
 
 
-def test_subset_smooth_agrees_with_binary_smooth_calibration_error():
-    """smCE_T is the binary smooth calibration error of forecasts ⟨1_T, v⟩ for "label in T"."""
-    metrics = pytest.importorskip("jcalib.metrics")
-    smce = getattr(metrics, "smooth_calibration_error", None)
-    if smce is None:
-        pytest.skip("jcalib.metrics.smooth_calibration_error not available")
-    v, y = _data(7, 80, 4, eps=0.5)
+def test_subset_smooth_agrees_with_the_host_lp():
+    """smCE_T via the binary smooth calibration error (DP in JAX) equals the HiGHS LP on
+    t = ⟨1_T, v⟩, r = ⟨1_T, y − v⟩/n (two independent exact solvers), with sample weights."""
+    v, y = _data(7, 300, 4, eps=0.5)
+    sw = np.random.default_rng(7).uniform(0.5, 2, 300)
     T = np.array([True, True, False, False])
-    got = float(subset_smooth_calibration_error(v, y, subsets=T[None]))
-    binary = float(smce(v[:, T].sum(1), np.isin(y, np.where(T)[0]).astype(int)))
-    assert got == pytest.approx(binary, abs=1e-5)
+    got = float(subset_smooth_calibration_error(v, y, subsets=T[None], sample_weight=sw))
+    z = np.eye(4)[y] - v
+    lp = lipschitz_correlation(v[:, T].sum(1), sw * z[:, T].sum(1) / sw.sum())[0]
+    assert got == pytest.approx(lp, abs=1e-5)  # float32 DP
 
 
 def test_projected_smooth_exact_for_two_classes():
@@ -261,6 +260,7 @@ def test_conformance_jit_vmap_no_retrace():
     def many(p, y):
         return (
             low_degree_calibration_error(p, y, 2),
+            subset_smooth_calibration_error(p, y, 2),
             classwise_calibration_error(p, y, n_bins=5),
             weighted_calibration_error(p, y, lambda q: jnp.tanh(3 * q - 1)),
         )
@@ -268,7 +268,8 @@ def test_conformance_jit_vmap_no_retrace():
     out = jax.vmap(many)(P, Y)
     for i in range(3):
         np.testing.assert_allclose(float(out[0][i]), float(low_degree_calibration_error(P[i], Y[i], 2)), rtol=1e-5)
-        np.testing.assert_allclose(float(out[1][i]), float(classwise_calibration_error(P[i], Y[i], n_bins=5)), rtol=1e-5)
+        np.testing.assert_allclose(float(out[1][i]), float(subset_smooth_calibration_error(P[i], Y[i], 2)), rtol=1e-5)
+        np.testing.assert_allclose(float(out[2][i]), float(classwise_calibration_error(P[i], Y[i], n_bins=5)), rtol=1e-5)
     many(P[0], Y[0])  # same shapes: no retrace
     # sigmoid search: vmap over the slope L (a hyperparameter) on one compiled search
     v, y = P[0], Y[0]
@@ -311,4 +312,4 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="L must"):
         sigmoid_calibration_error(v, y, L=0.5)
     with pytest.raises(ValueError, match="outside jit"):
-        jax.jit(lambda p: subset_smooth_calibration_error(p, y))(jnp.asarray(v))
+        jax.jit(lambda p: projected_smooth_calibration_error(p, y))(jnp.asarray(v))

@@ -13,6 +13,7 @@ from reference.kernel import multinomial_features, multinomial_gram, post_proces
 
 from jcalib.recalibration import (
     KernelCalibrator,
+    gaussian_kernel,
     kernel_audit,
     kernel_calibration_apply,
     kernel_calibration_fit,
@@ -94,22 +95,25 @@ def test_audit_matches_reference(x64, degree):
 
 
 def test_audit_with_a_generic_kernel(x64):
-    """Any PD kernel given as a function works; here a Gaussian kernel with s = 1."""
+    """Any PD kernel works: a plain function with s given, and the built-in Gaussian kernel."""
     rng = np.random.default_rng(3)
     v = _dirichlet(rng, 40, 4)
     y = _sample_labels(rng, _sharpened(v, 0.5))
 
-    def gauss(a, b):
-        d2 = jnp.sum(a**2, 1)[:, None] + jnp.sum(b**2, 1)[None, :] - 2 * a @ b.T
-        return jnp.exp(-d2 / 0.5)
+    def laplace(a, b):
+        return jnp.exp(-jnp.sum(jnp.abs(a[:, None, :] - b[None, :, :]), -1))
+
+    def laplace_np(a, b):
+        return np.exp(-np.abs(a[:, None, :] - b[None, :, :]).sum(-1))
 
     def gauss_np(a, b):
-        return np.exp(-((a[:, None, :] - b[None, :, :]) ** 2).sum(-1) / 0.5)
+        return np.exp(-((a[:, None, :] - b[None, :, :]) ** 2).sum(-1) / (2 * 0.5**2))
 
-    res = kernel_audit(v, y, gauss, s=1.0, tile=8)
-    value, lam, _, _ = ref_audit(v, y, gauss_np, 1.0)
-    np.testing.assert_allclose(float(res.value), value, rtol=1e-9)
-    np.testing.assert_allclose(np.asarray(res.lam), lam, rtol=1e-9)
+    for ker, ref, s in ((laplace, laplace_np, 1.0), (gaussian_kernel(0.5), gauss_np, None)):
+        res = kernel_audit(v, y, ker, s=s, tile=8)
+        value, lam, _, _ = ref_audit(v, y, ref, 1.0)
+        np.testing.assert_allclose(float(res.value), value, rtol=1e-9)
+        np.testing.assert_allclose(np.asarray(res.lam), lam, rtol=1e-9)
 
 
 def test_weak_learner_is_one_coordinate_audit(x64):
@@ -342,6 +346,8 @@ def test_bad_input_raises():
         multinomial_kernel(-1)
     with pytest.raises(ValueError, match="degree"):
         multinomial_kernel(1.5)
+    with pytest.raises(ValueError, match="bandwidth"):
+        gaussian_kernel(0.0)
     with pytest.raises(ValueError, match="beta"):
         KernelCalibrator(beta=-1.0)
     with pytest.raises(ValueError, match="eta"):
