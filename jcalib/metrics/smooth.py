@@ -61,7 +61,7 @@ def smooth_calibration_error(
     Examples:
         >>> import jax.numpy as jnp
         >>> round(float(smooth_calibration_error(jnp.array([0.2, 0.8]), jnp.array([1, 0]))), 4)
-        0.5
+        0.24
 
     References:
         Kakade, Foster (2008), *Deterministic calibration and Nash equilibrium*; Błasiok,
@@ -83,11 +83,11 @@ def _smce(p, y, w):
     d = jnp.diff(vs)
     grid = jnp.sort(jnp.concatenate([jnp.zeros((1,), R.dtype), R]))
     dx = jnp.diff(grid)
-    kR = jnp.searchsorted(grid, R)  # grid index of each R_j
-    i = jnp.arange(dx.size)
+    kR = jnp.searchsorted(grid, R).astype(jnp.int32)  # grid index of each R_j
+    i = jnp.arange(dx.size, dtype=jnp.int32)
     # U is convex and piecewise linear on the grid: carry its slopes on the grid intervals and
     # its value at its minimiser (grid index ia). Start: U_0(A) = |A|.
-    k0 = jnp.searchsorted(grid, jnp.zeros((), grid.dtype))
+    k0 = jnp.searchsorted(grid, jnp.zeros((), grid.dtype)).astype(jnp.int32)
     s0 = jnp.where(i < k0, -1.0, 1.0).astype(grid.dtype)
 
     def seg_sum(sl, a, b):  # integral of the slopes from grid point a to grid point b
@@ -142,19 +142,19 @@ def _reflected_smooth(f, vals, sigma, E, Emax):
     frac = f * Em1 - b.astype(dt)
     grid_vals = jnp.zeros((Emax,), dt).at[b].add((1 - frac) * vals).at[b + 1].add(frac * vals)
     # ext = [flip(values)[:-1], values, flip(values)[1:]]: ext[e] = values[reflect(e - (E-1))]
-    e = jnp.arange(3 * Emax)
+    e = jnp.arange(3 * Emax, dtype=jnp.int32)
     z = e - (E - 1)
     z = jnp.where(z < 0, -z, jnp.where(z > E - 1, 2 * (E - 1) - z, z))
     ext = jnp.where(e < 3 * E - 2, grid_vals[jnp.clip(z, 0, Emax - 1)], 0)
     # kernel on linspace(0, 1, E), centred at 0.5, unnormalised on the grid (as relplot)
-    m = jnp.arange(Emax)
+    m = jnp.arange(Emax, dtype=jnp.int32)
     t = m.astype(dt) * (1 / Em1)
     ker = jnp.where(m < E, jnp.exp(-(t - 0.5) ** 2 / (2 * sigma**2)) / (math.sqrt(2 * math.pi) * sigma), 0)
     # np.convolve(ext, ker, "valid")[E//2 : E//2 + E]; ker is symmetric, so
     # out[i] = sum_m ext[i + E//2 + m] ker[m]: a correlation, computed by FFT
     L = 4 * Emax
     corr = jnp.fft.irfft(jnp.fft.rfft(ext, L) * jnp.conj(jnp.fft.rfft(ker, L)), L)
-    return corr[jnp.clip(jnp.arange(Emax) + E // 2, 0, L - 1)]
+    return corr[jnp.clip(jnp.arange(Emax, dtype=jnp.int32) + E // 2, 0, L - 1)]
 
 
 def _interp(tgrid, y, E):
@@ -171,7 +171,7 @@ def _smece_sigma(p, resid, w, sigma, Emax, Nmax):
     """relplot metrics.smooth_ece(f, y, sigma) with weights (a weight k = k repeated points)."""
     E, N = _grid_sizes(sigma)
     dt = p.dtype
-    k = jnp.arange(Nmax)
+    k = jnp.arange(Nmax, dtype=jnp.int32)
     tgrid = k.astype(dt) * (1 / (N - 1).astype(dt))
     ys = _interp(tgrid, _reflected_smooth(p, w * resid, sigma, E, Emax), E)
     dens = _interp(tgrid, _reflected_smooth(p, w, sigma, E, Emax), E) + _KDE_EPS

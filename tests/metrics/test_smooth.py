@@ -1,0 +1,193 @@
+"""Tests of jcalib.metrics.smooth: smCE against a dense LP, smECE against the relplot package,
+the relation 1/2 lower <= smCE <= 2 lower (Błasiok et al. 2023; SPEC.md §6), conformance
+(jit, vmap, no retrace, gradients), weights as multiplicities, and input validation."""
+
+import doctest
+
+import chex
+import hypothesis.strategies as st
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import relplot
+from hypothesis import given, settings
+from reference import binary_metrics as ref
+
+from jcalib.metrics import lower_distance_to_calibration, smooth_calibration_error, smooth_ece
+from jcalib.metrics import smooth as smooth_module
+
+
+def _data(seed, n, kind="calibrated"):
+    rng = np.random.default_rng(seed)
+    p = {
+        "calibrated": rng.random(n),
+        "grid": rng.integers(0, 11, n) / 10,
+        "extreme": rng.beta(0.2, 0.2, n),
+        "over": rng.random(n),
+        "constant": np.full(n, 0.3),
+    }[kind]
+    q = 0.5 + 0.55 * (p - 0.5) if kind == "over" else p
+    y = (rng.random(n) < q).astype(np.int32)
+    return p, y
+
+
+# ---------------------------------------------------------------------------------------------
+# smCE
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(1, 25).flatmap(
+        lambda n: st.tuples(
+            st.one_of(
+                st.lists(st.floats(0, 1), min_size=n, max_size=n),
+                st.lists(st.integers(0, 6).map(lambda k: k / 6), min_size=n, max_size=n),
+            ),
+            st.lists(st.integers(0, 1), min_size=n, max_size=n),
+            st.lists(st.floats(0.0, 3.0), min_size=n, max_size=n),
+        )
+    )
+)
+def test_smce_matches_dense_lp(data):
+    p, y, w = (np.array(a) for a in data)
+    if w.sum() < 1e-3:
+        w[0] = 1.0
+    with jax.enable_x64(True):
+        got = float(smooth_calibration_error(p, y, w))
+    np.testing.assert_allclose(got, ref.smooth_calibration_error_lp(p, y, w), rtol=1e-7, atol=1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.integers(1, 30).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.integers(0, 20).map(lambda k: k / 20), min_size=n, max_size=n),
+            st.lists(st.integers(0, 1), min_size=n, max_size=n),
+        )
+    )
+)
+def test_smce_within_factor_two_of_lower_distance(data):
+    """Błasiok, Gopalan, Hu, Nakkiran (2023): 1/2 lower dCE <= smCE <= 2 lower dCE, both for
+    distributions. Here smCE is normalised and the lower distance is a sum over rounds, so the
+    relation reads 1/2 lower <= T smCE <= 2 lower (the empirical distribution's lower dCE is
+    lower / T)."""
+    p, y = (np.array(a) for a in data)
+    with jax.enable_x64(True):
+        s = float(smooth_calibration_error(p, y)) * len(p)
+    lo = lower_distance_to_calibration(p, y)
+    assert 0.5 * lo <= s + 1e-7 and s <= 2 * lo + 1e-7
+
+
+def test_smce_zero_iff_calibrated_groups(x64):
+    p = np.array([0.25] * 4 + [0.5] * 2 + [1.0])
+    y = np.array([1, 0, 0, 0, 1, 0, 1])
+    assert float(smooth_calibration_error(p, y)) == pytest.approx(0.0, abs=1e-12)
+    y2 = y.copy()
+    y2[1] = 1  # one more success at 0.25: the witness eta = -1 near 0.25 detects it
+    assert float(smooth_calibration_error(p, y2)) > 0.05
+
+
+def test_smce_scales_to_thousands_in_float32():
+    p, y = _data(1, 5000, "over")
+    got = float(smooth_calibration_error(p, y))
+    with jax.enable_x64(True):
+        want = float(smooth_calibration_error(p, y))
+    np.testing.assert_allclose(got, want, rtol=1e-4)  # float32 prefix sums over 5000 residuals
+
+
+# ---------------------------------------------------------------------------------------------
+# smECE against relplot
+
+
+@pytest.mark.parametrize(
+    "n, kind",
+    [(50, "calibrated"), (400, "over"), (2000, "calibrated"), (300, "grid"), (1000, "extreme"), (200, "constant")],
+)
+def test_smooth_ece_matches_relplot(x64, n, kind):
+    p, y = _data(n, n, kind)
+    want, sigma = relplot.smECE(p, y, return_width=True)
+    got, s = smooth_ece(p, y, return_bandwidth=True)
+    np.testing.assert_allclose(float(s), sigma, rtol=0, atol=1e-15)  # same bisection steps
+    np.testing.assert_allclose(float(got), want, rtol=1e-9)  # same arithmetic but FFT vs direct sums
+
+
+def test_smooth_ece_matches_relplot_in_float32():
+    p, y = _data(7, 3000, "over")
+    # float32 FFT convolution against relplot's float64 direct one; the brief asks for 1e-3
+    np.testing.assert_allclose(float(smooth_ece(p, y)), relplot.smECE(p, y), rtol=1e-3)
+
+
+def test_smooth_ece_bandwidth_is_the_fixed_point(x64):
+    """smECE_sigma = sigma at the chosen bandwidth, up to the bisection's resolution 2^-10."""
+    p, y = _data(3, 1500, "over")
+    v, s = smooth_ece(p, y, return_bandwidth=True)
+    assert float(v) <= float(s) <= float(v) + 2.0**-10 + 1e-3 * float(v)
+    assert float(relplot.smECE_sigma(p, y, float(s) - 2.0**-10)) > float(s) - 2.0**-10  # below: too small
+
+
+# ---------------------------------------------------------------------------------------------
+# Conformance
+
+FNS = {"smce": smooth_calibration_error, "smece": smooth_ece}
+
+
+@pytest.mark.parametrize("name", sorted(FNS))
+def test_jit_vmap_no_retrace(name):
+    fn = FNS[name]
+    data = [_data(s, 64, "over") for s in range(3)]
+    P, Y = (jnp.asarray(np.stack(z)) for z in zip(*data))
+    W = jnp.asarray(np.random.default_rng(0).uniform(0.5, 2.0, (3, 64)), jnp.float32)
+    chex.clear_trace_counter()  # the counter is keyed by code: parametrised cases share it
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def batched(P, Y, W):
+        return jax.vmap(fn)(P, Y, W)
+
+    out = batched(P, Y, W)
+    batched(P * 0.5, Y, W)  # new values, same shapes: no retrace
+    want = [float(fn(P[i], Y[i], W[i])) for i in range(3)]
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5)  # float32, batched vs single
+
+
+@pytest.mark.parametrize("name", sorted(FNS))
+def test_integer_weights_equal_repetition(x64, name):
+    p, y = _data(11, 40, "grid")
+    reps = np.random.default_rng(11).integers(0, 4, 40)
+    reps[0] = 1
+    got = float(FNS[name](p, y, reps.astype(float)))
+    want = float(FNS[name](np.repeat(p, reps), np.repeat(y, reps)))
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+
+
+@pytest.mark.parametrize("name", sorted(FNS))
+def test_gradients_are_finite(name):
+    p, y = _data(12, 100, "over")
+    g = jax.grad(lambda q: FNS[name](q, y))(jnp.asarray(p, jnp.float32))
+    assert bool(jnp.all(jnp.isfinite(g))) and bool(jnp.any(g != 0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+
+
+@pytest.mark.parametrize("name", sorted(FNS))
+@pytest.mark.parametrize(
+    "p, y, w, msg",
+    [
+        ([0.2, np.nan], [0, 1], None, "NaN"),
+        ([0.2, 1.2], [0, 1], None, r"\[0, 1\]"),
+        ([0.2, 0.4], [0, 3], None, "0 or 1"),
+        ([0.2, 0.4, 0.1], [0, 1], None, "mismatched"),
+        ([], [], None, "empty"),
+        ([0.2, 0.4], [0, 1], [1, -1], "non-negative"),
+    ],
+)
+def test_bad_input_raises(name, p, y, w, msg):
+    with pytest.raises(ValueError, match=msg):
+        FNS[name](np.array(p, float), np.array(y, int), None if w is None else np.array(w, float))
+
+
+def test_docstring_examples():
+    assert doctest.testmod(smooth_module, raise_on_error=True).attempted > 0
