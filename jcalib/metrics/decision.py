@@ -443,22 +443,27 @@ def decision_calibration_error(
 
 
 @partial(jax.jit, static_argnames=("n_losses", "n_actions", "chunk"))
-def _loss_gap_core(key, probs, labels, sample_weight, *, n_losses, n_actions, chunk):
+def _loss_gap_core(key, probs, labels, true_probs, sample_weight, *, n_losses, n_actions, chunk):
     n, c = probs.shape
     weights = _normalised_weights(sample_weight, n, probs.dtype)
     losses = jax.random.normal(key, (n_losses, n_actions, c), probs.dtype)
+    onehot = jax.nn.one_hot(labels, c, dtype=probs.dtype)
+    target = onehot if true_probs is None else true_probs.astype(probs.dtype)
+    # Weighted predicted and true class distributions side by side: (N, 2C).
+    both = jnp.concatenate([probs, target], axis=1) * weights[:, None]
 
     def one(loss):
-        expected = probs @ loss.T  # (N, K): ⟨L_a, p̂_i⟩
-        action = jnp.argmin(expected, axis=1)  # Bayes action under p̂ (Definition 1)
-        predicted = jnp.sum(weights * jnp.take_along_axis(expected, action[:, None], 1)[:, 0])
-        true = jnp.sum(weights * loss[action, labels])
+        action = jnp.argmin(probs @ loss.T, axis=1)  # Bayes action under p̂ (Definition 1)
+        # Per action a: Σ_i w_i 1[a*(i) = a] (p̂_i, y_i); the losses are ⟨L_a, ·⟩ summed over a.
+        # Only matmuls (no gathers), so a chunk of losses is one batched product.
+        per_cell = jax.nn.one_hot(action, n_actions, dtype=probs.dtype).T @ both  # (K, 2C)
+        predicted = jnp.sum(loss * per_cell[:, :c])
+        true = jnp.sum(loss * per_cell[:, c:])
         scale = jnp.max(jnp.sqrt(jnp.sum(loss**2, axis=1)))  # max_a ‖ℓ(·, a)‖₂ of Eq. (10)
         return predicted, true, scale
 
     predicted, true, scale = jax.lax.map(one, losses, batch_size=chunk)
     gaps = jnp.abs(predicted - true) / scale
-    onehot = jax.nn.one_hot(labels, c, dtype=probs.dtype)
     accuracy = jnp.sum(weights * (jnp.argmax(probs, axis=1).astype(labels.dtype) == labels).astype(probs.dtype))
     l2 = jnp.sum(weights * jnp.sum((probs - onehot) ** 2, axis=1))
     return DecisionLossGapResult(
@@ -480,6 +485,7 @@ def decision_loss_gap(
     n_actions: int = 2,
     key: PRNGKeyArray | None = None,
     *,
+    true_probs: Float[Array, "N C"] | None = None,
     sample_weight: Float[Array, " N"] | None = None,
     chunk: int | None = None,
 ) -> DecisionLossGapResult:
@@ -500,6 +506,9 @@ def decision_loss_gap(
         n_actions: K.
         key: PRNG key for the loss matrices; ``None`` uses the fixed ``jax.random.key(0)`` so
             that different predictors are compared on the same losses.
+        true_probs: optional ``(N, C)`` known conditional distributions p*(x_i) (synthetic
+            studies): the true loss is then its expectation mean_i ⟨L_{a*(i)}, p*_i⟩, free of
+            label noise. Accuracy and L2 error still use ``labels``.
         sample_weight: optional ``(N,)`` non-negative weights.
         chunk: loss matrices evaluated at once (``lax.map`` batch size), bounding memory at
             O(chunk · N · K); ``None`` picks one so that chunk · N · K ≲ 2·10^7.
@@ -523,6 +532,10 @@ def decision_loss_gap(
         Zhao, Kim, Sahoo, Ma, Ermon (2021), Definition 1, Definition 4, Eq. (10), Section 5.
     """
     probs, labels, sample_weight = _validate(probs, labels, sample_weight)
+    if true_probs is not None:
+        true_probs = check_simplex_probs(true_probs, "true_probs")
+        if true_probs.shape != probs.shape:
+            raise ValueError(f"true_probs must have shape {tuple(probs.shape)}, got {tuple(true_probs.shape)}")
     n_losses = check_positive_int(n_losses, "n_losses")
     n_actions = check_positive_int(n_actions, "n_actions")
     if chunk is None:
@@ -532,6 +545,7 @@ def decision_loss_gap(
         jax.random.key(0) if key is None else key,
         probs,
         labels,
+        true_probs,
         sample_weight,
         n_losses=n_losses,
         n_actions=n_actions,

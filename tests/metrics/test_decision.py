@@ -78,6 +78,23 @@ def test_loss_gap_matches_reference(x64):
     np.testing.assert_allclose([float(res.accuracy), float(res.l2_error)], [acc, l2], rtol=1e-10)
 
 
+def test_loss_gap_with_true_probs_matches_reference(x64):
+    rng = np.random.default_rng(12)
+    probs = rng.dirichlet(np.ones(4), size=50)
+    p_true = rng.dirichlet(np.ones(4), size=50)
+    labels = rng.integers(0, 4, size=50)
+    res = decision_loss_gap(probs, labels, n_losses=6, n_actions=2, key=jax.random.key(2), true_probs=p_true)
+    losses = np.asarray(jax.random.normal(jax.random.key(2), (6, 2, 4), jnp.float64))
+    want = ref.loss_gap(probs, labels, losses, true_probs=p_true)
+    np.testing.assert_allclose(np.asarray(res.true_loss), want[:, 1], rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(res.gaps), want[:, 2], rtol=1e-10)
+    # Predictions equal to the truth: the expected gap is exactly zero.
+    exact = decision_loss_gap(p_true, labels, n_losses=6, n_actions=2, true_probs=p_true)
+    np.testing.assert_allclose(np.asarray(exact.gaps), 0.0, atol=1e-15)
+    with pytest.raises(ValueError, match="true_probs"):
+        decision_loss_gap(probs, labels, 6, 2, true_probs=p_true[:, :3] / p_true[:, :3].sum(1, keepdims=True))
+
+
 def test_integer_weights_equal_repeated_rows(x64):
     rng = np.random.default_rng(2)
     probs = rng.dirichlet(np.ones(3), size=40)

@@ -7,6 +7,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from reference import decision as ref
 
@@ -17,7 +18,7 @@ from jcalib.recalibration import (
     decision_calibration_apply,
     decision_calibration_fit,
 )
-from jcalib.recalibration.decision import decision_calibration_stage
+from jcalib.recalibration.decision import _project_simplex, decision_calibration_stage
 
 # Small, shared settings: tests reuse the same compiled search where shapes agree.
 FAST = dict(n_restarts=2, n_steps=60)
@@ -40,7 +41,7 @@ def _l2(p, y):
 def test_stage_matches_reference(x64, partition):
     probs, labels = _overconfident(jax.random.key(0), 300, 4)
     new, w, d, info = decision_calibration_stage(
-        jax.random.key(1), probs, labels, partition=partition, ridge=0.0, **FAST
+        jax.random.key(1), probs, labels, partition=partition, ridge=0.0, projection="none", **FAST
     )
     want_d, want_new = ref.stage(np.asarray(w), np.asarray(probs), np.asarray(labels), partition == "hard")
     np.testing.assert_allclose(np.asarray(d), want_d, rtol=1e-8, atol=1e-12)
@@ -55,7 +56,9 @@ def test_stage_matches_reference(x64, partition):
 def test_hard_stage_is_algorithm_1_line_4(x64):
     """With argmax cells D's rows are d_a = E[(Y − p̂) b_a] / E[b_a], the per-cell mean residual."""
     probs, labels = _overconfident(jax.random.key(2), 400, 3)
-    _, w, d, _ = decision_calibration_stage(jax.random.key(3), probs, labels, partition="hard", ridge=0.0, **FAST)
+    _, w, d, _ = decision_calibration_stage(
+        jax.random.key(3), probs, labels, partition="hard", ridge=0.0, projection="none", **FAST
+    )
     cells = ref.cells(np.asarray(w), np.asarray(probs), hard=True)
     resid = np.eye(3)[np.asarray(labels)] - np.asarray(probs)
     for a in range(2):
@@ -63,13 +66,14 @@ def test_hard_stage_is_algorithm_1_line_4(x64):
             np.testing.assert_allclose(np.asarray(d)[a], resid[cells[:, a] == 1].mean(axis=0), rtol=1e-8, atol=1e-12)
 
 
-@pytest.mark.parametrize("partition", ["soft", "hard"])
-def test_l2_never_increases_and_decision_error_falls(partition):
+@pytest.mark.parametrize("partition, projection", [("soft", "simplex"), ("hard", "simplex"), ("soft", "none")])
+def test_l2_never_increases_and_decision_error_falls(partition, projection):
     """Theorem 2.2: the stages do not degrade L2 on the fitting data and drive the decision
-    calibration error down."""
+    calibration error down (with or without the per-stage projection onto the simplex)."""
     probs, labels = _overconfident(jax.random.key(4), 3000, 5)
     params, info = decision_calibration_fit(
-        jax.random.key(5), probs, labels, n_actions=2, n_stages=6, partition=partition, return_info=True, **FAST
+        jax.random.key(5), probs, labels, n_actions=2, n_stages=6, partition=partition,
+        projection=projection, return_info=True, **FAST
     )
     l2 = np.concatenate([[_l2(probs, labels)], np.asarray(info.l2_error)])
     # float32 sums over 3000 rows: allow round-off of ~1e-6 relative.
@@ -94,6 +98,28 @@ def test_recalibration_lowers_loss_gap_on_fitting_data():
     direct = decision_loss_gap(cal.predict_proba(probs, n_stages=3), labels, 100, 2)
     np.testing.assert_allclose(h["val_mean_gap"][3], float(direct.mean_gap), rtol=1e-4)
     np.testing.assert_allclose(h["val_l2_error"][3], float(direct.l2_error), rtol=1e-4)
+
+
+def test_projected_stage_is_the_simplex_projection_of_the_update(x64):
+    """With the default projection a stage returns argmin_{q ∈ Δ} ‖q − (P̂ + W D)‖ row by row."""
+    probs, labels = _overconfident(jax.random.key(15), 300, 6, temperature=4.0)
+    kw = dict(ridge=0.0, **FAST)
+    raw, w, d, _ = decision_calibration_stage(jax.random.key(1), probs, labels, projection="none", **kw)
+    proj, w2, d2, _ = decision_calibration_stage(jax.random.key(1), probs, labels, **kw)
+    np.testing.assert_allclose(np.asarray(w2), np.asarray(w), rtol=1e-10)
+    raw, proj = np.asarray(raw), np.asarray(proj)
+    assert raw.min() < -1e-3  # the unprojected update leaves the simplex here
+    assert proj.min() >= 0 and np.allclose(proj.sum(axis=1), 1.0, atol=1e-12)
+    # Optimality of the Euclidean projection: (raw − proj) · (q − proj) ≤ 0 for every vertex q.
+    gaps = np.einsum("nc,nkc->nk", raw - proj, np.eye(6)[None, :, :] - proj[:, None, :])
+    assert gaps.max() <= 1e-12
+    y = np.eye(6)[np.asarray(labels)]
+    assert np.all(((proj - y) ** 2).sum(axis=1) <= ((raw - y) ** 2).sum(axis=1) + 1e-12)
+    # The bisection projection agrees with optax's sort-based one.
+    v = jax.random.normal(jax.random.key(2), (500, 9), jnp.float64) * jnp.logspace(-3, 0, 500)[:, None]
+    with jax.numpy_dtype_promotion("standard"):  # optax divides by an int index array
+        want = jax.vmap(optax.projections.projection_simplex)(v)
+    np.testing.assert_allclose(np.asarray(_project_simplex(v)), np.asarray(want), atol=1e-14)
 
 
 def test_wrapper_equals_functional_core():
@@ -122,7 +148,7 @@ def test_apply_outputs_simplex_and_prefixes():
         np.asarray(decision_calibration_apply(params, probs, 0)), np.asarray(probs), atol=1e-6
     )
     # A prefix of the stages equals fitting params sliced to that prefix.
-    sliced = DecisionCalibrationParams(params.witness[:2], params.adjustment[:2], params.hard)
+    sliced = DecisionCalibrationParams(params.witness[:2], params.adjustment[:2], params.hard, params.project)
     np.testing.assert_allclose(
         np.asarray(decision_calibration_apply(params, probs, 2)),
         np.asarray(decision_calibration_apply(sliced, probs)),
@@ -163,10 +189,15 @@ def test_validation_history_and_predict_errors():
     cal = DecisionCalibrator(n_actions=2, n_stages=2, progress=False, n_losses=20, **FAST)
     with pytest.raises(ValueError, match="not fitted"):
         cal.predict_proba(probs)
-    cal.fit(probs, labels, validation={"a": val, "b": (probs, labels)})
-    for name in ("a", "b"):
+    p_true = jax.nn.softmax(jnp.log(val[0]) / 2.0, axis=1)  # any valid "true" distributions
+    cal.fit(probs, labels, validation={"a": val, "b": (probs, labels), "c": (*val, p_true)})
+    for name in ("a", "b", "c"):
         for field in ("mean_gap", "max_gap", "decision_loss", "accuracy", "l2_error"):
             assert cal.history_[f"{name}_{field}"].shape == (3,)
+    assert "a_pop_mean_gap" not in cal.history_
+    np.testing.assert_allclose(cal.history_["c_mean_gap"], cal.history_["a_mean_gap"], rtol=1e-6)
+    pop = decision_loss_gap(cal.predict_proba(val[0], n_stages=1), val[1], 20, 2, true_probs=p_true)
+    np.testing.assert_allclose(cal.history_["c_pop_max_gap"][1], float(pop.max_gap), rtol=1e-4)
     first = decision_loss_gap(val[0], val[1], 20, 2)
     np.testing.assert_allclose(cal.history_["a_mean_gap"][0], float(first.mean_gap), rtol=1e-5)
     with pytest.raises(ValueError, match="classes"):

@@ -52,8 +52,9 @@ def stage(w, probs, labels, hard):
     return d, probs + b @ d
 
 
-def loss_gap(probs, labels, losses, sample_weight=None):
-    """Per loss matrix L (K, C): (predicted, true, normalised gap) of the Bayes rule (Eq. 10)."""
+def loss_gap(probs, labels, losses, sample_weight=None, true_probs=None):
+    """Per loss matrix L (K, C): (predicted, true, normalised gap) of the Bayes rule (Eq. 10).
+    With ``true_probs`` the true loss is the expectation Σ_c p*_ic L[a*, c] instead of L[a*, y_i]."""
     n = probs.shape[0]
     s = np.ones(n) if sample_weight is None else np.asarray(sample_weight, float)
     out = []
@@ -63,7 +64,10 @@ def loss_gap(probs, labels, losses, sample_weight=None):
             expected = [np.dot(L[a], probs[i]) for a in range(L.shape[0])]
             a_star = int(np.argmin(expected))
             pred += s[i] * expected[a_star]
-            true += s[i] * L[a_star, labels[i]]
+            if true_probs is None:
+                true += s[i] * L[a_star, labels[i]]
+            else:
+                true += s[i] * np.dot(L[a_star], true_probs[i])
         pred, true = pred / s.sum(), true / s.sum()
         scale = max(np.linalg.norm(L[a]) for a in range(L.shape[0]))
         out.append((pred, true, abs(pred - true) / scale))
