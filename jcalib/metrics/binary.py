@@ -177,7 +177,7 @@ def binned_ece(
     References:
         Naeini, Cooper, Hauskrecht (2015), *Obtaining well calibrated probabilities using
         Bayesian binning*; Guo, Pleiss, Sun, Weinberger (2017), *On calibration of modern
-        neural networks*, §2 (ECE); paper 000 §2 for the unnormalised sequence form.
+        neural networks*; paper 000 §2 for the unnormalised sequence form.
     """
     n_bins = check_positive_int(n_bins, "n_bins")
     if strategy not in ("uniform", "quantile"):
@@ -214,10 +214,12 @@ def lp_calibration_error(
     $\rho_k = \sum_t w_t y_t \mathbb 1[p_t \in I_k] / n_k$ the frequency of ones in bucket $k$,
     $$\mathrm{CalErr}_p = \Big(\sum_{k : n_k > 0} \frac{n_k}{T}\,|\rho_k - b_k|^p\Big)^{1/p},$$
     where $T = \sum_t w_t$. This is the form stated in SPEC.md §2 (the text copy of paper 001
-    lost Definition 1's formula): frequencies are compared with the bucket **midpoint**
+    lost Definition 1's formula; its surviving words define the points as "the set of
+    midpoints of the intervals" and $\rho$ as the empirical frequency of ones "on only those
+    rounds where the forecaster's prediction was roughly equal to" the midpoint, both
+    weighted by $n_k/T$ as written in SPEC.md): frequencies are compared with the bucket **midpoint**
     $b_k$, not the mean forecast in the bucket (which :func:`binned_ece` uses), so a perfectly
-    calibrated forecaster still scores up to $\varepsilon/2$. A forecaster is
-    $(\varepsilon, \ell_p)$-calibrated when $\limsup_T \mathrm{CalErr}_p \le \varepsilon$.
+    calibrated forecaster still scores up to $\varepsilon/2$.
     Multiply by $T$ (for ``p=1``) for an unnormalised sum.
 
     Args:
@@ -277,7 +279,7 @@ def log_loss(
     ``eps`` or, by default, the machine epsilon of the float dtype (as scikit-learn's
     ``log_loss`` does), so a confident wrong forecast costs about $-\log\epsilon$ (36.0 in
     float64, 15.9 in float32) instead of infinity. The log loss is a proper but unbounded,
-    non-Lipschitz scoring rule (paper 001 §2.2 excludes it for that reason).
+    non-Lipschitz scoring rule, outside the Lipschitz-score setting of SPEC.md §2.
 
     References:
         Good (1952), *Rational decisions*; Gneiting, Raftery (2007), *Strictly proper scoring

@@ -478,7 +478,7 @@ def lower_distance_to_calibration(
 
     References:
         Błasiok, Gopalan, Hu, Nakkiran (2023), *A unifying theory of distance from
-        calibration*, §4 (lower distance); Qiao, Zheng (2024), *On the distance from
+        calibration* (lower distance); Qiao, Zheng (2024), *On the distance from
         calibration in sequential prediction*; paper 000 §2 (CalDist of a sequence).
     """
     p, y, w, keep = _host_inputs(probs, labels, sample_weight, integer_weights=False)

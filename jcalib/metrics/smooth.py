@@ -31,7 +31,7 @@ def smooth_calibration_error(
 
     $$\mathrm{smCE} = \sup_{\eta} \frac1W \sum_i w_i\,\eta(p_i)(y_i - p_i)$$
     over 1-Lipschitz $\eta: [0,1] \to [-1, 1]$ (Kakade–Foster 2008; Błasiok, Gopalan, Hu,
-    Nakkiran 2023, Definition of smCE), $W = \sum_i w_i$. Only $\eta$ at the sorted distinct
+    Nakkiran 2023), $W = \sum_i w_i$. Only $\eta$ at the sorted distinct
     forecasts $v_1 < \dots < v_k$ matters, so it is the LP
     $\max \sum_j r_j \eta_j$ s.t. $|\eta_j| \le 1$, $|\eta_{j+1} - \eta_j| \le v_{j+1} - v_j$,
     with $r_j = \sum_{i: p_i = v_j} w_i (y_i - p_i)$.
@@ -65,7 +65,7 @@ def smooth_calibration_error(
 
     References:
         Kakade, Foster (2008), *Deterministic calibration and Nash equilibrium*; Błasiok,
-        Gopalan, Hu, Nakkiran (2023), *A unifying theory of distance from calibration*, §7
+        Gopalan, Hu, Nakkiran (2023), *A unifying theory of distance from calibration*
         (smCE, and $\tfrac12\underline{\mathrm{dCE}} \le \mathrm{smCE} \le
         2\,\underline{\mathrm{dCE}}$); Hu, Jambulapati, Tian, Yang (2024), *Testing calibration
         in nearly-linear time* (the LP and its flow form).
@@ -216,7 +216,7 @@ def smooth_ece(
 
     References:
         Błasiok, Nakkiran (2023), *Smooth ECE: Principled reliability diagrams via kernel
-        smoothing*, §3 (Definition of smECE, reflected kernel, fixed-point bandwidth);
+        smoothing* (smECE, reflected kernel, fixed-point bandwidth);
         the ``relplot`` package (``relplot.metrics.smECE``).
     """
     p, y, w = _binary_inputs(probs, labels, sample_weight)
