@@ -228,8 +228,7 @@ def test_atoms_from_counts_equal_expanded_rounds(x64):
     y = rng.integers(0, 2, 300)
     counts, ones = ref.aosa_counts(y, 9)
     p, lab, w = atoms_from_counts(counts, ones, 9)
-    chex_shape = (2 * 10,)
-    assert p.shape == lab.shape == w.shape == chex_shape
+    assert p.shape == lab.shape == w.shape == (2 * 10,)
     pe = np.repeat(np.asarray(p), np.asarray(w))
     ye = np.repeat(np.asarray(lab), np.asarray(w))
     assert len(pe) == 300
