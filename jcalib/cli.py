@@ -84,8 +84,11 @@ class _Run:
     bound: float
 
 
-def _distance(values, labels, weights=None):
-    d = M.distance_to_calibration(values, labels, sample_weight=weights)
+DISTANCE_GRID = 1000  # continuous forecasts are rounded to this grid (interval widened, still certified)
+
+
+def _distance(values, labels, weights=None, grid=None):
+    d = M.distance_to_calibration(values, labels, sample_weight=weights, grid=grid)
     return float(d.lower), float(d.upper), bool(d.lower == d.upper)
 
 
@@ -102,13 +105,13 @@ def _study_one(fname, forecaster, nature_names, natures, T, key, n_seeds, distan
         ece = np.abs(counts * grid - ones).sum(-1)
         info_ece = np.abs(np.asarray(s.info_counts) * grid - np.asarray(s.info_ones)).sum(-1)
         cert = np.where(np.asarray(s.info_counts).sum(-1) > 0, np.asarray(s.info_l1) + info_ece, np.nan)
-        atoms = lambda ni, si: M.atoms_from_counts(counts[ni, si], ones[ni, si], m)  # noqa: E731
+        atoms = lambda ni, si: (*M.atoms_from_counts(counts[ni, si], ones[ni, si], m), None)  # noqa: E731
     else:
         traj = sweep(forecaster, batch, T, key, n_seeds=n_seeds)
         ece = np.asarray(jax.vmap(jax.vmap(M.ece))(traj.forecast, traj.y))
         cert = np.full(ece.shape, np.nan)
         p, y = np.asarray(traj.forecast), np.asarray(traj.y)
-        atoms = lambda ni, si: (p[ni, si], y[ni, si], None)  # noqa: E731
+        atoms = lambda ni, si: (p[ni, si], y[ni, si], None, DISTANCE_GRID)  # noqa: E731
     for ni, nname in enumerate(nature_names):
         for si in range(n_seeds):
             lo = hi = float("nan")

@@ -279,3 +279,27 @@ def test_distance_needs_integer_weights_and_host_arrays():
 
 def test_docstring_examples():
     assert doctest.testmod(distance_module, raise_on_error=True).attempted > 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rounded_interval_contains_exact_value(seed):
+    rng = np.random.default_rng(seed)
+    T = 60
+    p = rng.random(T)
+    y = (rng.random(T) < p).astype(np.int32)
+    exact = distance_to_calibration(p, y, exact=True).value
+    for G in (5, 20, 100):
+        d = distance_to_calibration(p, y, grid=G)
+        # the triangle inequality widens by delta <= T/(2G); 1e-9 absorbs float sums
+        assert d.lower - 1e-9 <= exact <= d.upper + 1e-9
+        assert d.lower >= distance_to_calibration(np.round(p * G) / G, y).lower - T / (2 * G) - 1e-9
+        wit = d.witness
+        np.testing.assert_allclose(d.upper, np.sum(wit.weight * np.abs(p[wit.index] - wit.q)), rtol=1e-12)
+        assert ece(wit.q, y[wit.index], sample_weight=wit.weight) < 1e-6  # the witness is calibrated
+
+
+def test_rounding_on_grid_data_changes_nothing():
+    p = np.array([0.2, 0.2, 0.9, 0.4, 0.6])
+    y = np.array([0, 1, 1, 0, 1])
+    a, b = distance_to_calibration(p, y), distance_to_calibration(p, y, grid=10)
+    assert b.exact and a.value == pytest.approx(b.value)
