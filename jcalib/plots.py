@@ -56,8 +56,8 @@ def reliability_diagram(probs, labels, n_bins: int = 10, *, ax=None, label: str 
     ax = _axes(ax)
     ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--")
     sizes = 300 * mass[keep] / max(mass.sum(), 1)
-    ax.plot(mean_p[keep] / mass[keep], mean_y[keep] / mass[keep], "-", lw=1, label=label)
-    ax.scatter(mean_p[keep] / mass[keep], mean_y[keep] / mass[keep], s=sizes, alpha=0.6)
+    (line,) = ax.plot(mean_p[keep] / mass[keep], mean_y[keep] / mass[keep], "-", lw=1, label=label)
+    ax.scatter(mean_p[keep] / mass[keep], mean_y[keep] / mass[keep], s=sizes, alpha=0.6, color=line.get_color())
     ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="forecast", ylabel="observed frequency", aspect="equal")
     if label:
         ax.legend(loc="upper left", fontsize="small")
