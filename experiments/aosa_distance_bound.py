@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -54,7 +55,7 @@ def main(argv=None):
     with open(paths["summary"], "a") as fh:
         fh.write(f"\nLog–log slope of AOSA's worst certified distance against T: {slope:.3f} "
                  f"(Theorem 1: at most 0.5 asymptotically).\n")
-    print(open(paths["summary"]).read())
+    print(Path(paths["summary"]).read_text())
     print(f"done in {time.perf_counter() - t0:.0f} s; files in {args.out}")
 
 

@@ -12,6 +12,7 @@ import argparse
 import csv
 import math
 import os
+from pathlib import Path
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -259,7 +260,7 @@ def _demo(args) -> int:
     rows = distance_study(args.T, args.seeds, key, distance_seeds=args.distance_seeds, progress=not args.no_progress)
     paths = write_report(rows, args.out, title="jcalib demo: online calibration, paper 000")
     paths["reliability"] = _reliability(args.out, max(args.T), key)
-    print(open(paths["summary"]).read())
+    print(Path(paths["summary"]).read_text())
     print(f"Wrote {len(rows)} rows in {time.perf_counter() - t0:.0f} s:")
     for k, v in paths.items():
         print(f"  {k:12s} {v}")

@@ -1,0 +1,62 @@
+"""The demo's study and report on a tiny configuration, and its command line."""
+
+import csv
+from pathlib import Path
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+from jcalib import cli
+from jcalib.forecasters import AlmostOneStepAhead, RunningFrequency
+from jcalib.natures import Bernoulli, Contrarian
+
+
+def _forecasters(T):
+    return {"AOSA": AlmostOneStepAhead.for_horizon(T), "Running frequency": RunningFrequency()}
+
+
+def _natures(T):
+    return {"Bernoulli(0.3)": Bernoulli(0.3), "Contrarian": Contrarian()}
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return cli.distance_study([20, 60], 3, jax.random.key(0), forecasters_for=_forecasters, natures_for=_natures,
+                              distance_seeds=2, progress=False)
+
+
+def test_study_rows_cover_every_combination(rows):
+    assert len(rows) == 2 * 2 * 3 * 2
+    for r in rows:
+        assert r.bound == pytest.approx(2 * np.sqrt(r.T) + 1)
+        if r.seed < 2:
+            # ECE >= CalDist (paper 000, Lemma 1) and the interval is ordered
+            assert r.dist_lower <= r.dist_upper + 1e-9 and r.dist_upper <= r.ece + 1e-6
+        else:
+            assert np.isnan(r.dist_upper)
+        if r.forecaster == "AOSA":
+            # Theorem 1: CalDist <= certificate <= T/m + m + 1 <= 2 sqrt(T) + 1
+            assert r.certificate <= r.bound + 1e-9
+            assert np.isnan(r.dist_upper) or r.dist_upper <= r.certificate + 1e-6
+        else:
+            assert np.isnan(r.certificate)
+
+
+def test_report_files(rows, tmp_path):
+    paths = cli.write_report(rows, str(tmp_path), title="tiny")
+    with open(paths["table"]) as fh:
+        table = list(csv.DictReader(fh))
+    assert len(table) == len(rows) and {"forecaster", "nature", "seed", "T", "ece", "dist_upper"} <= set(table[0])
+    summary = Path(paths["summary"]).read_text()
+    assert "Worst case for AOSA" in summary and "held in every AOSA run" in summary
+    for k in ("distance", "ece"):
+        with open(paths[k], "rb") as fh:
+            assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_demo_help():
+    out = subprocess.run([sys.executable, "-m", "jcalib.cli", "demo", "--help"], capture_output=True, text=True, check=True)
+    assert "--seeds" in out.stdout and "--distance-seeds" in out.stdout
