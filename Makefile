@@ -37,7 +37,7 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/kernel_audit.py
 
 docs: $(VENV)/.installed-docs
-	$(VENV)/bin/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) site results .pytest_cache

@@ -187,7 +187,8 @@ def play(
     """Play ``forecaster`` against ``nature`` for ``T`` rounds.
 
     Args:
-        forecaster, nature: the two players (equinox modules).
+        forecaster: the forecaster (an equinox module).
+        nature: the nature (an equinox module).
         T: number of rounds (a positive Python int; it fixes array shapes).
         key: a JAX PRNG key.
         record: ``"full"`` returns a :class:`Trajectory` with a leading axis of length T;
@@ -370,7 +371,13 @@ def sweep(
             array-valued hyperparameters (they are stacked and vmapped).
         natures: one nature or a sequence of natures of one class (stacked and vmapped). Sweep
             natures of different classes in separate calls.
-        T, key, record, grid, chunk, progress, checkpoint: as in :func:`play`.
+        T: number of rounds, as in `play`.
+        key: a JAX PRNG key.
+        record: ``"full"`` or ``"summary"``, as in `play`.
+        grid: the grid size for summaries, as in `play`.
+        chunk: rounds per compiled call, as in `play`.
+        progress: progress bar between chunks, as in `play`.
+        checkpoint: save and resume path, as in `play`.
         n_seeds: independent runs per (forecaster, nature); seed ``s`` uses
             ``jax.random.split(key, n_seeds)[s]`` for every pair (common random numbers).
 
