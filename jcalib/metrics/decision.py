@@ -205,10 +205,6 @@ def _safe_sqrt(x):
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1.0)), 0.0)
 
 
-def _exact_norm_sum(m):
-    return jnp.sum(_safe_sqrt(jnp.sum(m**2, axis=1)))
-
-
 @partial(
     jax.jit,
     static_argnames=("n_actions", "n_restarts", "n_steps", "learning_rate", "scale", "squared"),
@@ -299,11 +295,9 @@ def partition_search(
     ws = scale * vs
 
     def values(w):
-        cells_soft = partition_weights(w, probs, action_mask)
-        cells_hard = partition_weights(w, probs, action_mask, hard=True)
-        return (
-            _exact_norm_sum(_cell_residuals(cells_soft, residual, weights)),
-            _exact_norm_sum(_cell_residuals(cells_hard, residual, weights)),
+        return tuple(
+            decision_objective(w, probs, residual, weights, action_mask, hard=hard)
+            for hard in (False, True)
         )
 
     soft, hard = jax.vmap(values)(ws)
