@@ -46,6 +46,7 @@ from jcalib.metrics import (  # noqa: E402
     confidence_ece,
     l2_error,
     lipschitz_correlation,
+    projected_smooth_calibration_error,
     low_degree_calibration_error,
     subset_smooth_calibration_error,
     top_label_ece,
@@ -121,6 +122,8 @@ def _metrics(p, y, T_mask, key, quick):
     }
     if p.shape[1] <= 4:
         out["subset_smooth_all"] = float(subset_smooth_calibration_error(p, y))
+        if not quick:  # 40 directions × 4 classes of host LPs: about 30 s at n = 5000
+            out["projected_smooth_lb"] = float(projected_smooth_calibration_error(p, y))
         out["decision_2action_lb"] = float(
             two_action_decision_calibration_error(p, y, key, n_steps=100 if quick else 300, n_restarts=8).value
         )

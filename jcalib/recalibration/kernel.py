@@ -114,6 +114,7 @@ class MultinomialKernel(eqx.Module):
 
     @property
     def diag_bound(self) -> float:
+        # departs from Lemma 6.4's "≤ d": Σ_{i=0..d} ‖v‖^{2i} has d + 1 terms, = d + 1 at a vertex
         return float(self.degree + 1)
 
     def __call__(self, u: Float[Array, "a k"], v: Float[Array, "b k"]) -> Float[Array, "a b"]:

@@ -280,6 +280,11 @@ def test_projected_smooth_auditor_degree_approximates_lipschitz_functions():
         assert np.max(np.abs(cheb(t) - np.abs(t))) <= alpha / 8
         assert aud.kernel.degree == aud.degree and aud.log10_beta < math.log10(alpha)
     assert projected_smooth_auditor(0.1).degree > projected_smooth_auditor(0.2).degree
+    # the auditor is Algorithm 2 with that kernel: its witness stays within [-1, 1]
+    rng = np.random.default_rng(13)
+    v = _dirichlet(rng, 100, 3).astype(np.float32)
+    res = projected_smooth_auditor(0.4)(v, _sample_labels(rng, _sharpened(v, 0.5)))
+    assert float(res.value) > 0 and float(jnp.max(jnp.abs(res.witness(jnp.eye(3))))) <= 1 + 1e-5
 
 
 def test_sigmoid_auditor_degree_meets_lemma_7_8():
