@@ -30,7 +30,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--T", type=int, nargs="+", default=[10**2, 10**3, 10**4, 10**5, 10**6])
     ap.add_argument("--seeds", type=int, default=256)
-    ap.add_argument("--distance-seeds", type=int, default=32, help="seeds per pair whose distance is certified")
+    ap.add_argument("--distance-seeds", type=int, default=8,
+                    help="seeds per (forecaster, nature, T) whose distance is certified on the host (default 8)")
     ap.add_argument("--max-full-T", type=int, default=10**4, help="largest T for forecasters without a grid")
     ap.add_argument("--out", default=os.path.join("results", "aosa_distance_bound"))
     ap.add_argument("--seed", type=int, default=0)
