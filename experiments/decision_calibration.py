@@ -159,7 +159,7 @@ def run_one(setting, n_classes, split, data, args, cfg, writer, log):
     dc = DecisionCalibrator(
         n_actions=args.n_actions, n_stages=cfg["stages"], n_restarts=cfg.get("restarts", args.restarts),
         n_steps=cfg["steps"],
-        n_losses=args.n_losses, progress=not args.no_progress,
+        n_losses=args.n_losses, projection=args.projection, progress=not args.no_progress,
     ).fit(ts_cal, y_cal, key=jax.random.key(split), validation=monitors)
     t_dc = time.time() - t_dc
     h = dc.history_
@@ -292,6 +292,8 @@ def main(argv=None):
     ap.add_argument("--dce-steps", type=int, default=200, help="search steps of the reported DCE")
     ap.add_argument("--dirichlet-1000-steps", type=int, default=0,
                     help="L-BFGS steps for Dirichlet calibration at C = 1000 (0 = skip; see the source)")
+    ap.add_argument("--projection", default="simplex", choices=["simplex", "none"],
+                    help="project onto the simplex after every stage (jcalib) or only clip at the end (reference code)")
     ap.add_argument("--out", default="results/decision_calibration")
     ap.add_argument("--docs-img", default="docs/tutorials/img", help="also save small PNGs here ('' to skip)")
     ap.add_argument("--no-progress", action="store_true")

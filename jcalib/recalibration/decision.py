@@ -130,16 +130,16 @@ def _project_simplex(v):
 
 
 def _solve_adjustment(cells, residual, weights, ridge):
-    # D = (WᵀW)⁻¹ Wᵀ (Y − P̂) with empirical (weighted) means. Departure: a ridge of
-    # `ridge` × mean diagonal of WᵀW is added, so a near-empty or duplicated cell (e.g. two
-    # soft cells that almost coincide) gives a bounded D. The ridge keeps D's rows summing to
-    # 0 and keeps the L2 error non-increasing (D still minimises ‖R − W D‖² + λ‖D‖², D = 0
-    # feasible).
+    # D = (WᵀW)⁻¹ Wᵀ (Y − P̂) with empirical (weighted) means, solved by least squares on the
+    # K × K normal equations (an empty hard cell makes WᵀW singular; lstsq then gives that
+    # cell D = 0). Departure: a ridge of `ridge` × mean diagonal of WᵀW is added, so two soft
+    # cells that almost coincide give a bounded D. The ridge keeps D's rows summing to 0 and
+    # the L2 error non-increasing (D minimises ‖R − W D‖² + λ‖D‖², and D = 0 is feasible).
     cw = cells * weights[:, None]
     gram = cw.T @ cells
     k = gram.shape[0]
     lam = ridge * jnp.trace(gram) / k
-    return jnp.linalg.solve(gram + lam * jnp.eye(k, dtype=gram.dtype), cw.T @ residual)
+    return jnp.linalg.lstsq(gram + lam * jnp.eye(k, dtype=gram.dtype), cw.T @ residual)[0]
 
 
 def _weights(sample_weight, n, dtype):
