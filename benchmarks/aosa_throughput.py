@@ -115,7 +115,7 @@ def main(argv=None):
         _, t_np = timed(lambda: aosa_numpy(B, T, m, 0.3, rng), np_repeats)
         r_jax, r_np = B * T / t_jax, B * T / t_np
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"{B:>7} {r_jax:>16.3e} {first - t_jax:>10.2f} {r_np:>15.3e} {py_rate:>16.3e} {r_jax / r_np:>8.1f} {r_jax / py_rate:>9.0f} {rss:>13.0f}")
+        print(f"{B:>7} {r_jax:>16.3e} {first - t_jax:>10.2f} {r_np:>15.3e} {py_rate:>16.3e} {r_jax / r_np:>8.1f} {r_jax / py_rate:>9.1f} {rss:>13.0f}")
     print("compile s = first call minus the median of the later calls; python rounds/s is measured on "
           f"{py_seqs} sequences (its cost is per round, independent of B); peak RSS is the process maximum so far.")
 
