@@ -15,7 +15,9 @@ import os
 from pathlib import Path
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+import dataclasses
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -95,11 +97,13 @@ def _distance(values, labels, weights=None, grid=None):
 
 
 def _study_one(fname, forecaster, nature_names, natures, T, key, n_seeds, distance_seeds):
-    """One forecaster against every nature (one compiled sweep over a Switch of them); returns a
-    function that computes the rows (the host-side part)."""
+    """One forecaster against every nature (one compiled sweep over a Switch of them).
+
+    Returns the rows (distances NaN) and, for the seeds to certify, ``(row index, arguments of
+    _distance)`` pairs: the host-side part, run in a worker process.
+    """
     m = forecast_grid(forecaster)
     batch = N.Switch.all_of(natures)
-    rows = []
     if m is not None:
         # grid forecaster: a GridSummary is all the metrics need (memory O(m))
         s = sweep(forecaster, batch, T, key, n_seeds=n_seeds, record="summary", progress=False)
@@ -108,27 +112,21 @@ def _study_one(fname, forecaster, nature_names, natures, T, key, n_seeds, distan
         ece = np.abs(counts * grid - ones).sum(-1)
         info_ece = np.abs(np.asarray(s.info_counts) * grid - np.asarray(s.info_ones)).sum(-1)
         cert = np.where(np.asarray(s.info_counts).sum(-1) > 0, np.asarray(s.info_l1) + info_ece, np.nan)
-        atoms = lambda ni, si: (*M.atoms_from_counts(counts[ni, si], ones[ni, si], m), None)  # noqa: E731
+        atoms = lambda ni, si: (*(np.asarray(a) for a in M.atoms_from_counts(counts[ni, si], ones[ni, si], m)), None)  # noqa: E731
     else:
         traj = sweep(forecaster, batch, T, key, n_seeds=n_seeds)
         ece = np.asarray(jax.vmap(jax.vmap(M.ece))(traj.forecast, traj.y))
         cert = np.full(ece.shape, np.nan)
         p, y = np.asarray(traj.forecast), np.asarray(traj.y)
         atoms = lambda ni, si: (p[ni, si], y[ni, si], None, DISTANCE_GRID)  # noqa: E731
-    def finish():
-        # host-side distance computations; run on a worker thread while the next sweep compiles
-        rows = []
-        for ni, nname in enumerate(nature_names):
-            for si in range(n_seeds):
-                lo = hi = float("nan")
-                exact = False
-                if si < distance_seeds:
-                    lo, hi, exact = _distance(*atoms(ni, si))
-                rows.append(_Run(fname, nname, si, T, float(ece[ni, si]), float(ece[ni, si]) / T, lo, hi, exact,
-                                 float(cert[ni, si]), float(bound(T))))
-        return rows
-
-    return finish
+    rows, tasks = [], []
+    for ni, nname in enumerate(nature_names):
+        for si in range(n_seeds):
+            if si < distance_seeds:
+                tasks.append((len(rows), atoms(ni, si)))
+            rows.append(_Run(fname, nname, si, T, float(ece[ni, si]), float(ece[ni, si]) / T, float("nan"),
+                             float("nan"), False, float(cert[ni, si]), float(bound(T))))
+    return rows, tasks
 
 
 def distance_study(
@@ -149,21 +147,28 @@ def distance_study(
     the distance to calibration, the forecaster's own certificate Σ|p_t − p̃_t| + ECE(p̃)
     (Theorem 1's triangle inequality; AOSA only, NaN for others) and the bound 2√T+1.
     ``distance_seeds`` limits the host-side distance computation to the first seeds of each
-    pair (default: all).
+    pair (default: all); it runs in a worker process while the next sweeps compile and run.
     """
     Ts = list(Ts)
     distance_seeds = n_seeds if distance_seeds is None else distance_seeds
     jobs = [(T, fn, f) for T in Ts for fn, f in forecasters_for(T).items()]
+    rows: list[_Run] = []
+    futures = []
     bar = tqdm(jobs, desc="forecaster x T", disable=not progress, leave=False)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = []
+    # spawn, not fork: this process already runs JAX's threads
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
         for i, (T, fname, f) in enumerate(bar):
             bar.set_postfix_str(f"T={T} {fname}")
             natures = natures_for(T)
-            finish = _study_one(fname, f, list(natures), list(natures.values()), T, jax.random.fold_in(key, i), n_seeds, distance_seeds)
-            pending.append(pool.submit(finish))
+            new, tasks = _study_one(fname, f, list(natures), list(natures.values()), T, jax.random.fold_in(key, i),
+                                    n_seeds, distance_seeds)
+            futures += [(len(rows) + j, pool.submit(_distance, *args)) for j, args in tasks]
+            rows += new
         bar.close()
-        return [row for job in pending for row in job.result()]
+        for j, fut in tqdm(futures, desc="distance to calibration", disable=not progress, leave=False):
+            lo, hi, exact = fut.result()
+            rows[j] = dataclasses.replace(rows[j], dist_lower=lo, dist_upper=hi, dist_exact=exact)
+    return rows
 
 
 def write_report(rows: list[_Run], out_dir: str, *, title: str = "jcalib demo") -> dict:
