@@ -22,6 +22,8 @@ __all__ = [
     "check_weights",
     "check_same_length",
     "check_positive_int",
+    "check_multiclass_inputs",
+    "check_grid_counts",
 ]
 
 
@@ -153,3 +155,41 @@ def check_positive_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def check_multiclass_inputs(probs, labels, sample_weight=None):
+    """Multi-class predictions ``(n, C)``, labels ``(n,)`` and optional weights, checked together.
+
+    Returns ``(probs, int32 labels, weights)`` with ``weights`` an ``(n,)`` array in the dtype of
+    ``probs`` (ones when ``sample_weight`` is None). Raises ``ValueError`` for any malformed
+    piece, for empty input, and for weights that sum to zero.
+    """
+    v = check_simplex_probs(probs)
+    y = check_class_labels(labels, v.shape[1])
+    n = check_same_length(probs=v, labels=y)
+    if n == 0:
+        raise ValueError("probs and labels are empty; at least one sample is needed")
+    w = check_weights(sample_weight, n)
+    w = jnp.ones((n,), v.dtype) if w is None else w.astype(v.dtype)
+    wv = _values(w)
+    if wv is not None and not wv.sum() > 0:
+        raise ValueError("sample_weight sums to zero; at least one sample needs positive weight")
+    return v, y, w
+
+
+def check_grid_counts(counts, ones, m):
+    """Per-grid-point counts of a grid summary: shapes ``(m+1,)``, finite, ``0 <= ones <= counts``.
+
+    Returns ``(m, counts, ones)`` as JAX arrays.
+    """
+    m = check_positive_int(m, "m")
+    counts, ones = jnp.asarray(counts), jnp.asarray(ones)
+    if counts.shape != (m + 1,) or ones.shape != (m + 1,):
+        raise ValueError(f"counts and ones must have shape ({m + 1},), got {counts.shape} and {ones.shape}")
+    c, o = _values(counts), _values(ones)
+    if c is not None and o is not None:
+        if not (np.all(np.isfinite(c)) and np.all(np.isfinite(o))):
+            raise ValueError("counts and ones must be finite")
+        if np.any(o < 0) or np.any(o > c):
+            raise ValueError("need 0 <= ones[i] <= counts[i] for every grid point")
+    return m, counts, ones

@@ -55,3 +55,24 @@ def test_checks_on_concrete_arrays_inside_a_trace():
 
     _, out = jax.lax.scan(body, None, jnp.arange(2))
     np.testing.assert_allclose(out, [0.2, 0.6])
+
+
+def test_multiclass_inputs_fill_weights_and_refuse_empty_or_zero_weight():
+    v, y, w = V.check_multiclass_inputs(np.array([[0.3, 0.7], [0.6, 0.4]]), [1, 0])
+    np.testing.assert_array_equal(w, [1.0, 1.0])
+    assert y.dtype == np.int32 and w.dtype == v.dtype
+    with pytest.raises(ValueError, match="empty"):
+        V.check_multiclass_inputs(np.zeros((0, 2)), np.zeros(0, int))
+    with pytest.raises(ValueError, match="sums to zero"):
+        V.check_multiclass_inputs(np.array([[0.3, 0.7]]), [1], np.array([0.0]))
+
+
+def test_grid_counts():
+    m, c, o = V.check_grid_counts([3, 5, 2], [1, 2, 2], 2)
+    assert m == 2 and c.shape == o.shape == (3,)
+    with pytest.raises(ValueError, match="shape"):
+        V.check_grid_counts([3, 5], [1, 2], 2)
+    with pytest.raises(ValueError, match="ones"):
+        V.check_grid_counts([3, 5, 2], [1, 6, 2], 2)
+    with pytest.raises(ValueError, match="finite"):
+        V.check_grid_counts([3.0, np.nan, 2.0], [1.0, 0.0, 2.0], 2)

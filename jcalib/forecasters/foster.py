@@ -18,7 +18,7 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Int, PRNGKeyArray
+from jaxtyping import Array, Int, PRNGKeyArray
 
 from .._validation import check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture

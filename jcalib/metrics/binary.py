@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from .._validation import (
+    check_grid_counts,
     check_binary_labels,
     check_binary_probs,
     check_positive_int,
@@ -320,16 +321,7 @@ def ece_from_counts(
     References:
         Arunachaleswaran, Collina, Roth, Shi (2024), §2 (ECE) and §3 (the grid $B_m$).
     """
-    m = check_positive_int(m, "m")
-    counts = jnp.asarray(counts)
-    ones = jnp.asarray(ones)
-    if counts.shape != (m + 1,) or ones.shape != (m + 1,):
-        raise ValueError(f"counts and ones must have shape ({m + 1},), got {counts.shape} and {ones.shape}")
-    if is_concrete(counts) and is_concrete(ones):
-        if not bool(jnp.all(jnp.isfinite(counts))) or not bool(jnp.all(jnp.isfinite(ones))):
-            raise ValueError("counts and ones must be finite")
-        if bool(jnp.any(ones < 0)) or bool(jnp.any(ones > counts)):
-            raise ValueError("need 0 <= ones[i] <= counts[i] for every grid point")
+    m, counts, ones = check_grid_counts(counts, ones, m)
     fdt = jnp.result_type(float)
     i = jnp.arange(m + 1)
     if jnp.issubdtype(counts.dtype, jnp.integer) and jnp.issubdtype(ones.dtype, jnp.integer):

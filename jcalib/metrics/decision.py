@@ -40,11 +40,9 @@ import optax
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .._validation import (
-    check_class_labels,
+    check_multiclass_inputs,
     check_positive_int,
-    check_same_length,
     check_simplex_probs,
-    check_weights,
 )
 
 __all__ = [
@@ -308,12 +306,7 @@ def partition_search(
 # Public metrics (validate at the boundary, then call jitted cores)
 
 
-def _validate(probs, labels, sample_weight):
-    probs = check_simplex_probs(probs)
-    labels = check_class_labels(labels, probs.shape[1])
-    n = check_same_length(probs=probs, labels=labels)
-    sample_weight = check_weights(sample_weight, n)
-    return probs, labels, sample_weight
+_validate = check_multiclass_inputs  # probs (n, C), int32 labels, weights (ones by default)
 
 
 def _action_tuple(n_actions) -> tuple[int, ...]:

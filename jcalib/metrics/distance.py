@@ -52,7 +52,7 @@ import scipy.sparse as sps
 from jaxtyping import Array, Float, Int
 from scipy.optimize import linprog
 
-from .._validation import check_positive_int, is_concrete
+from .._validation import check_grid_counts, check_positive_int, is_concrete
 from .binary import _binary_inputs
 
 __all__ = [
@@ -136,14 +136,7 @@ def atoms_from_counts(
         >>> p.tolist(), y.tolist(), w.tolist()
         ([0.0, 0.5, 1.0, 0.0, 0.5, 1.0], [1, 1, 1, 0, 0, 0], [1, 2, 2, 2, 3, 0])
     """
-    m = check_positive_int(m, "m")
-    counts = jnp.asarray(counts)
-    ones = jnp.asarray(ones)
-    if counts.shape != (m + 1,) or ones.shape != (m + 1,):
-        raise ValueError(f"counts and ones must have shape ({m + 1},), got {counts.shape} and {ones.shape}")
-    if is_concrete(counts) and is_concrete(ones):
-        if bool(jnp.any(ones < 0)) or bool(jnp.any(ones > counts)):
-            raise ValueError("need 0 <= ones[i] <= counts[i] for every grid point")
+    m, counts, ones = check_grid_counts(counts, ones, m)
     grid = jnp.arange(m + 1, dtype=jnp.result_type(float)) / m
     probs = jnp.concatenate([grid, grid])
     labels = jnp.concatenate([jnp.ones(m + 1, jnp.int32), jnp.zeros(m + 1, jnp.int32)])

@@ -44,12 +44,9 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from .._validation import (
+    check_multiclass_inputs,
     check_class_labels,
     check_positive_int,
-    check_same_length,
-    check_simplex_probs,
-    check_weights,
-    is_concrete,
 )
 from .binary import binned_ece
 
@@ -68,20 +65,7 @@ __all__ = [
 _CLASS_BATCH = 64
 
 
-def _multiclass_inputs(probs, labels, sample_weight):
-    """Validate ``(probs, labels, sample_weight)``; return probs (n, C), int32 labels, weights."""
-    v = check_simplex_probs(probs)
-    y = check_class_labels(labels, v.shape[1])
-    if y.ndim != 1:
-        raise ValueError(f"labels must be 1-D, got shape {tuple(y.shape)}")
-    n = check_same_length(probs=v, labels=y)
-    if n == 0:
-        raise ValueError("probs and labels are empty; a metric needs at least one sample")
-    w = check_weights(sample_weight, n)
-    w = jnp.ones((n,), v.dtype) if w is None else w.astype(v.dtype)
-    if is_concrete(w) and not bool(jnp.sum(w) > 0):
-        raise ValueError("sample_weight sums to zero; at least one sample needs positive weight")
-    return v, y, w
+_multiclass_inputs = check_multiclass_inputs  # probs (n, C), int32 labels, weights (ones by default)
 
 
 def _check_binning(n_bins, strategy, p):

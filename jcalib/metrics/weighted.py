@@ -50,12 +50,9 @@ from jax import lax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._validation import (
+    check_multiclass_inputs,
     as_float_array,
-    check_class_labels,
     check_positive_int,
-    check_same_length,
-    check_simplex_probs,
-    check_weights,
     is_concrete,
 )
 from .binary import binned_ece
@@ -95,15 +92,7 @@ class WeightedCE(NamedTuple):
 
 def _inputs(probs, labels, sample_weight):
     """Validated predictions (n, k), residual y − v (n, k), normalised weights (n,) summing to 1."""
-    v = check_simplex_probs(probs)
-    y = check_class_labels(labels, v.shape[1])
-    n = check_same_length(probs=v, labels=y)
-    if n == 0:
-        raise ValueError("probs and labels are empty; a metric needs at least one sample")
-    w = check_weights(sample_weight, n)
-    w = jnp.ones((n,), v.dtype) if w is None else w.astype(v.dtype)
-    if is_concrete(w) and not bool(jnp.sum(w) > 0):
-        raise ValueError("sample_weight sums to zero; at least one sample needs positive weight")
+    v, y, w = check_multiclass_inputs(probs, labels, sample_weight)
     z = jax.nn.one_hot(y, v.shape[1], dtype=v.dtype) - v
     return v, y, z, w / jnp.sum(w)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Int, PRNGKeyArray

@@ -49,6 +49,7 @@ __all__: list[str] = [
     "KernelWitness",
     "MultinomialKernel",
     "TheoremAuditor",
+    "GaussianKernel",
     "gaussian_kernel",
     "kernel_audit",
     "kernel_calibration_apply",

@@ -48,7 +48,7 @@ from .._validation import (
     check_simplex_probs,
     check_weights,
 )
-from ..metrics.decision import decision_loss_gap, partition_search, partition_weights
+from ..metrics.decision import _normalised_weights, decision_loss_gap, partition_search, partition_weights
 from .base import Recalibrator
 
 __all__ = [
@@ -142,13 +142,6 @@ def _solve_adjustment(cells, residual, weights, ridge):
     return jnp.linalg.lstsq(gram + lam * jnp.eye(k, dtype=gram.dtype), cw.T @ residual)[0]
 
 
-def _weights(sample_weight, n, dtype):
-    if sample_weight is None:
-        return jnp.full((n,), 1.0 / n, dtype)
-    sw = sample_weight.astype(dtype)
-    return sw / jnp.sum(sw)
-
-
 @partial(
     jax.jit,
     static_argnames=(
@@ -231,7 +224,7 @@ def decision_calibration_stage(
     sample_weight = check_weights(sample_weight, n)
     onehot = jax.nn.one_hot(labels, current.shape[1], dtype=current.dtype)
     return _stage(
-        key, current, onehot, _weights(sample_weight, n, current.dtype),
+        key, current, onehot, _normalised_weights(sample_weight, n, current.dtype),
         n_actions=n_actions, n_restarts=n_restarts, n_steps=n_steps,
         learning_rate=float(learning_rate), scale=float(scale), hard=partition == "hard",
         squared=objective == "squared", ridge=float(ridge), project=projection == "simplex",
@@ -308,7 +301,7 @@ def decision_calibration_fit(
     n = check_same_length(probs=probs, labels=labels)
     sample_weight = check_weights(sample_weight, n)
     onehot = jax.nn.one_hot(labels, probs.shape[1], dtype=probs.dtype)
-    weights = _weights(sample_weight, n, probs.dtype)
+    weights = _normalised_weights(sample_weight, n, probs.dtype)
     hard, project = partition == "hard", projection == "simplex"
     settings = dict(
         n_actions=n_actions, n_restarts=n_restarts, n_steps=n_steps,
@@ -486,7 +479,7 @@ class DecisionCalibrator(Recalibrator):
                 raise ValueError(f"validation set {name!r} has {vp.shape[1]} classes, "
                                  f"expected {probs.shape[1]}")
         onehot = jax.nn.one_hot(labels, probs.shape[1], dtype=probs.dtype)
-        weights = _weights(None, probs.shape[0], probs.dtype)
+        weights = _normalised_weights(None, probs.shape[0], probs.dtype)
         hard, project = self.partition == "hard", self.projection == "simplex"
         settings = dict(
             n_actions=self.n_actions, n_restarts=self.n_restarts, n_steps=self.n_steps,

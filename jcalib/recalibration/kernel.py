@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Callable, NamedTuple
 
 import equinox as eqx
 import jax
@@ -52,9 +52,8 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from tqdm.auto import tqdm
 
 from .._validation import (
-    check_class_labels,
+    check_multiclass_inputs,
     check_positive_int,
-    check_same_length,
     check_simplex_probs,
     is_concrete,
 )
@@ -293,11 +292,7 @@ def _audit_core(kernel, s, tile, v, z):
 
 
 def _audit_inputs(probs, labels):
-    v = check_simplex_probs(probs)
-    y = check_class_labels(labels, v.shape[1])
-    n = check_same_length(probs=v, labels=y)
-    if is_concrete(v) and n == 0:
-        raise ValueError("probs and labels are empty; an audit needs at least one sample")
+    v, y, _ = check_multiclass_inputs(probs, labels)
     return v, y
 
 

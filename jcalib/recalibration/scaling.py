@@ -65,12 +65,10 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from .._validation import (
+    check_multiclass_inputs,
     as_float_array,
-    check_class_labels,
     check_positive_int,
-    check_same_length,
     check_simplex_probs,
-    check_weights,
 )
 from .base import Recalibrator
 
@@ -186,15 +184,7 @@ def _minimise(loss: Callable, init, n_steps: int):
     return carry[2]
 
 
-def _prepare(probs, labels, sample_weight):
-    """Validate at the Python boundary (values only when concrete) and fill default weights."""
-    probs = check_simplex_probs(probs)
-    labels = check_class_labels(labels, probs.shape[1])
-    n = check_same_length(probs=probs, labels=labels)
-    weights = check_weights(sample_weight, n)
-    if weights is None:
-        weights = jnp.ones((n,), probs.dtype)
-    return probs, labels, weights.astype(probs.dtype)
+_prepare = check_multiclass_inputs  # validated probs, int32 labels, weights (ones by default)
 
 
 def _check_apply_probs(probs, n_classes: int):
