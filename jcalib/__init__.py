@@ -1,30 +1,34 @@
 """jcalib: calibration research in JAX.
 
 Online calibrated forecasters as pure state transitions (``jcalib.forecasters``) played against
-adversaries and data streams (``jcalib.natures``) by ``play`` and ``sweep``; calibration metrics
-(``jcalib.metrics``); offline recalibration (``jcalib.recalibration``); data loaders
-(``jcalib.datasets``).
+adversaries and data streams (``jcalib.natures``) by ``play`` and ``sweep``, which keep what a
+recorder asks for (``jcalib.recorders``); calibration metrics (``jcalib.metrics``); offline
+recalibration (``jcalib.recalibration``); data loaders (``jcalib.datasets``).
 """
 
-from . import core, datasets, forecasters, metrics, natures, recalibration
+from . import core, datasets, forecasters, metrics, natures, recalibration, recorders
 from .core import (
     AbstractForecaster,
     AbstractNature,
+    AbstractRecorder,
     Forecast,
-    GridSummary,
+    History,
     Mixture,
     Trajectory,
     play,
     sweep,
 )
+from .recorders import GridSummary
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AbstractForecaster",
     "AbstractNature",
+    "AbstractRecorder",
     "Forecast",
     "GridSummary",
+    "History",
     "Mixture",
     "Trajectory",
     "core",
@@ -34,5 +38,6 @@ __all__ = [
     "natures",
     "play",
     "recalibration",
+    "recorders",
     "sweep",
 ]

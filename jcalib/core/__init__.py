@@ -1,18 +1,20 @@
-"""Core shapes and drivers: forecasters, natures, forecasts, trajectories, play and sweep."""
+"""Core shapes and drivers: forecasters, natures, forecasts, trajectories, recorders, play, sweep."""
 
-from .drivers import GridSummary, forecast_grid, play, summary_from_trajectory, sweep
+from .drivers import as_traced_module, play, sweep
+from .recorders import AbstractRecorder, History, Round
 from .types import AbstractForecaster, AbstractNature, Forecast, Mixture, Trajectory, as_mixture
 
 __all__ = [
     "AbstractForecaster",
     "AbstractNature",
+    "AbstractRecorder",
     "Forecast",
+    "History",
     "Mixture",
+    "Round",
     "Trajectory",
-    "GridSummary",
-    "forecast_grid",
     "as_mixture",
+    "as_traced_module",
     "play",
     "sweep",
-    "summary_from_trajectory",
 ]

@@ -1,13 +1,19 @@
-"""Drivers own the loops: :func:`play` is one ``lax.scan``; :func:`sweep` vmaps it over a batch
-of (forecaster, nature, seed) and shards that batch over every local device.
+"""Drivers own the loops: :func:`play` is one ``lax.scan``; :func:`sweep` vmaps it over
+forecasters × natures × seeds and shards that batch over every local device.
 
-Keys: the run key is split once into (forecaster-init, nature-init, context, forecast,
-outcome); round ``t`` draws its context, forecast and outcome keys as ``fold_in(stream, t)``. So a run's numbers do not depend on how it is chunked, nor on
-how many devices share a sweep.
+Keys: the run key is split once into (forecaster-init, nature-init) and four round streams
+(context, forecast, outcome, nature-update); round ``t`` draws from each stream with
+``fold_in(stream, t)``. So a run's numbers do not depend on how it is chunked, nor on how many
+devices share a sweep.
+
+Compilation: Python numbers in a module's non-static fields are turned into arrays before the
+compiled functions see them, so ``Bernoulli(0.3)`` and ``Bernoulli(0.4)`` share one compiled
+program; only shape-fixing (static) fields, the recorder, T and the chunk length recompile.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from typing import Any, NamedTuple, Sequence
@@ -20,137 +26,61 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from tqdm.auto import tqdm
 
 from .._validation import check_positive_int
-from .types import AbstractForecaster, AbstractNature, Trajectory
+from .recorders import AbstractRecorder, Round, resolve_recorder, stack_outputs
+from .types import AbstractForecaster, AbstractNature
 
-__all__ = ["GridSummary", "forecast_grid", "play", "sweep", "summary_from_trajectory"]
-
-
-class GridSummary(NamedTuple):
-    """Running statistics that replace a full history (``record="summary"``).
-
-    For forecasts on the grid {0, 1/m, …, 1}: per grid point ``i`` the number of rounds
-    ``counts[i]`` that forecast i/m and the number ``ones[i]`` of those whose outcome was 1 —
-    exactly what ECE (paper 000 §2) and the distance to calibration of a grid forecaster need.
-    Counts are int32, so branch-free and exact in float32 runs (DESIGN.md, "Numbers").
-
-    Attributes:
-        counts, ones: int32 ``(m+1,)`` for the realised forecasts.
-        off_grid: rounds whose forecast was more than 1e-3/m away from the grid (then the
-            summary rounds them and is not exact; 0 for grid forecasters).
-        info_counts, info_ones: the same for the forecaster's certificate (AOSA's look-ahead
-            forecasts p̃_t); zeros when the forecaster has none.
-        info_l1: Σ_t |p_t − p̃_t| (float), the first term of Theorem 1's triangle inequality.
-        T: rounds recorded.
-    """
-
-    counts: jax.Array
-    ones: jax.Array
-    off_grid: jax.Array
-    info_counts: jax.Array
-    info_ones: jax.Array
-    info_l1: jax.Array
-    T: jax.Array
-
-
-def _empty_summary(m: int) -> GridSummary:
-    z = jnp.zeros((m + 1,), jnp.int32)
-    zero = jnp.zeros((), jnp.int32)
-    return GridSummary(z, z, zero, z, z, jnp.zeros((), jnp.result_type(float)), zero)
-
-
-def _grid_index(v, m: int):
-    scaled = jnp.asarray(v, jnp.result_type(float)) * m
-    idx = jnp.clip(jnp.round(scaled), 0, m)
-    # float32 round-off in v·m grows with m; a real off-grid forecast misses by far more
-    return idx.astype(jnp.int32), jnp.abs(scaled - idx) > 1e-3
-
-
-def _summary_step(s: GridSummary, value, y, info, m: int) -> GridSummary:
-    i, off = _grid_index(value, m)
-    y = jnp.asarray(y, jnp.int32)
-    s = s._replace(
-        counts=s.counts.at[i].add(1),
-        ones=s.ones.at[i].add(y),
-        off_grid=s.off_grid + off.astype(jnp.int32),
-        T=s.T + 1,
-    )
-    if info is not None:
-        j, _ = _grid_index(info, m)
-        s = s._replace(
-            info_counts=s.info_counts.at[j].add(1),
-            info_ones=s.info_ones.at[j].add(y),
-            info_l1=s.info_l1 + jnp.abs(jnp.asarray(value, s.info_l1.dtype) - jnp.asarray(info, s.info_l1.dtype)),
-        )
-    return s
-
-
-def summary_from_trajectory(traj: Trajectory, m: int) -> GridSummary:
-    """The :class:`GridSummary` of a recorded (unbatched) trajectory."""
-
-    def body(s, row):
-        v, y, info = row
-        return _summary_step(s, v, y, info, m), None
-
-    s, _ = jax.lax.scan(body, _empty_summary(m), (traj.forecast, traj.y, traj.info))
-    return s
-
-
-def forecast_grid(forecaster) -> int | None:
-    """The grid size m of a grid forecaster (forecasts in {0, 1/m, …, 1}), else ``None``.
-
-    Read from a ``value_grid`` attribute when the forecaster has one (e.g. Gupta–Ramdas scores
-    interval midpoints on a grid twice as fine as its ``n_bins``), else from ``n_bins``.
-    """
-    m = getattr(forecaster, "value_grid", None)
-    return int(m) if m is not None else (int(forecaster.n_bins) if hasattr(forecaster, "n_bins") else None)
-
-
-def _grid_size(forecaster, grid):
-    if grid is not None:
-        return check_positive_int(grid, "grid")
-    m = forecast_grid(forecaster)
-    if m is None:
-        raise ValueError(
-            "record='summary' needs the forecast grid: pass grid=m (forecasts in {0, 1/m, ..., 1}); "
-            f"{type(forecaster).__name__} has no n_bins field"
-        )
-    return m
+__all__ = ["play", "sweep", "as_traced_module"]
 
 
 class _Carry(NamedTuple):
     fstate: Any
     nstate: Any
-    summary: Any
+    rstate: Any
 
 
-def _init(forecaster, nature, key):
-    kf, kn, kx, kp, ky = jax.random.split(key, 5)
-    return forecaster.init(kf), nature.init(kn), (kx, kp, ky)
+def as_traced_module(module):
+    """``module`` with every Python int/float in a non-static field turned into a JAX array.
+
+    Compiled functions treat non-array leaves as compile-time constants; arrays are traced, so
+    new hyperparameter values reuse one compilation and sweeps can vmap over them.
+    """
+
+    def conv(x):
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            return jnp.asarray(x)
+        return x
+
+    return jax.tree_util.tree_map(conv, module)
 
 
-def _scan_rounds(forecaster, nature, rkey, carry: _Carry, t0, length: int, record: str, m):
+def _init(forecaster, nature, recorder, key):
+    kf, kn, kx, kp, ky, ku = jax.random.split(key, 6)
+    carry = _Carry(forecaster.init(kf), nature.init(kn), recorder.init())
+    return carry, (kx, kp, ky, ku)
+
+
+def _round_keys(rkeys, t0, length: int):
+    """Round t draws fold_in(stream, t) from each stream: independent of chunking and batching."""
+    ts = t0 + jnp.arange(length, dtype=jnp.int32)
+    return ts, tuple(jax.vmap(jax.random.fold_in, in_axes=(None, 0))(k, ts) for k in rkeys)
+
+
+def _scan_rounds(forecaster, nature, recorder, rkeys, carry: _Carry, t0, length: int):
     """Rounds t0, …, t0+length-1 as one lax.scan."""
 
-    def body(c: _Carry, keys):
-        kx, kp, ky = keys
+    def body(c: _Carry, inp):
+        t, (kx, kp, ky, ku) = inp
         x = nature.context(c.nstate, kx)
         fc = forecaster.predict(c.fstate, x, kp)
         y = nature.outcome(c.nstate, x, fc.public, ky)
         info = forecaster.info(c.fstate, x, fc, y)
-        new = _Carry(
-            forecaster.update(c.fstate, x, fc, y),
-            nature.update(c.nstate, x, fc, y),
-            c.summary if record == "full" else _summary_step(c.summary, fc.value, y, info, m),
-        )
-        out = Trajectory(x, fc.value, y, info) if record == "full" else None
+        rstate, out = recorder.step(c.rstate, Round(t, x, fc, y, info))
+        new = _Carry(forecaster.update(c.fstate, x, fc, y), nature.update(c.nstate, x, fc, y, ku), rstate)
         return new, out
 
-    # Three key streams (context, forecast, outcome); round t draws fold_in(stream, t). Computed
-    # for the whole chunk in one vectorised call; a stream no player uses is dropped by XLA, so a
-    # deterministic forecaster against a Bernoulli nature costs two hashes per round.
-    ts = t0 + jnp.arange(length, dtype=jnp.int32)
-    keys = tuple(jax.vmap(jax.random.fold_in, in_axes=(None, 0))(k, ts) for k in rkey)
-    return jax.lax.scan(body, carry, keys)
+    # A stream no player uses is dropped by XLA: a deterministic forecaster against a Bernoulli
+    # nature costs two hashes per round.
+    return jax.lax.scan(body, carry, _round_keys(rkeys, t0, length))
 
 
 def _check_modules(forecaster, nature):
@@ -160,16 +90,164 @@ def _check_modules(forecaster, nature):
         raise ValueError(f"nature must be an AbstractNature, got {type(nature).__name__}")
 
 
-def _check_record(record):
-    if record not in ("full", "summary"):
-        raise ValueError(f"record must be 'full' or 'summary', got {record!r}")
+# ---- the compiled pieces: one function, nested vmaps over (forecaster, nature, seed) ----------
+# ``layout`` is a static tuple (F, N, S) of the stacked axes' sizes, ``None`` for an axis that is
+# not stacked; a stacked axis is vmapped, an unstacked one is closed over and shared, so data
+# that every batch element reads (a Replay's sequence) is never copied per seed.
+
+
+def _nest(fn, layout, forecaster, nature, arg_kinds: tuple):
+    """vmap ``fn(f, n, *args)`` over the stacked axes of ``layout``.
+
+    ``arg_kinds[i]`` is ``"seed"`` for an argument batched only over seeds (the seed keys) and
+    ``"all"`` for one batched over every stacked axis (states, round keys).
+    """
+    n_f, n_n, n_s = layout
+
+    def axes(level):
+        return tuple(0 if kind == "all" or level == "s" else None for kind in arg_kinds)
+
+    # axis sizes are given explicitly: a nature without array fields (Contrarian) has nothing
+    # to read the natures' axis from
+    if n_s is not None:
+        fn = eqx.filter_vmap(fn, in_axes=(None, None) + axes("s"), axis_size=n_s)
+    if n_n is not None:
+        fn = eqx.filter_vmap(fn, in_axes=(None, _batch_axes(nature)) + axes("n"), axis_size=n_n)
+    if n_f is not None:
+        fn = eqx.filter_vmap(fn, in_axes=(_batch_axes(forecaster), None) + axes("f"), axis_size=n_f)
+    return fn
 
 
 @eqx.filter_jit
-def _play_full(forecaster, nature, key, T: int):
-    fstate, nstate, rkey = _init(forecaster, nature, key)
-    _, traj = _scan_rounds(forecaster, nature, rkey, _Carry(fstate, nstate, None), 0, T, "full", None)
-    return traj
+def _play_all(forecaster, nature, recorder, keys, T: int, layout):
+    """Init and all T rounds in one compiled program (the single-chunk case)."""
+
+    def one(f, n, k):
+        carry, rkeys = _init(f, n, recorder, k)
+        carry, outs = _scan_rounds(f, n, recorder, rkeys, carry, jnp.int32(0), T)
+        return carry.rstate, outs
+
+    return _nest(one, layout, forecaster, nature, ("seed",))(forecaster, nature, keys)
+
+
+@eqx.filter_jit
+def _init_all(forecaster, nature, recorder, keys, layout):
+    return _nest(lambda f, n, k: _init(f, n, recorder, k), layout, forecaster, nature, ("seed",))(forecaster, nature, keys)
+
+
+@eqx.filter_jit
+def _chunk_all(forecaster, nature, recorder, rkeys, carry, t0, length: int, layout):
+    def one(f, n, rk, c):
+        return _scan_rounds(f, n, recorder, rk, c, t0, length)
+
+    return _nest(one, layout, forecaster, nature, ("all", "all"))(forecaster, nature, rkeys, carry)
+
+
+@eqx.filter_jit
+def _finalise_all(recorder, rstate, outs, n_batch: int):
+    fn = recorder.finalise
+    for _ in range(n_batch):
+        fn = jax.vmap(fn)
+    return fn(rstate, outs)
+
+
+def _batch_axes(module):
+    """vmap axes for a module whose array leaves carry a leading batch axis."""
+    return jax.tree_util.tree_map(lambda x: 0 if eqx.is_array(x) else None, module)
+
+
+# ---- checkpoints --------------------------------------------------------------------------------
+
+
+def _fingerprint(forecaster, nature, recorder, keys, T: int, layout) -> str:
+    """A hash of everything that determines a run's numbers (not the chunk length)."""
+    h = hashlib.sha256()
+    for part in (forecaster, nature, recorder):
+        arrays, static = eqx.partition(part, eqx.is_array)
+        h.update(repr(jax.tree_util.tree_structure(arrays)).encode())
+        h.update(repr(static).encode())
+        for leaf in jax.tree_util.tree_leaves(arrays):
+            a = np.asarray(leaf)
+            h.update(str((a.shape, a.dtype)).encode())
+            h.update(np.ascontiguousarray(a).tobytes())
+    h.update(np.asarray(jax.random.key_data(keys)).tobytes())
+    h.update(repr((T, layout)).encode())
+    return h.hexdigest()
+
+
+def _save_checkpoint(path, carry, t, fingerprint, outs):
+    leaves = jax.tree_util.tree_leaves(carry)
+    arrays = {f"leaf{i}": np.asarray(x) for i, x in enumerate(leaves)}
+    if outs is not None:
+        arrays.update({f"out{i}": np.asarray(x) for i, x in enumerate(jax.tree_util.tree_leaves(outs))})
+    tmp = f"{path}.tmp.npz"
+    np.savez(tmp, t=np.asarray(t), fingerprint=np.asarray(fingerprint), **arrays)
+    os.replace(tmp, path)
+
+
+def _load_checkpoint(path, carry_like, fingerprint, outs_like):
+    with np.load(path, allow_pickle=False) as data:
+        if "fingerprint" not in data.files or str(data["fingerprint"]) != fingerprint:
+            raise ValueError(
+                f"checkpoint {path} was written by a different run (forecaster, nature, key, T or "
+                "recorder differ); delete it or pass another path"
+            )
+        leaves, treedef = jax.tree_util.tree_flatten(carry_like)
+        new = [jnp.asarray(data[f"leaf{i}"], dtype=x.dtype) for i, x in enumerate(leaves)]
+        carry = jax.tree_util.tree_unflatten(treedef, new)
+        outs = None
+        if outs_like is not None and any(k.startswith("out") for k in data.files):
+            o_leaves, o_def = jax.tree_util.tree_flatten(outs_like)
+            outs = jax.tree_util.tree_unflatten(o_def, [np.asarray(data[f"out{i}"]) for i in range(len(o_leaves))])
+        return carry, int(data["t"]), outs
+
+
+def _out_struct(forecaster, nature, recorder, keys, carry, rkeys, layout):
+    """The per-round outputs' structure (one round), for reading outputs back from a checkpoint."""
+    _, outs = jax.eval_shape(lambda: _chunk_all(forecaster, nature, recorder, rkeys, carry, jnp.int32(0), 1, layout))
+    if not jax.tree_util.tree_leaves(outs):
+        return None
+    return outs
+
+
+# ---- the run loop -------------------------------------------------------------------------------
+
+
+def _run(forecaster, nature, recorder: AbstractRecorder, keys, T, chunk, progress, checkpoint, layout):
+    n_batch = sum(a is not None for a in layout)
+    round_axis = n_batch
+    if chunk >= T and checkpoint is None:
+        rstate, outs = _play_all(forecaster, nature, recorder, keys, T, layout)
+        return _finalise_all(recorder, rstate, outs, n_batch)
+    carry, rkeys = _init_all(forecaster, nature, recorder, keys, layout)
+    start, pieces = 0, []
+    fingerprint = None
+    if checkpoint is not None:
+        fingerprint = _fingerprint(forecaster, nature, recorder, keys, T, layout)
+        if os.path.exists(checkpoint):
+            like = _out_struct(forecaster, nature, recorder, keys, carry, rkeys, layout)
+            carry, start, saved = _load_checkpoint(checkpoint, carry, fingerprint, like)
+            if saved is not None:
+                pieces.append(saved)
+    n_chunks = math.ceil((T - start) / chunk)
+    show = (n_chunks > 1) if progress is None else bool(progress)
+    bar = tqdm(total=T, initial=start, unit="round", disable=not show, leave=False)
+    t = start
+    while t < T:
+        length = min(chunk, T - t)
+        carry, outs = _chunk_all(forecaster, nature, recorder, rkeys, carry, jnp.asarray(t, jnp.int32), length, layout)
+        if jax.tree_util.tree_leaves(outs):
+            pieces.append(jax.device_get(outs))
+        t += length
+        bar.update(length)
+        if checkpoint is not None:
+            so_far = stack_outputs(pieces, round_axis) if pieces else None
+            if so_far is not None:
+                pieces = [so_far]
+            _save_checkpoint(checkpoint, carry, t, fingerprint, so_far)
+    bar.close()
+    outs = stack_outputs(pieces, round_axis) if pieces else None
+    return _finalise_all(recorder, carry.rstate, outs, n_batch)
 
 
 def play(
@@ -178,7 +256,7 @@ def play(
     T: int,
     key,
     *,
-    record: str = "full",
+    record: Any = "full",
     grid: int | None = None,
     chunk: int | None = None,
     progress: bool | None = None,
@@ -191,17 +269,21 @@ def play(
         nature: the nature (an equinox module).
         T: number of rounds (a positive Python int; it fixes array shapes).
         key: a JAX PRNG key.
-        record: ``"full"`` returns a :class:`Trajectory` with a leading axis of length T;
-            ``"summary"`` returns a :class:`GridSummary` (memory O(m), so T = 10⁷ fits).
-        grid: the grid size m for ``record="summary"`` (default: ``forecaster.n_bins``).
-        chunk: scan this many rounds per compiled call (memory O(chunk) with ``"summary"``);
-            default: all T rounds in one ``lax.scan``.
+        record: what to keep: a recorder (``jcalib.recorders``), a tuple or dict of recorders,
+            or a shorthand: ``"full"`` (:class:`~jcalib.recorders.History`, a
+            :class:`~jcalib.core.Trajectory` with a leading axis of length T) or
+            ``"summary"`` (paper 000's :class:`~jcalib.recorders.GridSummary`, memory O(m)).
+        grid: the grid size m for ``record="summary"`` (default: ``forecaster.value_grid``).
+        chunk: scan this many rounds per compiled call (memory O(chunk) for a history, O(1)
+            for summaries); default: all T rounds in one ``lax.scan``.
         progress: show a progress bar between chunks (default: when there are several chunks).
-        checkpoint: a file path; with ``chunk``, the carry is saved after every chunk and a run
-            started again with the same arguments resumes from it.
+        checkpoint: a file path; with ``chunk``, the carry (and the history so far) is saved
+            after every chunk, and a run started again with the same arguments resumes from it
+            and returns exactly what an uninterrupted run returns. A checkpoint written by a
+            different run (forecaster, nature, key, T or recorder) is refused.
 
     Returns:
-        A :class:`Trajectory` or :class:`GridSummary`. The numbers do not depend on ``chunk``.
+        The recorder's result. The numbers do not depend on ``chunk``.
 
     Example:
         >>> import jax, jcalib
@@ -212,12 +294,10 @@ def play(
     """
     T = check_positive_int(T, "T")
     _check_modules(forecaster, nature)
-    _check_record(record)
-    if record == "full" and chunk is None and checkpoint is None:
-        return _play_full(forecaster, nature, key, T)
-    m = _grid_size(forecaster, grid) if record == "summary" else None
-    out = _run_chunked(forecaster, nature, key[None], T, record, m, chunk or T, progress, checkpoint, batched=False)
-    return out
+    recorder = resolve_recorder(record, forecaster, grid)
+    chunk = T if chunk is None else check_positive_int(chunk, "chunk")
+    f, n = as_traced_module(forecaster), as_traced_module(nature)
+    return _run(f, n, recorder, key, T, chunk, progress, checkpoint, (None, None, None))
 
 
 def _stack(modules: Sequence[eqx.Module], what: str):
@@ -229,125 +309,33 @@ def _stack(modules: Sequence[eqx.Module], what: str):
         raise ValueError(f"all {what} in one sweep must be of one class; got {sorted({type(m).__name__ for m in modules})}")
     # Python numbers in non-static fields become arrays so they can be stacked; fields that fix
     # shapes are static (eqx.field(static=True)) and must agree.
-    modules = [jax.tree_util.tree_map(_to_array, m) for m in modules]
-    parts = [eqx.partition(m, eqx.is_array) for m in modules]
+    parts = [eqx.partition(as_traced_module(m), eqx.is_array) for m in modules]
     statics = [p[1] for p in parts]
     if any(s != statics[0] for s in statics[1:]):
         raise ValueError(f"{what} differ in a static (shape-fixing) field; sweep them in separate calls")
-    arrays = [p[0] for p in parts]
-    stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *arrays)
-    return stacked, statics[0], len(modules)
-
-
-def _to_array(x):
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
-        return jnp.asarray(x)
-    return x
+    shapes = [jax.tree_util.tree_map(jnp.shape, p[0]) for p in parts]
+    if any(s != shapes[0] for s in shapes[1:]):
+        raise ValueError(f"{what} in one sweep must have array fields of equal shapes (e.g. replays of one length)")
+    stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *[p[0] for p in parts])
+    return eqx.combine(stacked, statics[0]), len(modules)
 
 
 def _mesh():
     return Mesh(np.array(jax.devices()), ("batch",))
 
 
-def _axes(module, batched: bool):
-    return _batch_axes(module) if batched else None
+def _pad_axis0(tree, n_to: int):
+    def pad(a):
+        extra = n_to - a.shape[0]
+        return a if extra == 0 else jnp.concatenate([a, jnp.repeat(a[:1], extra, axis=0)])
+
+    arrays, static = eqx.partition(tree, eqx.is_array)
+    return eqx.combine(jax.tree_util.tree_map(pad, arrays), static)
 
 
-@eqx.filter_jit
-def _init_batch(forecaster, nature, keys, record: str, m, batched: bool):
-    def one(f, n, k):
-        fs, ns, rk = _init(f, n, k)
-        return _Carry(fs, ns, _empty_summary(m) if record == "summary" else None), rk
-
-    return eqx.filter_vmap(one, in_axes=(_axes(forecaster, batched), _axes(nature, batched), 0))(forecaster, nature, keys)
-
-
-@eqx.filter_jit
-def _run_batch(forecaster, nature, rkeys, carry, t0, length: int, record: str, m, batched: bool):
-    def one(f, n, rk, c):
-        return _scan_rounds(f, n, rk, c, t0, length, record, m)
-
-    axes = (_axes(forecaster, batched), _axes(nature, batched), 0, 0)
-    return eqx.filter_vmap(one, in_axes=axes)(forecaster, nature, rkeys, carry)
-
-
-@eqx.filter_jit
-def _play_batch(forecaster, nature, keys, T: int, record: str, m, batched: bool):
-    """Init and all T rounds in one compiled program (the single-chunk case)."""
-
-    def one(f, n, k):
-        fs, ns, rk = _init(f, n, k)
-        carry = _Carry(fs, ns, _empty_summary(m) if record == "summary" else None)
-        return _scan_rounds(f, n, rk, carry, jnp.int32(0), T, record, m)
-
-    return eqx.filter_vmap(one, in_axes=(_axes(forecaster, batched), _axes(nature, batched), 0))(forecaster, nature, keys)
-
-
-def _run_chunked(forecaster, nature, keys, T, record, m, chunk, progress, checkpoint, batched):
-    """Run a batch (leading axis of ``keys``; modules already carry that axis if ``batched``).
-
-    The compiled functions are module-level, so repeated calls with the same shapes and
-    settings reuse one compilation.
-    """
-    chunk = check_positive_int(chunk, "chunk")
-    init = lambda f, n, k: _init_batch(f, n, k, record, m, batched)  # noqa: E731
-    run = lambda f, n, rk, c, t0, length: _run_batch(f, n, rk, c, t0, length, record, m, batched)  # noqa: E731
-
-    if chunk >= T and checkpoint is None:
-        carry, traj = _play_batch(forecaster, nature, keys, T, record, m, batched)
-        out = carry.summary if record == "summary" else traj
-        return out if batched else jax.tree_util.tree_map(lambda x: x[0], out)
-    carry, rkeys = init(forecaster, nature, keys)
-    start = 0
-    if checkpoint is not None and os.path.exists(checkpoint):
-        carry, start = _load_checkpoint(checkpoint, carry)
-    n_chunks = math.ceil((T - start) / chunk)
-    show = (n_chunks > 1) if progress is None else bool(progress)
-    pieces = []
-    bar = tqdm(total=T, initial=start, unit="round", disable=not show, leave=False)
-    t = start
-    while t < T:
-        length = min(chunk, T - t)
-        carry, traj = run(forecaster, nature, rkeys, carry, jnp.asarray(t, jnp.int32), length)
-        if record == "full":
-            pieces.append(jax.device_get(traj))
-        t += length
-        bar.update(length)
-        if checkpoint is not None:
-            _save_checkpoint(checkpoint, carry, t)
-    bar.close()
-    if record == "summary":
-        out = carry.summary
-    else:
-        # per-chunk histories have the round axis after the batch axis
-        out = jax.tree_util.tree_map(lambda *xs: jnp.concatenate([jnp.asarray(x) for x in xs], axis=1), *pieces)
-    if not batched:
-        out = jax.tree_util.tree_map(lambda x: x[0], out)
-    return out
-
-
-def _batch_axes(module):
-    """vmap axes for a module whose array leaves carry a leading batch axis."""
-    return jax.tree_util.tree_map(lambda x: 0 if eqx.is_array(x) else None, module)
-
-
-def _save_checkpoint(path, carry, t):
-    leaves = jax.tree_util.tree_leaves(carry)
-    tmp = f"{path}.tmp.npz"
-    np.savez(tmp, t=np.asarray(t), **{f"leaf{i}": np.asarray(x) for i, x in enumerate(leaves)})
-    os.replace(tmp, path)
-
-
-def _load_checkpoint(path, like):
-    with np.load(path) as data:
-        leaves, treedef = jax.tree_util.tree_flatten(like)
-        if sum(1 for k in data.files if k.startswith("leaf")) != len(leaves):
-            raise ValueError(f"checkpoint {path} does not match this run's state")
-        new = [jnp.asarray(data[f"leaf{i}"], dtype=x.dtype) for i, x in enumerate(leaves)]
-        for a, b in zip(new, leaves):
-            if a.shape != b.shape:
-                raise ValueError(f"checkpoint {path} does not match this run's state shapes")
-        return jax.tree_util.tree_unflatten(treedef, new), int(data["t"])
+def _shard_axis0(tree, sharding):
+    arrays, static = eqx.partition(tree, eqx.is_array)
+    return eqx.combine(jax.device_put(arrays, sharding), static)
 
 
 def sweep(
@@ -357,43 +345,46 @@ def sweep(
     key,
     *,
     n_seeds: int = 1,
-    record: str = "full",
+    record: Any = "full",
     grid: int | None = None,
     chunk: int | None = None,
     progress: bool | None = None,
     checkpoint: str | os.PathLike | None = None,
 ):
-    """Play every (forecaster, nature, seed) combination at once: ``vmap`` over one flat batch,
-    sharded over all local devices along a 1-D mesh named ``"batch"``.
+    """Play every (forecaster, nature, seed) combination at once: nested ``vmap``s over the
+    forecasters, the natures and the seeds, with the seed axis sharded over all devices along
+    a 1-D mesh named ``"batch"``.
 
     Args:
         forecaster: one forecaster, or a sequence of forecasters of one class that differ only in
             array-valued hyperparameters (they are stacked and vmapped).
-        natures: one nature or a sequence of natures of one class (stacked and vmapped). Sweep
-            natures of different classes in separate calls.
+        natures: one nature or a sequence of natures of one class (stacked and vmapped). Put
+            natures of different classes in a :class:`~jcalib.natures.Switch`.
         T: number of rounds, as in `play`.
         key: a JAX PRNG key.
-        record: ``"full"`` or ``"summary"``, as in `play`.
-        grid: the grid size for summaries, as in `play`.
+        n_seeds: independent runs per (forecaster, nature); seed ``s`` uses
+            ``jax.random.split(key, n_seeds)[s]`` for every pair (common random numbers).
+        record: what to keep, as in `play`.
+        grid: the grid size for ``record="summary"``, as in `play`.
         chunk: rounds per compiled call, as in `play`.
         progress: progress bar between chunks, as in `play`.
         checkpoint: save and resume path, as in `play`.
-        n_seeds: independent runs per (forecaster, nature); seed ``s`` uses
-            ``jax.random.split(key, n_seeds)[s]`` for every pair (common random numbers).
 
     Returns:
-        A :class:`Trajectory` (or :class:`GridSummary`) whose leaves have leading axes
-        ``(F, N, n_seeds)`` — ``F`` only when a sequence of forecasters was given, ``N`` always
-        (1 for a single nature) — followed by the round axis for full trajectories.
+        The recorder's result whose leaves have leading axes ``(F, N, n_seeds)`` — ``F`` only
+        when a sequence of forecasters was given, ``N`` always (1 for a single nature) —
+        followed by the round axis for histories.
 
-    Several devices: the flat batch is padded to a multiple of the device count and sharded;
-    the numbers are identical to a single-device run. For several hosts, call
+    Memory: array fields are stacked once per module and shared across seeds (a ``Replay`` of
+    length T is stored N times, not N × n_seeds times).
+
+    Several devices: the seed axis is padded to a multiple of the device count and sharded; the
+    numbers are identical to a single-device run. For several hosts, call
     ``jax.distributed.initialize()`` first in every process; ``jax.devices()`` then spans all
-    hosts and the same mesh shards the batch across them.
+    hosts and the same mesh shards the seeds across them.
     """
     T = check_positive_int(T, "T")
     n_seeds = check_positive_int(n_seeds, "n_seeds")
-    _check_record(record)
     f_seq = isinstance(forecaster, (list, tuple))
     f_list = list(forecaster) if f_seq else [forecaster]
     n_list = list(natures) if isinstance(natures, (list, tuple)) else [natures]
@@ -403,28 +394,19 @@ def sweep(
         _check_modules(f, n_list[0])
     for n in n_list:
         _check_modules(f_list[0], n)
-    m = _grid_size(f_list[0], grid) if record == "summary" else None
-    f_arr, f_static, F = _stack(f_list, "forecasters")
-    n_arr, n_static, N = _stack(n_list, "natures")
+    recorder = resolve_recorder(record, f_list[0], grid)
+    chunk = T if chunk is None else check_positive_int(chunk, "chunk")
+    fb, F = _stack(f_list, "forecasters") if f_seq else (as_traced_module(f_list[0]), 1)
+    nb, N = _stack(n_list, "natures")
 
-    fi, ni, si = (a.ravel() for a in np.meshgrid(np.arange(F), np.arange(N), np.arange(n_seeds), indexing="ij"))
-    B = fi.size
     n_dev = len(jax.devices())
-    pad = (-B) % n_dev
-    fi, ni, si = (np.concatenate([a, np.zeros(pad, a.dtype)]) for a in (fi, ni, si))
-
-    seed_keys = jax.random.split(key, n_seeds)
-    fb = eqx.combine(jax.tree_util.tree_map(lambda a: a[fi], f_arr), f_static)
-    nb = eqx.combine(jax.tree_util.tree_map(lambda a: a[ni], n_arr), n_static)
-    kb = seed_keys[si]
+    S = n_seeds + (-n_seeds) % n_dev
+    keys = jax.random.split(key, n_seeds)
+    if S > n_seeds:
+        keys = jnp.concatenate([keys, jnp.repeat(keys[:1], S - n_seeds, axis=0)])
     if n_dev > 1:
-        sharding = NamedSharding(_mesh(), PartitionSpec("batch"))
-        fb, nb, kb = (_put(t, sharding) for t in (fb, nb, kb))
-    out = _run_chunked(fb, nb, kb, T, record, m, chunk or T, progress, checkpoint, batched=True)
-    shape = ((F,) if f_seq else ()) + (N, n_seeds)
-    return jax.tree_util.tree_map(lambda x: x[:B].reshape(shape + x.shape[1:]), out)
-
-
-def _put(tree, sharding):
-    arrays, static = eqx.partition(tree, eqx.is_array)
-    return eqx.combine(jax.device_put(arrays, sharding), static)
+        keys = jax.device_put(keys, NamedSharding(_mesh(), PartitionSpec("batch")))
+    out = _run(fb, nb, recorder, keys, T, chunk, progress, checkpoint, (F if f_seq else None, N, S))
+    # outputs have axes (F?, N, S, ...): drop the padded seeds
+    seed_axis = 2 if f_seq else 1
+    return jax.tree_util.tree_map(lambda x: jax.lax.slice_in_dim(jnp.asarray(x), 0, n_seeds, axis=seed_axis), out)

@@ -2,16 +2,24 @@
 
 A forecaster and a nature are frozen equinox modules whose fields are hyperparameters; the
 state that changes from round to round lives in a separate pytree (a NamedTuple), so
-``jax.vmap`` can batch over seeds, natures and hyperparameters alike. One round of play:
+``jax.vmap`` can batch over seeds, natures and hyperparameters alike. One round of play, for
+every outcome space (binary events, interval outcomes, …):
 
 ```
-x        = nature.context(nstate, key_x)              # expert forecast, features, or None
-forecast = forecaster.predict(fstate, x, key_p)       # Forecast(value, public)
+x        = nature.context(nstate, key_x)              # a model's forecast q_t, an expert's
+                                                      # distribution, features, or None
+forecast = forecaster.predict(fstate, x, key_p)       # Forecast(value, public, certificate)
 y        = nature.outcome(nstate, x, forecast.public, key_y)
-info     = forecaster.info(fstate, x, forecast, y)    # optional per-round certificate
+info     = forecaster.info(fstate, x, forecast, y)    # optional, after the outcome
 fstate   = forecaster.update(fstate, x, forecast, y)
-nstate   = nature.update(nstate, x, forecast, y)
+nstate   = nature.update(nstate, x, forecast, y, key_u)
 ```
+
+``forecast.value`` is any pytree (a probability, a vector, a distribution module);
+``forecast.public`` is what an adaptive nature may see (a :class:`Mixture` for a randomised
+forecaster); ``forecast.certificate`` is a value computed in ``predict``, before the outcome
+(ORCA's minimax value, Algorithm 1's $\\max_y \\langle\\bar\\pi, \\pi\\rangle$), which the
+drivers record and never recompute.
 """
 
 from __future__ import annotations
@@ -35,40 +43,75 @@ __all__ = [
 
 
 class Mixture(NamedTuple):
-    """A finitely supported mixed strategy: forecast ``support[k]`` with probability ``probs[k]``."""
+    """A finitely supported mixed strategy: forecast ``support[k]`` with probability ``probs[k]``.
 
-    support: Float[Array, " k"]
+    ``support`` is any pytree whose leaves share a leading axis of length k: grid points
+    (shape ``(k,)``), vectors ``(k, d)``, or a stacked distribution module (e.g. k
+    piecewise-constant densities).
+
+    Attributes:
+        support: pytree with leading axis k.
+        probs: ``(k,)`` non-negative weights summing to 1.
+    """
+
+    support: Any
     probs: Float[Array, " k"]
 
-    def mean(self) -> Float[Array, ""]:
-        return jnp.sum(self.support * self.probs)
+    def mean(self) -> Any:
+        """The probability-weighted average of the support, leaf by leaf.
+
+        For scalars and vectors this is the mixture's mean forecast; for a support of
+        distributions parametrised linearly (bin masses of piecewise-constant densities) it is
+        the mixture distribution itself. For non-linear parametrisations (a Gaussian's
+        location and scale) it is only the average of the parameters.
+        """
+
+        def avg(s):
+            s = jnp.asarray(s)
+            w = self.probs.astype(jnp.result_type(s.dtype, self.probs.dtype))
+            return jnp.tensordot(w, s.astype(w.dtype), axes=1)
+
+        return jax.tree_util.tree_map(avg, self.support)
+
+    def sample(self, key: PRNGKeyArray) -> Any:
+        """One element of the support, drawn with ``probs``."""
+        k = jax.random.categorical(key, jnp.log(self.probs))
+        return jax.tree_util.tree_map(lambda s: jnp.asarray(s)[k], self.support)
 
 
 def as_mixture(public) -> Mixture:
     """View a forecast's public part as a :class:`Mixture`.
 
-    Deterministic forecasters publish their value itself (a point mass); randomised ones publish
-    a ``Mixture``. Adaptive natures call this so they handle both alike. The branch is on the
-    pytree's Python type, never on traced values.
+    Deterministic forecasters publish their value itself (a point mass: every leaf gains a
+    leading axis of length 1); randomised ones publish a ``Mixture``. Adaptive natures call
+    this so they handle both alike. The branch is on the pytree's Python type, never on traced
+    values.
     """
     if isinstance(public, Mixture):
         return public
-    v = jnp.asarray(public)
-    return Mixture(support=v[None], probs=jnp.ones((1,), v.dtype))
+    support = jax.tree_util.tree_map(lambda v: jnp.asarray(v)[None], public)
+    leaves = jax.tree_util.tree_leaves(support)
+    dtype = jnp.result_type(float)
+    if leaves and jnp.issubdtype(leaves[0].dtype, jnp.floating):
+        dtype = leaves[0].dtype
+    return Mixture(support=support, probs=jnp.ones((1,), dtype))
 
 
 class Forecast(NamedTuple):
     """What a forecaster says in one round.
 
     Attributes:
-        value: the realised forecast, the one that is scored.
+        value: the realised forecast, the one that is scored (any pytree).
         public: what an adaptive adversary may see before choosing the outcome: the mixed
             strategy (a :class:`Mixture`) of a randomised forecaster, ``value`` itself for a
             deterministic one.
+        certificate: an optional value computed in ``predict`` before the outcome (e.g.
+            ORCA's minimax value $\\ell_t$); recorded in :attr:`Trajectory.certificate`.
     """
 
     value: Any
     public: Any
+    certificate: Any = None
 
 
 class Trajectory(NamedTuple):
@@ -78,19 +121,29 @@ class Trajectory(NamedTuple):
         x: contexts (``None`` when the nature reveals none).
         forecast: realised forecast values (``Forecast.value`` per round).
         y: outcomes.
-        info: the forecaster's per-round certificate, ``None`` for most forecasters. For
-            Almost-One-Step-Ahead it is the One-Step-Ahead look-ahead forecast p̃_t (paper 000),
-            which groups the rounds into a sequence within the 2√T+1 bound.
+        info: the forecaster's per-round value computed after the outcome, ``None`` for most
+            forecasters. For Almost-One-Step-Ahead it is the One-Step-Ahead look-ahead forecast
+            p̃_t (paper 000), which groups the rounds into a sequence within the 2√T+1 bound.
+        certificate: ``Forecast.certificate`` per round (computed before the outcome).
+        public: the published mixed strategies per round, when the recorder keeps them
+            (``History(mixtures=True)``), else ``None``.
     """
 
     x: Any
     forecast: Any
     y: Any
     info: Any = None
+    certificate: Any = None
+    public: Any = None
 
 
 class AbstractForecaster(eqx.Module):
-    """A pure online forecaster. Fields are hyperparameters; state is returned by :meth:`init`."""
+    """A pure online forecaster. Fields are hyperparameters; state is returned by :meth:`init`.
+
+    Only fields that fix array shapes are static (``eqx.field(static=True)``); Python numbers
+    in the other fields become arrays when played, so a new value does not recompile and a
+    sweep can vmap over them.
+    """
 
     @abc.abstractmethod
     def init(self, key: PRNGKeyArray) -> Any:
@@ -107,9 +160,10 @@ class AbstractForecaster(eqx.Module):
         raise NotImplementedError  # abstract
 
     def info(self, state: Any, x: Any, forecast: Forecast, y: Any) -> Any:
-        """Per-round certificate recorded in :attr:`Trajectory.info` (default: none).
+        """Per-round value recorded in :attr:`Trajectory.info` (default: none).
 
-        Called with the state *before* :meth:`update`.
+        Called with the state *before* :meth:`update`. Values that must be fixed before the
+        outcome belong in ``Forecast.certificate`` instead.
         """
         return None
 
@@ -130,16 +184,15 @@ class AbstractNature(eqx.Module):
         """This round's outcome, possibly chosen after seeing the public forecast."""
         raise NotImplementedError  # abstract
 
-    def update(self, state: Any, x: Any, forecast: Forecast, y: Any) -> Any:
-        """The nature's state after the round (default: unchanged)."""
+    def update(self, state: Any, x: Any, forecast: Forecast, y: Any, key: PRNGKeyArray) -> Any:
+        """The nature's state after the round (default: unchanged).
+
+        ``key`` is the round's update key: natures with a latent process (a model's hidden
+        true probability, a regime) draw its next value here.
+        """
         return state
 
 
 def outcome_dtype() -> jnp.dtype:
     """Binary outcomes are int32 everywhere (exact counts; DESIGN.md "Numbers")."""
     return jnp.dtype(jnp.int32)
-
-
-def _split_round(key: PRNGKeyArray):
-    kx, kp, ky = jax.random.split(key, 3)
-    return kx, kp, ky

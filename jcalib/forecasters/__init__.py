@@ -4,6 +4,7 @@ from .aosa import AlmostOneStepAhead, aosa_bins, aosa_bound, one_step_ahead
 from .defensive import DefensiveForecaster
 from .foster import FosterRandomized, foster_bins
 from .gupta_ramdas import GuptaRamdas
+from .partitioned import Partitioned, UniformCells
 from .trivial import Constant, RunningFrequency
 
 __all__: list[str] = [
@@ -12,7 +13,9 @@ __all__: list[str] = [
     "DefensiveForecaster",
     "FosterRandomized",
     "GuptaRamdas",
+    "Partitioned",
     "RunningFrequency",
+    "UniformCells",
     "aosa_bins",
     "aosa_bound",
     "foster_bins",

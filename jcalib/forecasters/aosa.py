@@ -179,6 +179,11 @@ class AlmostOneStepAhead(AbstractForecaster):
         return cls(n_bins=aosa_bins(T), tie=tie)
 
     @property
+    def value_grid(self) -> int:
+        """Forecasts lie on the grid {0, 1/m, …, 1} (``record="summary"`` uses it)."""
+        return self.n_bins
+
+    @property
     def _offset(self) -> int:
         return 1 if self.tie == "high" else 0
 

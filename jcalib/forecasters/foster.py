@@ -87,6 +87,11 @@ class FosterRandomized(AbstractForecaster):
         """Foster's forecaster with ``n_bins = ceil(T ** (1/3))``."""
         return cls(n_bins=foster_bins(T))
 
+    @property
+    def value_grid(self) -> int:
+        """Forecasts lie on the grid {0, 1/k, …, 1} (``record="summary"`` uses it)."""
+        return self.n_bins
+
     def init(self, key: PRNGKeyArray) -> FosterState:
         return FosterState(err=jnp.zeros((self.n_bins + 1,), jnp.int32))
 

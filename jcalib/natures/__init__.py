@@ -1,13 +1,16 @@
-"""jcalib.natures: outcome streams (oblivious, adaptive, replays) for ``jcalib.play``."""
+"""jcalib.natures: outcome streams (oblivious, adaptive, models with contexts, replays) for ``jcalib.play``."""
 
 from .adaptive import Contrarian, MaxCalibrationError, RandomMixture
+from .contextual import DistortedModel, DriftingModel, TwoLevelModel
 from .oblivious import Bernoulli, Drifting, Markov, Periodic, RegimeSwitch, Replay
 from .switch import Switch
 
 __all__: list[str] = [
     "Bernoulli",
     "Contrarian",
+    "DistortedModel",
     "Drifting",
+    "DriftingModel",
     "Markov",
     "MaxCalibrationError",
     "Periodic",
@@ -15,4 +18,5 @@ __all__: list[str] = [
     "RegimeSwitch",
     "Replay",
     "Switch",
+    "TwoLevelModel",
 ]

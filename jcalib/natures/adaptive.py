@@ -102,7 +102,7 @@ class MaxCalibrationError(AbstractNature):
         g = self.gains(state, public)
         return (g[1] > g[0]).astype(jnp.int32)
 
-    def update(self, state: BiasState, x, forecast: Forecast, y) -> BiasState:
+    def update(self, state: BiasState, x, forecast: Forecast, y, key: PRNGKeyArray) -> BiasState:
         fdt = state.bias.dtype
         p = jnp.asarray(forecast.value, fdt)
         return BiasState(bias=state.bias.at[_bucket(p, self.n_bins)].add(p - jnp.asarray(y, fdt)))
@@ -160,5 +160,5 @@ class RandomMixture(AbstractNature):
         y_b = (v < jnp.asarray(self.rate, fdt)).astype(jnp.int32)
         return jnp.stack([y_c, y_m, y_b])[mode]
 
-    def update(self, state: BiasState, x, forecast: Forecast, y) -> BiasState:
-        return self._max_error.update(state, x, forecast, y)
+    def update(self, state: BiasState, x, forecast: Forecast, y, key: PRNGKeyArray) -> BiasState:
+        return self._max_error.update(state, x, forecast, y, key)

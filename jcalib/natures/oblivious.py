@@ -7,11 +7,13 @@ with the round's key, and returns int32 0/1 outcomes. Scalar settings are plain 
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+import equinox as eqx
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float, Int, PRNGKeyArray, UInt
+from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._validation import as_float_array, check_binary_labels, check_binary_probs, is_concrete
 from ..core.types import AbstractNature, Forecast
@@ -22,6 +24,7 @@ __all__ = [
     "Markov",
     "MarkovState",
     "Periodic",
+    "PeriodicState",
     "RegimeState",
     "RegimeSwitch",
     "Replay",
@@ -62,7 +65,7 @@ class _Clocked(AbstractNature):
     def init(self, key: PRNGKeyArray) -> RoundState:
         return RoundState(t=jnp.zeros((), jnp.int32))
 
-    def update(self, state: RoundState, x, forecast: Forecast, y) -> RoundState:
+    def update(self, state: RoundState, x, forecast: Forecast, y, key: PRNGKeyArray) -> RoundState:
         return RoundState(t=state.t + 1)
 
 
@@ -118,11 +121,27 @@ class Drifting(_Clocked):
         return _bernoulli(key, self.rate(state.t))
 
 
-class Periodic(_Clocked):
+class PeriodicState(NamedTuple):
+    """Round index and phase of :class:`Periodic`.
+
+    Attributes:
+        t: round index (int32).
+        r: $t \bmod$ period, kept incrementally (float), so the phase stays exact for any $t$.
+    """
+
+    t: Int[Array, ""]
+    r: Float[Array, ""]
+
+
+class Periodic(AbstractNature):
     r"""A sinusoidal Bernoulli rate:
 
-    $$q_t = \text{base} + \text{amplitude}\,\sin(2\pi t/\text{period}),\quad
+    $$q_t = \text{base} + \text{amplitude}\,\sin(2\pi (t \bmod \text{period})/\text{period}),\quad
     y_t \sim \mathrm{Bernoulli}(q_t).$$
+
+    The residue $t \bmod$ period is carried in the state and advanced by one each round (the
+    subtraction of the period is exact), instead of computing $2\pi t/\text{period}$ from a
+    float $t$, which loses the phase in float32 for large $t$ (5·10⁻³ at $t = 10^7$).
 
     Attributes:
         base: mean rate in [0, 1].
@@ -145,15 +164,32 @@ class Periodic(_Clocked):
                     f"base ± amplitude must lie in [0, 1], got base={self.base!r}, amplitude={self.amplitude!r}"
                 )
 
-    def rate(self, t: Int[Array, ""]) -> Float[Array, ""]:
-        """$q_t$."""
+    def init(self, key: PRNGKeyArray) -> PeriodicState:
+        return PeriodicState(t=jnp.zeros((), jnp.int32), r=jnp.zeros((), _fdt()))
+
+    def rate_at(self, r: Float[Array, ""]) -> Float[Array, ""]:
+        """$q$ at residue $r = t \bmod$ period."""
         fdt = _fdt()
-        phase = 2 * jnp.pi * jnp.asarray(t, fdt) / jnp.asarray(self.period, fdt)
+        phase = 2 * jnp.pi * (jnp.asarray(r, fdt) / jnp.asarray(self.period, fdt))
         q = jnp.asarray(self.base, fdt) + jnp.asarray(self.amplitude, fdt) * jnp.sin(phase)
         return jnp.clip(q, 0.0, 1.0)  # only guards round-off at the extremes
 
-    def outcome(self, state: RoundState, x, public, key: PRNGKeyArray) -> Int[Array, ""]:
-        return _bernoulli(key, self.rate(state.t))
+    def rate(self, t: Int[Array, ""]) -> Float[Array, ""]:
+        """$q_t$ for a round index $t$ (reduced modulo the period in float64 on the host when
+        concrete; use :meth:`rate_at` with the state's residue inside a run)."""
+        if is_concrete(t) and is_concrete(jnp.asarray(self.period)):
+            import numpy as np
+
+            return self.rate_at(np.fmod(np.float64(t), np.float64(self.period)))
+        return self.rate_at(jnp.fmod(jnp.asarray(t, _fdt()), jnp.asarray(self.period, _fdt())))
+
+    def outcome(self, state: PeriodicState, x, public, key: PRNGKeyArray) -> Int[Array, ""]:
+        return _bernoulli(key, self.rate_at(state.r))
+
+    def update(self, state: PeriodicState, x, forecast: Forecast, y, key: PRNGKeyArray) -> PeriodicState:
+        P = jnp.asarray(self.period, state.r.dtype)
+        r = state.r + 1
+        return PeriodicState(state.t + 1, jnp.where(r >= P, r - P, r))
 
 
 class MarkovState(NamedTuple):
@@ -193,7 +229,7 @@ class Markov(AbstractNature):
         q = jnp.where(state.prev == 1, 1.0 - jnp.asarray(self.p10, fdt), jnp.asarray(self.p01, fdt))
         return _bernoulli(key, q)
 
-    def update(self, state: MarkovState, x, forecast: Forecast, y) -> MarkovState:
+    def update(self, state: MarkovState, x, forecast: Forecast, y, key: PRNGKeyArray) -> MarkovState:
         return MarkovState(prev=jnp.asarray(y, jnp.int32))
 
 
@@ -203,12 +239,10 @@ class RegimeState(NamedTuple):
     Attributes:
         t: round index (int32).
         regime: current regime (int32 index into ``rates``).
-        seed: uint32 seed of the regime chain, drawn at ``init`` (``update`` receives no key).
     """
 
     t: Int[Array, ""]
     regime: Int[Array, ""]
-    seed: UInt[Array, ""]
 
 
 class RegimeSwitch(AbstractNature):
@@ -238,34 +272,38 @@ class RegimeSwitch(AbstractNature):
         _check_scalar_prob(self.switch_prob, "switch_prob")
 
     def init(self, key: PRNGKeyArray) -> RegimeState:
-        bits = jax.random.bits(key, (2,), jnp.uint32)  # one draw: start regime and seed
-        regime = (bits[0] % self.rates.shape[0]).astype(jnp.int32)  # modulo bias < K / 2^32
-        return RegimeState(jnp.zeros((), jnp.int32), regime, bits[1])
+        regime = jax.random.randint(key, (), 0, self.rates.shape[0], jnp.int32)
+        return RegimeState(jnp.zeros((), jnp.int32), regime)
 
     def outcome(self, state: RegimeState, x, public, key: PRNGKeyArray) -> Int[Array, ""]:
         return _bernoulli(key, self.rates[state.regime])
 
-    def update(self, state: RegimeState, x, forecast: Forecast, y) -> RegimeState:
+    def update(self, state: RegimeState, x, forecast: Forecast, y, key: PRNGKeyArray) -> RegimeState:
         K = self.rates.shape[0]
-        u = jax.random.uniform(jax.random.fold_in(jax.random.key(state.seed), state.t), (), _fdt())
+        u = jax.random.uniform(key, (), _fdt())
         sp = jnp.asarray(self.switch_prob, _fdt())
         switch = (u < sp) & (K > 1)
         # given a switch, u/sp is uniform on [0, 1): shift by 1..K-1 to a uniform *other* regime
         frac = u / jnp.where(sp > 0, sp, 1.0)
         shift = 1 + jnp.minimum(jnp.floor(frac * (K - 1)), K - 2).astype(jnp.int32)
         regime = jnp.where(switch, (state.regime + shift) % K, state.regime)
-        return RegimeState(state.t + 1, regime, state.seed)
+        return RegimeState(state.t + 1, regime)
 
 
 class Replay(_Clocked):
-    r"""Replays a given 0/1 sequence: $y_t = y[t \bmod n]$.
+    r"""Replays recorded outcomes and, optionally, contexts: $y_t = y[t \bmod n]$, $x_t = x[t \bmod n]$.
 
     ``play`` cannot know the sequence's length, so rounds past the end **wrap around**
     (cyclic replay); ask for ``T <= len(y)`` rounds to replay it once. Replays swept together
     must have equal lengths (they are stacked); pad or cut sequences to a common length.
 
-    Attributes:
-        y: 0/1 outcomes, shape ``(n,)``, ``n >= 1`` (validated; stored as int32).
+    Args:
+        y: outcomes, shape ``(n,)``, ``n >= 1``: 0/1 values (stored as int32) when
+            ``outcomes="binary"``, finite reals (stored as floats) when ``outcomes="real"``.
+        x: optional side information revealed as each round's context *before* the forecast:
+            any pytree whose leaves have leading axis ``n`` (a model's forecasts ``q_t``, an
+            expert's forecast distributions, feature vectors). ``None``: no context.
+        outcomes: ``"binary"`` or ``"real"``.
 
     Example:
         >>> import jax, jcalib
@@ -274,13 +312,39 @@ class Replay(_Clocked):
         [1, 0, 0, 1, 0]
     """
 
-    y: Int[Array, " n"]
+    y: Array
+    x: Any
+    outcomes: str = eqx.field(static=True)
 
-    def __init__(self, y):
-        arr = check_binary_labels(y, "y")
+    def __init__(self, y, x=None, *, outcomes: str = "binary"):
+        if outcomes not in ("binary", "real"):
+            raise ValueError(f"outcomes must be 'binary' or 'real', got {outcomes!r}")
+        if outcomes == "binary":
+            arr = check_binary_labels(y, "y")
+        else:
+            arr = as_float_array(y, "y")
+            if is_concrete(arr) and not bool(jnp.all(jnp.isfinite(arr))):
+                raise ValueError("y contains NaN or infinite values")
         if arr.ndim != 1 or arr.shape[0] < 1:
             raise ValueError(f"y must be a non-empty 1-D sequence, got shape {tuple(arr.shape)}")
+        if x is not None:
+            x = jax.tree_util.tree_map(jnp.asarray, x)
+            for leaf in jax.tree_util.tree_leaves(x):
+                if leaf.ndim < 1 or leaf.shape[0] != arr.shape[0]:
+                    raise ValueError(
+                        f"every leaf of x needs the leading axis of y (length {arr.shape[0]}), got shape {tuple(leaf.shape)}"
+                    )
+                if jnp.issubdtype(leaf.dtype, jnp.floating) and is_concrete(leaf) and not bool(jnp.all(jnp.isfinite(leaf))):
+                    raise ValueError("x contains NaN or infinite values")
         self.y = arr
+        self.x = x
+        self.outcomes = outcomes
 
-    def outcome(self, state: RoundState, x, public, key: PRNGKeyArray) -> Int[Array, ""]:
+    def context(self, state: RoundState, key: PRNGKeyArray):
+        if self.x is None:
+            return None
+        i = state.t % self.y.shape[0]
+        return jax.tree_util.tree_map(lambda a: a[i], self.x)
+
+    def outcome(self, state: RoundState, x, public, key: PRNGKeyArray) -> Array:
         return self.y[state.t % self.y.shape[0]]

@@ -14,7 +14,9 @@ per class, which dominates for short runs on a CPU.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
+
+import equinox as eqx
 
 import jax
 import jax.numpy as jnp
@@ -22,16 +24,31 @@ from jaxtyping import Array, Int, PRNGKeyArray
 
 from ..core.types import AbstractNature, Forecast
 
-__all__ = ["Switch"]
+__all__ = ["Switch", "SwitchState"]
+
+
+class SwitchState(NamedTuple):
+    """:class:`Switch`'s state.
+
+    Attributes:
+        index: the acting member (int32), checked against the number of members once, at init.
+        members: every member's state (a tuple).
+    """
+
+    index: Int[Array, ""]
+    members: tuple
 
 
 class Switch(AbstractNature):
     """Acts as ``natures[index]``; the state holds every member's state.
 
     Args:
-        natures: a tuple of natures (any classes; each unbatched).
+        natures: a tuple of natures (any classes; each unbatched). If any member reveals a
+            context, all must, with contexts of one structure and dtype.
         index: which one acts, an int in ``[0, len(natures))`` (an array field, so a sweep
-            can vmap over it).
+            can vmap over it). A concrete index is checked at construction; a traced one is
+            checked when the run starts (``eqx.error_if``: an out-of-range index raises instead
+            of being clipped).
 
     Every member sees the same keys; only the selected member's outcome is used, and only its
     state matters for the run.
@@ -58,22 +75,25 @@ class Switch(AbstractNature):
         natures = tuple(natures)
         return [cls(natures, jnp.asarray(i, jnp.int32)) for i in range(len(natures))]
 
-    def _index(self) -> Int[Array, ""]:
-        return jnp.clip(jnp.asarray(self.index, jnp.int32), 0, len(self.natures) - 1)
+    def init(self, key: PRNGKeyArray) -> SwitchState:
+        n = len(self.natures)
+        idx = jnp.asarray(self.index, jnp.int32)
+        idx = eqx.error_if(idx, (idx < 0) | (idx >= n), f"Switch index out of range [0, {n})")
+        return SwitchState(idx, tuple(m.init(key) for m in self.natures))
 
-    def init(self, key: PRNGKeyArray):
-        return tuple(n.init(key) for n in self.natures)
-
-    def context(self, state, key: PRNGKeyArray):
-        xs = [n.context(s, key) for n, s in zip(self.natures, state)]
+    def context(self, state: SwitchState, key: PRNGKeyArray):
+        xs = [n.context(s, key) for n, s in zip(self.natures, state.members)]
         if all(x is None for x in xs):
             return None
-        return jax.lax.switch(self._index(), [lambda x=x: x for x in xs])
+        if any(x is None for x in xs):
+            raise ValueError("either every member of a Switch reveals a context or none does")
+        return jax.lax.switch(state.index, [lambda x=x: x for x in xs])
 
-    def outcome(self, state, x, public, key: PRNGKeyArray):
-        branches = [lambda n=n, s=s: n.outcome(s, x, public, key) for n, s in zip(self.natures, state)]
-        return jax.lax.switch(self._index(), branches)
+    def outcome(self, state: SwitchState, x, public, key: PRNGKeyArray):
+        branches = [lambda n=n, s=s: n.outcome(s, x, public, key) for n, s in zip(self.natures, state.members)]
+        return jax.lax.switch(state.index, branches)
 
-    def update(self, state, x, forecast: Forecast, y):
+    def update(self, state: SwitchState, x, forecast: Forecast, y, key: PRNGKeyArray) -> SwitchState:
         # every member's state advances (states are independent); only the acting one matters
-        return tuple(n.update(s, x, forecast, y) for n, s in zip(self.natures, state))
+        members = tuple(n.update(s, x, forecast, y, key) for n, s in zip(self.natures, state.members))
+        return SwitchState(state.index, members)

@@ -69,7 +69,7 @@ def test_max_error_bookkeeping_is_the_ece_of_a_grid_forecaster(x64):
         fs, ns = carry
         fc = f.predict(fs, None, KEY)
         y = nat.outcome(ns, None, fc.public, KEY)
-        return (f.update(fs, None, fc, y), nat.update(ns, None, fc, y)), (fc.value, y)
+        return (f.update(fs, None, fc, y), nat.update(ns, None, fc, y, KEY)), (fc.value, y)
 
     (_, ns), (p, y) = jax.lax.scan(step, (f.init(KEY), nat.init(KEY)), jnp.arange(T))
     assert float(jnp.sum(jnp.abs(ns.bias))) == pytest.approx(ece(np.asarray(p), np.asarray(y)), abs=1e-9)
@@ -84,7 +84,7 @@ def test_max_error_sees_only_the_mixture_not_the_draw():
     y = nat.outcome(state, None, mix, KEY)
     # the update uses the realised value, whichever it was
     for v in (0.25, 0.5):
-        s = nat.update(state, None, Forecast(jnp.float32(v), mix), y)
+        s = nat.update(state, None, Forecast(jnp.float32(v), mix), y, KEY)
         assert float(s.bias[int(round(v * 4))]) == pytest.approx(v - float(y))
 
 
