@@ -23,7 +23,7 @@ import jax
 import numpy as np
 
 from jcalib import cli
-from jcalib.core import forecast_grid
+from jcalib.recorders import forecast_grid
 
 
 def main(argv=None):

@@ -29,7 +29,8 @@ from . import forecasters as F
 from . import metrics as M
 from . import natures as N
 from . import plots
-from .core import forecast_grid, sweep
+from .core import sweep
+from .recorders import forecast_grid
 
 __all__ = ["main", "distance_study", "default_forecasters", "default_natures", "write_report"]
 

@@ -120,3 +120,46 @@ def test_replay_replays_and_wraps():
     np.testing.assert_array_equal(np.asarray(traj.y), np.resize(seq, 12))
     assert Replay([True, False]).y.tolist() == [1, 0]
     assert Replay(np.array([1.0, 0.0])).y.tolist() == [1, 0]
+
+
+def test_periodic_keeps_its_phase_at_large_t():
+    """The residue t mod period is carried exactly: at t = 10^7 the float32 run's rate equals
+    the float64 formula (computing 2πt/period from a float32 t was off by 5e-3 here)."""
+    from jcalib.natures.oblivious import PeriodicState
+
+    nat = Periodic(0.5, 0.4, 7.0)
+    t = 10_000_000
+    r = jnp.float32(np.fmod(t, 7.0))
+    want = 0.5 + 0.4 * np.sin(2 * np.pi * np.fmod(t, 7.0) / 7.0)
+    np.testing.assert_allclose(float(nat.rate_at(r)), want, atol=1e-6)
+    # the incremental residue: advancing a state 10^5 rounds by update() stays exact for an
+    # integer period
+    def step(s, _):
+        return nat.update(s, None, None, None, None), None
+
+    s, _ = jax.lax.scan(step, PeriodicState(jnp.int32(t - 100_000), jnp.float32(np.fmod(t - 100_000, 7.0))), None, length=100_000)
+    assert int(s.t) == t and float(s.r) == float(np.fmod(t, 7.0))
+
+
+def test_replay_with_contexts_and_real_outcomes():
+    y = np.array([0.5, -1.0, 2.0])
+    x = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    traj = jcalib.play(jcalib.forecasters.Constant(0.5), Replay(y, x, outcomes="real"), 4, jax.random.key(0))
+    np.testing.assert_allclose(traj.y, [0.5, -1.0, 2.0, 0.5])
+    np.testing.assert_allclose(traj.x, x[[0, 1, 2, 0]])
+    assert jnp.issubdtype(traj.y.dtype, jnp.floating)
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: Replay([0, 1, 1], np.ones(2)), "leading axis"),
+        (lambda: Replay([0, 1], np.array([0.1, np.nan])), "NaN"),
+        (lambda: Replay([0.5, np.inf], outcomes="real"), "NaN"),
+        (lambda: Replay([0, 1], outcomes="counts"), "outcomes"),
+        (lambda: Replay([0.5, 1.0]), "0 or 1"),
+    ],
+)
+def test_replay_bad_input_raises(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()

@@ -54,3 +54,34 @@ def test_bad_members_raise(bad):
 def test_index_out_of_range_raises():
     with pytest.raises(ValueError, match="index"):
         Switch(MEMBERS, 3)
+
+
+def test_traced_out_of_range_index_raises():
+    """A traced index is checked once when the run starts (eqx.error_if), not clipped."""
+    f = AlmostOneStepAhead(n_bins=8)
+
+    def run(i):
+        return jcalib.play(f, Switch(MEMBERS, i), 10, jax.random.key(0)).y
+
+    np.testing.assert_array_equal(jax.jit(run)(np.int32(1)), jcalib.play(f, MEMBERS[1], 10, jax.random.key(0)).y)
+    with pytest.raises(Exception, match="out of range"):
+        jax.block_until_ready(jax.jit(run)(np.int32(len(MEMBERS))))
+
+
+def test_switch_over_natures_with_contexts():
+    from jcalib.forecasters import Partitioned, RunningFrequency, UniformCells
+    from jcalib.natures import DistortedModel, TwoLevelModel
+
+    members = (TwoLevelModel(), DistortedModel(2.0))
+    f = Partitioned(RunningFrequency(), 4, UniformCells(4))
+    key = jax.random.key(1)
+    together = jcalib.sweep(f, Switch.all_of(members), 30, key, n_seeds=2)
+    for i, m in enumerate(members):
+        alone = jcalib.sweep(f, m, 30, key, n_seeds=2)
+        np.testing.assert_array_equal(together.x[i], alone.x[0])
+        np.testing.assert_array_equal(together.y[i], alone.y[0])
+
+
+def test_contexts_from_some_members_only_raise():
+    with pytest.raises(ValueError, match="every member"):
+        jcalib.play(AlmostOneStepAhead(n_bins=4), Switch((Bernoulli(0.3), jcalib.natures.TwoLevelModel()), 0), 5, jax.random.key(0))

@@ -1,0 +1,59 @@
+"""Partitioned: each cell's rounds see exactly the inner forecaster run on that cell alone."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jcalib
+from jcalib.forecasters import AlmostOneStepAhead, Partitioned, RunningFrequency, UniformCells
+from jcalib.natures import DistortedModel, Replay
+
+KEY = jax.random.key(0)
+
+
+def test_each_cell_plays_the_inner_forecaster_on_its_own_rounds():
+    rng = np.random.default_rng(0)
+    T, n = 300, 3
+    q = rng.random(T)
+    y = rng.integers(0, 2, T)
+    inner = AlmostOneStepAhead(n_bins=6)
+    traj = jcalib.play(Partitioned(inner, n, UniformCells(n)), Replay(y, q), T, KEY)
+    cells = np.minimum((q * n).astype(int), n - 1)
+    for c in range(n):
+        sel = cells == c
+        alone = jcalib.play(inner, Replay(y[sel]), int(sel.sum()), KEY)  # AOSA ignores keys
+        np.testing.assert_array_equal(np.asarray(traj.forecast)[sel], np.asarray(alone.forecast))
+        np.testing.assert_array_equal(np.asarray(traj.info)[sel], np.asarray(alone.info))
+
+
+def test_per_cell_running_frequency_recovers_the_truth():
+    """A running frequency per cell of q learns the calibrated map of a distorted model."""
+    nat = DistortedModel(3.0, 0.0)
+    f = Partitioned(RunningFrequency(), 10, UniformCells(10))
+    traj = jcalib.play(f, nat, 20_000, KEY)
+    x, p, y = (np.asarray(a)[-5000:] for a in (traj.x, traj.forecast, traj.y))
+    # per cell the forecast is the cell's frequency of ones so far: calibrated within cells
+    for c in range(10):
+        sel = np.minimum((x * 10).astype(int), 9) == c
+        if sel.sum() > 200:
+            assert abs(p[sel].mean() - y[sel].mean()) < 4 * np.sqrt(0.25 / sel.sum()) + 0.02  # 0.02: finite-sample lag
+
+
+def test_uniform_cells_edges():
+    cells = UniformCells(4)
+    np.testing.assert_array_equal(jax.vmap(cells)(jnp.array([0.0, 0.2499, 0.25, 0.99, 1.0])), [0, 0, 1, 3, 3])
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: Partitioned(RunningFrequency(), 0, UniformCells(2)), "n_cells"),
+        (lambda: Partitioned(RunningFrequency(), 2, 3), "callable"),
+        (lambda: Partitioned("inner", 2, UniformCells(2)), "AbstractForecaster"),
+        (lambda: UniformCells(0), "n_cells"),
+    ],
+)
+def test_bad_settings_raise(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
