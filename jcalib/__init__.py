@@ -6,7 +6,7 @@ recorder asks for (``jcalib.recorders``); calibration metrics (``jcalib.metrics`
 recalibration (``jcalib.recalibration``); data loaders (``jcalib.datasets``).
 """
 
-from . import core, datasets, forecasters, metrics, natures, recalibration, recorders
+from . import core, datasets, forecasters, metrics, natures, recalibration, recorders, scoring
 from .core import (
     AbstractForecaster,
     AbstractNature,
@@ -39,5 +39,6 @@ __all__ = [
     "play",
     "recalibration",
     "recorders",
+    "scoring",
     "sweep",
 ]
