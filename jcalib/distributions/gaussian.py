@@ -26,7 +26,7 @@ from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from .._validation import as_float_array
-from .base import AbstractDistribution, _check_static_int
+from .base import AbstractDistribution, _check_static_int, _jit
 from .piecewise import PiecewiseConstant, check_edges
 
 __all__ = ["Gaussian"]
@@ -91,10 +91,12 @@ class Gaussian(AbstractDistribution):
         y = self._y(y)
         return (y - jnp.broadcast_to(self.loc, y.shape)) / jnp.broadcast_to(self.scale, y.shape)
 
+    @_jit
     def cdf(self, y: ArrayLike) -> Float[Array, "..."]:
         r"""$\Phi((y - \mu)/\sigma)$."""
         return ndtr(self._z(y))
 
+    @_jit
     def quantile(self, alpha: ArrayLike) -> Float[Array, "..."]:
         r"""$\mu + \sigma\,\Phi^{-1}(\alpha)$: $-\infty$ at 0, $+\infty$ at 1, NaN outside $[0, 1]$."""
         alpha = self._y(alpha)
@@ -106,6 +108,7 @@ class Gaussian(AbstractDistribution):
     def variance(self) -> Float[Array, "..."]:
         return self.scale**2
 
+    @_jit(static_argnames=("k",))
     def moment(self, k: int) -> Float[Array, "..."]:
         r"""$\mathbb E[Y^k] = \sum_{j \text{ even} \le k} \binom{k}{j} \mu^{k-j}\sigma^j (j-1)!!$.
 
@@ -119,6 +122,7 @@ class Gaussian(AbstractDistribution):
             out = out + math.comb(k, j) * dfact * self.loc ** (k - j) * self.scale**j
         return out
 
+    @_jit(static_argnames=("fn", "n_points"))
     def expect(self, fn, n_points: int = 32) -> Float[Array, "..."]:
         r"""$\mathbb E[f(Y)] \approx \pi^{-1/2}\sum_j h_j f(\mu + \sqrt2\sigma x_j)$ (Gauss–Hermite).
 
@@ -137,6 +141,7 @@ class Gaussian(AbstractDistribution):
         out = jnp.asarray(fn(nodes)).astype(self.dtype)
         return out @ jnp.asarray(h / math.sqrt(math.pi), self.dtype)
 
+    @_jit
     def crps(self, y: ArrayLike) -> Float[Array, "..."]:
         r"""$\sigma\,[z(2\Phi(z) - 1) + 2\varphi(z) - 1/\sqrt\pi]$, $z = (y - \mu)/\sigma$."""
         z = self._z(y)
@@ -144,6 +149,7 @@ class Gaussian(AbstractDistribution):
         scale = jnp.broadcast_to(self.scale, z.shape)
         return scale * (z * (2 * ndtr(z) - 1) + 2 * pdf - 1 / math.sqrt(math.pi))
 
+    @_jit
     def log_prob(self, y: ArrayLike) -> Float[Array, "..."]:
         z = self._z(y)
         return -0.5 * z**2 - jnp.log(jnp.broadcast_to(self.scale, z.shape)) - _LOG_SQRT_2PI
@@ -151,7 +157,7 @@ class Gaussian(AbstractDistribution):
     def sample(self, key: PRNGKeyArray, shape: tuple[int, ...] = ()) -> Float[Array, "..."]:
         """Draws of shape ``shape + batch_shape`` (reparameterised: $\\mu + \\sigma\\varepsilon$)."""
         eps = jax.random.normal(key, tuple(shape) + self.batch_shape, self.dtype)
-        return self.loc + self.scale * eps
+        return jnp.broadcast_to(self.loc, eps.shape) + jnp.broadcast_to(self.scale, eps.shape) * eps
 
     def entropy(self) -> Float[Array, "..."]:
         r"""$\tfrac12 \log(2\pi e \sigma^2)$."""
@@ -175,6 +181,11 @@ class Gaussian(AbstractDistribution):
             ``batch_shape + (n,)``.
         """
         edges = check_edges(edges)
+        return PiecewiseConstant(self._binned(edges), edges)
+
+    @_jit(static_argnames=("edges",))
+    def _binned(self, edges: tuple[float, ...]) -> Float[Array, "... n"]:
+        """The masses of :meth:`to_piecewise` (``edges`` already checked, static)."""
         inner = np.asarray(edges[1:-1], np.float64)
         nd = len(self.batch_shape)
         e = jnp.asarray(inner, self.dtype).reshape((1,) * nd + inner.shape)
@@ -189,4 +200,4 @@ class Gaussian(AbstractDistribution):
         # in the tail that each form resolves)
         left_bins = jnp.concatenate([z, jnp.full_like(zero, jnp.inf)], axis=-1) <= 0
         p = jnp.where(left_bins, F[..., 1:] - F[..., :-1], S[..., :-1] - S[..., 1:])
-        return PiecewiseConstant(jnp.maximum(p, 0), edges)
+        return jnp.maximum(p, 0)

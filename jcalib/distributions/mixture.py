@@ -38,7 +38,7 @@ from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from .._validation import as_float_array
 from ..core.types import Mixture
-from .base import AbstractDistribution, _check_static_int
+from .base import AbstractDistribution, _check_static_int, _jit
 from .gaussian import Gaussian
 from .piecewise import PiecewiseConstant, probs_atol
 
@@ -116,13 +116,19 @@ class MixtureDistribution(AbstractDistribution):
     def batch_shape(self) -> tuple[int, ...]:
         return tuple(self.components.batch_shape[1:])
 
-    def _avg(self, vals: Array) -> Array:
-        """$\\sum_k w_k v_k$ over the leading axis."""
-        return jnp.tensordot(self.weights, vals, axes=1)
+    def _avg(self, vals: Array, axis: int = 0) -> Array:
+        """$\\sum_k w_k v_k$ over the component axis ``axis``."""
+        return jnp.tensordot(self.weights, jnp.moveaxis(vals, axis, 0), axes=1)
 
-    def _lead(self, y: Array) -> Array:
-        """``y`` with a leading axis of length 1, to broadcast against the components."""
-        return self._y(y)[None]
+    def _lead(self, y: ArrayLike) -> tuple[Array, int]:
+        """``y`` broadcast to ``E + batch_shape`` and given a component axis: ``E + (1,) + batch``.
+
+        The components (batch ``(k,) + batch_shape``) evaluated there give ``E + (k,) + batch``;
+        the returned int is the component axis, ``len(E)``.
+        """
+        y = self._y(y)
+        ax = y.ndim - len(self.batch_shape)
+        return jnp.expand_dims(y, ax), ax
 
     def to_piecewise(self, edges: Sequence[float] | None = None) -> PiecewiseConstant:
         r"""The mixture as one piecewise-constant density.
@@ -140,34 +146,43 @@ class MixtureDistribution(AbstractDistribution):
             raise ValueError("edges are needed to bin Gaussian components")
         return PiecewiseConstant(self._avg(c.to_piecewise(edges).probs), edges)
 
+    @_jit
     def cdf(self, y: ArrayLike) -> Float[Array, "..."]:
         r"""$\sum_k w_k F_k(y)$."""
-        return self._avg(self.components.cdf(self._lead(y)))
+        y, ax = self._lead(y)
+        return self._avg(self.components.cdf(y), ax)
 
+    @_jit
     def mean(self) -> Float[Array, "..."]:
         return self._avg(self.components.mean())
 
+    @_jit(static_argnames=("k",))
     def moment(self, k: int) -> Float[Array, "..."]:
         k = _check_static_int(k, "k")
         return self._avg(self.components.moment(k))
 
+    @_jit
     def variance(self) -> Float[Array, "..."]:
         r"""$\sum_k w_k(\sigma_k^2 + (\mu_k - \mu)^2)$ (law of total variance)."""
         mu_k = self.components.mean()
         return self._avg(self.components.variance() + (mu_k - self._avg(mu_k)[None]) ** 2)
 
+    @_jit(static_argnames=("fn", "n_points"))
     def expect(self, fn, n_points: int | None = None) -> Float[Array, "..."]:
         r"""$\sum_k w_k \mathbb E_k[f(Y)]$ with each component's quadrature (default points if ``None``)."""
         if n_points is None:
             return self._avg(self.components.expect(fn))
         return self._avg(self.components.expect(fn, n_points=n_points))
 
+    @_jit
     def log_prob(self, y: ArrayLike) -> Float[Array, "..."]:
         r"""$\log \sum_k w_k\, p_k(y)$ by log-sum-exp."""
-        lp = self.components.log_prob(self._lead(y))
-        w = self.weights.reshape((-1,) + (1,) * (lp.ndim - 1))
-        return jax.nn.logsumexp(lp, axis=0, b=jnp.broadcast_to(w, lp.shape))
+        y, ax = self._lead(y)
+        lp = self.components.log_prob(y)
+        w = self.weights.reshape((-1,) + (1,) * (lp.ndim - ax - 1))
+        return jax.nn.logsumexp(lp, axis=ax, b=jnp.broadcast_to(w, lp.shape))
 
+    @_jit
     def crps(self, y: ArrayLike) -> Float[Array, "..."]:
         r"""Closed form (module docstring): via :meth:`to_piecewise` or the Gaussian-mixture formula."""
         c = self.components
@@ -186,6 +201,7 @@ class MixtureDistribution(AbstractDistribution):
         e_xx = jnp.tensordot(self.weights, jnp.tensordot(self.weights, pair, axes=1), axes=1)
         return e_xy - 0.5 * jnp.broadcast_to(e_xx, e_xy.shape)
 
+    @_jit(static_argnames=("n_iter",))
     def quantile(self, alpha: ArrayLike, n_iter: int = 64) -> Float[Array, "..."]:
         r"""$\inf\{y : F(y) \ge \alpha\}$.
 
@@ -204,11 +220,12 @@ class MixtureDistribution(AbstractDistribution):
         if isinstance(self.components, PiecewiseConstant):
             return self.to_piecewise().quantile(alpha)
         n_iter = _check_static_int(n_iter, "n_iter", low=1)
-        alpha = self._y(alpha)
-        qk = self.components.quantile(alpha[None])  # (k, ...)
-        pos = (self.weights > 0).reshape((-1,) + (1,) * (qk.ndim - 1))
-        lo0 = jax.lax.stop_gradient(jnp.min(jnp.where(pos, qk, jnp.inf), axis=0))
-        hi0 = jax.lax.stop_gradient(jnp.max(jnp.where(pos, qk, -jnp.inf), axis=0))
+        alpha_k, ax = self._lead(alpha)
+        alpha = jnp.squeeze(alpha_k, ax)
+        qk = self.components.quantile(alpha_k)  # E + (k,) + batch
+        pos = jnp.broadcast_to((self.weights > 0).reshape((-1,) + (1,) * (qk.ndim - ax - 1)), qk.shape)
+        lo0 = jax.lax.stop_gradient(jnp.min(jnp.where(pos, qk, jnp.inf), axis=ax))
+        hi0 = jax.lax.stop_gradient(jnp.max(jnp.where(pos, qk, -jnp.inf), axis=ax))
         a = jax.lax.stop_gradient(alpha)
         fixed = jax.lax.stop_gradient(self)
 
