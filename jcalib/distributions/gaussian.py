@@ -103,9 +103,11 @@ class Gaussian(AbstractDistribution):
         return jnp.broadcast_to(self.loc, alpha.shape) + jnp.broadcast_to(self.scale, alpha.shape) * ndtri(alpha)
 
     def mean(self) -> Float[Array, "..."]:
+        r"""$\mu$."""
         return self.loc
 
     def variance(self) -> Float[Array, "..."]:
+        r"""$\sigma^2$."""
         return self.scale**2
 
     @_jit(static_argnames=("k",))
@@ -151,6 +153,7 @@ class Gaussian(AbstractDistribution):
 
     @_jit
     def log_prob(self, y: ArrayLike) -> Float[Array, "..."]:
+        r"""$-z^2/2 - \log\sigma - \log\sqrt{2\pi}$."""
         z = self._z(y)
         return -0.5 * z**2 - jnp.log(jnp.broadcast_to(self.scale, z.shape)) - _LOG_SQRT_2PI
 

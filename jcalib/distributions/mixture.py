@@ -154,10 +154,12 @@ class MixtureDistribution(AbstractDistribution):
 
     @_jit
     def mean(self) -> Float[Array, "..."]:
+        r"""$\sum_k w_k \mu_k$."""
         return self._avg(self.components.mean())
 
     @_jit(static_argnames=("k",))
     def moment(self, k: int) -> Float[Array, "..."]:
+        r"""$\sum_k w_k \mathbb E_k[Y^k]$ (``k`` a static Python int)."""
         k = _check_static_int(k, "k")
         return self._avg(self.components.moment(k))
 

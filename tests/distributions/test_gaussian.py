@@ -48,26 +48,19 @@ def test_expect_gauss_hermite(x64):
     np.testing.assert_allclose(g.expect(jnp.exp), np.exp(LOC + SCALE**2 / 2), rtol=1e-10)
 
 
-@pytest.mark.parametrize(
-    "fn",
-    [
-        lambda g: g.crps(0.3),
-        lambda g: g.cdf(0.3),
-        lambda g: g.moment(2),
-        lambda g: g.quantile(0.8),
-        lambda g: g.to_piecewise(uniform_edges(10, -1, 2)).crps(0.3),
-    ],
-)
-def test_gradients_match_finite_differences(fn, x64):
+def test_gradients_match_finite_differences(x64):
     @jax.jit
     def f(theta):
-        return fn(Gaussian(theta[0], jnp.exp(theta[1])))
+        g = Gaussian(theta[0], jnp.exp(theta[1]))
+        return jnp.stack(
+            [g.crps(0.3), g.cdf(0.3), g.moment(2), g.quantile(0.8), g.to_piecewise(uniform_edges(10, -1, 2)).crps(0.3)]
+        )
 
     theta = np.array([0.2, np.log(0.7)])
-    g = jax.grad(f)(jnp.asarray(theta))
+    jac = jax.jacrev(f)(jnp.asarray(theta))
     h = 1e-6
-    fd = [(f(jnp.asarray(theta + h * e)) - f(jnp.asarray(theta - h * e))) / (2 * h) for e in np.eye(2)]
-    np.testing.assert_allclose(g, fd, atol=1e-8)  # central differences, h = 1e-6, float64
+    fd = np.stack([(f(jnp.asarray(theta + h * e)) - f(jnp.asarray(theta - h * e))) / (2 * h) for e in np.eye(2)], 1)
+    np.testing.assert_allclose(jac, fd, atol=1e-8)  # central differences, h = 1e-6, float64
 
 
 def test_to_piecewise_folds_the_tails(x64):
