@@ -236,6 +236,22 @@ def test_grad_of_vmapped_crps_is_finite_and_batched():
     np.testing.assert_allclose(jnp.sum(g, axis=1), 0.0, atol=1e-6)
 
 
+def test_expect_with_a_traced_closure_under_jit_vmap_grad():
+    # ORCA's pattern: an integrand closing over traced values, differentiated through logits
+    edges = uniform_edges(50)
+
+    def loss(lg, c):
+        d = PiecewiseConstant.from_logits(lg, edges)
+        return d.expect(lambda y: jnp.maximum(y - c, 0.0)) + d.crps(c)
+
+    cs = jnp.asarray([0.1, 0.5, 0.9])
+    val = jax.jit(jax.vmap(loss))(jnp.zeros((3, 50)), cs)
+    # uniform density: E(Y - c)_+ = (1 - c)²/2 and CRPS = c² - c + 1/3
+    np.testing.assert_allclose(val, (1 - cs) ** 2 / 2 + cs**2 - cs + 1 / 3, rtol=1e-5)
+    g = jax.jit(jax.vmap(jax.grad(loss)))(jnp.zeros((3, 50)), cs)
+    assert g.shape == (3, 50) and bool(jnp.all(jnp.isfinite(g)))
+
+
 def test_core_mixture_of_densities_is_the_mixture_density():
     edges = uniform_edges(10)
     logits = jax.random.normal(jax.random.key(5), (3, 10))
