@@ -317,6 +317,8 @@ def test_bad_input():
         PiecewiseConstant.uniform(3).moment(-1)
     with pytest.raises(ValueError, match="y"):
         check_outcomes([0.1, np.nan])
+    with pytest.raises(ValueError, match="batch shape"):
+        PiecewiseConstant(jnp.full((4, 3), 1 / 3), e).cdf(jnp.zeros(5))
     # the sum tolerance: 1e-5 in float32 (a softmax's round-off passes, a real error does not)
     assert probs_atol(50, jnp.float32) == 1e-5
     PiecewiseConstant(jnp.asarray([0.5, 0.25, 0.25 + 5e-6]), e)
