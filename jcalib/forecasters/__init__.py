@@ -1,6 +1,7 @@
 """jcalib.forecasters: online forecasters of binary outcomes (pure state transitions)."""
 
 from .aosa import AlmostOneStepAhead, aosa_bins, aosa_bound, one_step_ahead
+from .approachability import ApproachabilityRecalibrator, halfspace_oracle, tradeoff_parameters
 from .defensive import DefensiveForecaster
 from .foster import FosterRandomized, foster_bins
 from .gupta_ramdas import GuptaRamdas
@@ -20,4 +21,7 @@ __all__: list[str] = [
     "aosa_bound",
     "foster_bins",
     "one_step_ahead",
+    "ApproachabilityRecalibrator",
+    "halfspace_oracle",
+    "tradeoff_parameters",
 ]
