@@ -5,6 +5,8 @@ from .approachability import ApproachabilityRecalibrator, halfspace_oracle, trad
 from .defensive import DefensiveForecaster
 from .foster import FosterRandomized, foster_bins
 from .gupta_ramdas import GuptaRamdas
+from .kuleshov_ermon import KuleshovErmon, SwapRegretCalibrated, kuleshov_ermon_for_horizon
+from .lee_mw import LeeMultiObjectiveMW, lee_weights
 from .partitioned import Partitioned, UniformCells
 from .trivial import Constant, RunningFrequency
 
@@ -24,4 +26,9 @@ __all__: list[str] = [
     "ApproachabilityRecalibrator",
     "halfspace_oracle",
     "tradeoff_parameters",
+    "LeeMultiObjectiveMW",
+    "lee_weights",
+    "KuleshovErmon",
+    "SwapRegretCalibrated",
+    "kuleshov_ermon_for_horizon",
 ]
