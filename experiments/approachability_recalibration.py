@@ -109,31 +109,31 @@ def part_c(Ts, seeds, target, out):
     for name, mk in (
         ("approachability", lambda T: ApproachabilityRecalibrator.for_horizon(T)),
         ("Kuleshov-Ermon", lambda T: kuleshov_ermon_for_horizon(T, min(12, max(2, math.ceil(T ** (1 / 3)))), n_squarings=30)),
-        ("Lee MW", lambda T: LeeMultiObjectiveMW.for_horizon(T)),
     ):
         cal, reg = [], []
         for T in tqdm(Ts, desc=f"(c) {name}"):
             f = mk(T)
-            c, r = measure(f, adversaries(grid_of(f)) + [], T, seeds, key=1)
-            c2, r2 = measure(f, models(), T, seeds, key=1)
-            cal.append(float(max(c.max(), c2.max())))
-            reg.append(float(max(r.max(), r2.max())))
+            c, r = measure(f, adversaries(grid_of(f)), T, seeds, key=1)
+            cal.append(float(c.max()))
+            reg.append(float(r.max()))
         first = next((T for T, r in zip(Ts, reg) if r <= target), None)
         res[name] = {"T": Ts, "calibration": cal, "regret": reg, "T_to_target": first}
     out["c"] = {"target_regret": target, "runs": res}
     return res
 
 
-def part_c_equal_calibration(T, seeds, betas, lee_bins, out):
-    """At one horizon: ours over beta vs Lee over m, in the (calibration, regret) plane."""
-    ours, lee = [], []
-    for beta in betas:
-        f = ApproachabilityRecalibrator.for_horizon(T, beta)
-        c, r = measure(f, adversaries(f.n_bins), T, seeds, key=2)
-        ours.append((float(c.max()), float(r.max())))
-    for m in lee_bins:
+def part_c_equal_calibration(T, seeds, lee_bins, out):
+    """At one horizon: ours over beta (from part (b)) vs Lee over m, in the (calibration, regret) plane."""
+    ours, betas = [], []
+    for row in out["ab"].values():
+        k = row["T"].index(T)
+        # the worst case over the two adversaries, as for Lee below
+        ours.append((float(np.nanmax(row["calibration"][k][:2])), float(np.nanmax(row["regret"][k][:2]))))
+        betas.append(row["beta"])
+    lee = []
+    for m in tqdm(lee_bins, desc="(c) Lee MW"):
         f = LeeMultiObjectiveMW.for_horizon(T, n_bins=m)
-        c, r = measure(f, adversaries(m), T, seeds, key=2)
+        c, r = measure(f, adversaries(m), T, seeds)
         lee.append((float(c.max()), float(r.max())))
     out["c_equal_cal"] = {"T": T, "ours": ours, "betas": betas, "lee": lee, "lee_bins": lee_bins}
     return ours, lee
@@ -312,18 +312,18 @@ def main(argv=None):
         betas = [1 / 3, 0.5]
         Tc = [100, 300, 1000, 3000]
         ms, B, Td, ke_max = [8, 32, 128], 32, 500, 16
-        eq_T, eq_betas, lee_bins = 3000, [1 / 3, 0.5], [8, 15]
+        eq_T, lee_bins = 10**4, [11, 22]
         passes = 1
     else:
         Ts = [10**k for k in range(3, args.max_log_T + 1)]
         betas = [1 / 3, 0.4, 0.45, 0.5]
         Tc = [100, 300, 1000, 3000, 10**4, 3 * 10**4]
         ms, B, Td, ke_max = [8, 32, 128, 512, 2048], 64, 2000, 32
-        eq_T, eq_betas, lee_bins = 10**5, [1 / 3, 0.4, 0.45, 0.5], [20, 47, 100]
+        eq_T, lee_bins = 10**5, [20, 47, 100]
         passes = 3
     part_ab(Ts, betas, args.seeds, out)
     part_c(Tc, args.seeds, args.target_regret, out)
-    part_c_equal_calibration(eq_T, args.seeds, eq_betas, lee_bins, out)
+    part_c_equal_calibration(eq_T, args.seeds, lee_bins, out)
     part_d(ms, B, Td, ke_max, 3, out)
     part_e(out, passes)
     out["wall_s"] = time.time() - t0
