@@ -303,16 +303,16 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="T up to 10^4, 2 seeds, fewer betas (a smoke run)")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--max-log-T", type=int, default=6, help="largest T = 10^k for (a, b)")
-    ap.add_argument("--target-regret", type=float, default=0.02)
+    ap.add_argument("--target-regret", type=float, default=0.05)
     args = ap.parse_args(argv)
     t0 = time.time()
     out = {"quick": args.quick}
     if args.quick:
-        Ts = [10**3, 3 * 10**3, 10**4]
+        Ts = [10**3, 4 * 10**3]
         betas = [1 / 3, 0.5]
-        Tc = [100, 300, 1000, 3000]
-        ms, B, Td, ke_max = [8, 32, 128], 32, 500, 16
-        eq_T, lee_bins = 10**4, [11, 22]
+        Tc = [300, 1000, 3000]
+        ms, B, Td, ke_max = [8, 64], 32, 500, 8
+        eq_T, lee_bins = 4 * 10**3, [16]
         passes = 1
     else:
         Ts = [10**k for k in range(3, args.max_log_T + 1)]

@@ -252,14 +252,14 @@ def test_tradeoff_beta_one_half_ci():
 @pytest.mark.parametrize("beta", [1 / 3, 0.4, 0.45, 0.5])
 def test_tradeoff_slopes_long(beta):
     """The reconstructed trade-off (SPEC §2) is an upper bound: slopes (calibration, regret) no
-    worse than (-(1-beta)/2, -beta) + 0.05. Measured against the adaptive adversaries the
-    regret slope is within 0.05 of -beta or steeper, and the calibration slope is about -beta,
-    steeper than -(1-beta)/2 for beta > 1/3: with the Brier score the oracle's regret term is
-    lambda eps^2/4, not lambda eps/2, so calibration follows eps (see the tutorial)."""
+    worse than (-(1-beta)/2, -beta) + 0.05. Measured against the adaptive adversaries (see the
+    tutorial) the regret slope is about -beta, but the calibration slope is steeper than
+    -(1-beta)/2 for beta > 1/3 (about -beta up to beta = 0.45, about -0.4 at beta = 1/2): the
+    adversaries do not reach the bound's Lambda * eps term, so "within 0.05 of -(1-beta)/2"
+    fails honestly and only the one-sided check is asserted."""
     c, r = _tradeoff_slopes(beta, [10**3, 10**4, 10**5, 10**6])
     assert c <= -(1 - beta) / 2 + 0.05, c
     assert r <= -beta + 0.05, r
-    assert abs(c + beta) <= 0.05, c  # what the adversaries actually reach: calibration ~ eps
 
 
 def test_l2_variant_slope_ci():
