@@ -203,7 +203,8 @@ def halfspace_oracle(theta, lam, q, m: int, scoring: AbstractScoringRule = Brier
 
     n_iter = max(m - 1, 0).bit_length()  # ceil(log2 m)
     init = (zero, jnp.int32(m), h0, hm, jnp.asarray(False), zero, jnp.int32(2))
-    lo, hi, hlo, hhi, found, jf, n = jax.lax.fori_loop(0, n_iter, body, init)
+    # unrolled (like AOSA's bisection): XLA fuses the probes, and vmapped batches never wait
+    lo, hi, hlo, hhi, found, jf, n = jax.lax.fori_loop(0, n_iter, body, init, unroll=True)
 
     # Mixing weight on p_lo: h(lo) > 0 >= h(hi) and hi = lo + 1 after the bisection.
     den = hlo - hhi
