@@ -52,7 +52,7 @@ def _lp_value(theta, lam, q, m, s, L):
 
 
 @pytest.mark.parametrize("rule", ["brier", "spherical"])
-@pytest.mark.parametrize("m", [1, 2, 3, 7, 16, 33, 100])
+@pytest.mark.parametrize("m", [1, 3, 16, 100])
 def test_oracle_validity_against_lp(rule, m, x64):
     rng = np.random.default_rng(m)
     scoring, s = RULES[rule]
@@ -104,8 +104,7 @@ def test_oracle_mixture_makes_payoff_independent_of_y(x64):
         np.testing.assert_allclose(pay[0], pay[1], atol=1e-12)
 
 
-@pytest.mark.parametrize("norm", ["l1", "l2"])
-@pytest.mark.parametrize("follow", [True, False])
+@pytest.mark.parametrize("norm, follow", [("l1", True), ("l2", False)])
 def test_parity_with_numpy_reference(norm, follow, x64):
     T = 400
     f = ApproachabilityRecalibrator(n_bins=9, step_size=0.3, Lambda=2.0, eps=0.08, norm=norm, follow_oracle=follow)
@@ -244,7 +243,7 @@ def _tradeoff_slopes(beta, Ts):
 def test_tradeoff_beta_one_half_ci():
     """beta = 1/2 (eps = T^-1/2, Lambda = T^1/4): regret at least as fast as T^-1/2 and
     calibration at least as fast as T^-1/4, up to 0.05 (CI-sized)."""
-    c, r = _tradeoff_slopes(0.5, [500, 2000, 8000])
+    c, r = _tradeoff_slopes(0.5, [1000, 8000])
     assert c <= -0.25 + 0.05 and r <= -0.5 + 0.05, (c, r)
 
 
@@ -264,8 +263,8 @@ def test_tradeoff_slopes_long(beta):
 
 def test_l2_variant_slope_ci():
     """l2 variant (eps = T^-1/2, Lambda = 1): the l2 norm of the calibration vector falls like
-    T^-1/2 (slope within 0.1 of -1/2 on three horizons; the long version has four)."""
-    Ts = [400, 1600, 6400]
+    T^-1/2 (slope within 0.1 of -1/2 on two horizons; the long version has four, within 0.05)."""
+    Ts = [1000, 8000]
     cal, _ = _rates(lambda T: ApproachabilityRecalibrator.for_horizon(T, norm="l2"), _adversaries, Ts, p=2, form="norm")
     assert abs(_slope(Ts, cal.max(axis=1)) + 0.5) <= 0.1, cal
 

@@ -54,7 +54,7 @@ def test_parity_with_numpy_reference(x64):
 def test_mw_guarantee_on_adaptive_and_oblivious_natures():
     """Both calibration (l1, grid, in expectation) and regret are at most
     ln d/(eta T) + eps/2 + eta C^2 (the MW potential argument with the oracle's value <= eps/2)."""
-    T = 3000
+    T = 2000
     f = LeeMultiObjectiveMW.for_horizon(T)
     m, eta, C = f.n_bins, f.learning_rate, 2.0
     natures = [RecalibrationAdversary(m, alpha=a) for a in (0.0, 0.5, 1.0)]
