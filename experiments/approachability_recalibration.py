@@ -15,7 +15,8 @@ Paper 001 has no experiments of its own; these test its theorems and its claims 
 
 Every run is a ``jcalib.sweep`` over natures × seeds recording the O(m)
 :class:`~jcalib.recorders.RecalibrationCounts` summary (no histories). Writes
-``results/approachability_recalibration.json`` and figures to ``docs/tutorials/img/``.
+``results/approachability_recalibration.json`` and figures to ``docs/tutorials/img/`` (with
+``--quick``: ``results/approachability_recalibration_quick.json`` and ``results/figures/``).
 
     python experiments/approachability_recalibration.py           # T up to 10^6
     python experiments/approachability_recalibration.py --quick   # T up to 10^4, 2 seeds
@@ -210,7 +211,9 @@ def figures(out, suffix=""):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    IMG.mkdir(parents=True, exist_ok=True)
+    # the docs show the full run's figures; a --quick run keeps its own under results/
+    img = IMG if not suffix else RESULTS / "figures"
+    img.mkdir(parents=True, exist_ok=True)
     paths = []
     # (a)
     ab = out["ab"]
@@ -231,7 +234,7 @@ def figures(out, suffix=""):
     axes[0].set_title(f"calibration: fitted slope {third['cal_slope']:.3f} (theory -1/3)")
     axes[1].set_title(f"regret: fitted slope {third['reg_slope']:.3f} (theory -1/3)")
     fig.tight_layout()
-    paths.append(IMG / f"approachability_rates{suffix}.png")
+    paths.append(img / f"approachability_rates{suffix}.png")
     fig.savefig(paths[-1], dpi=110)
     plt.close(fig)
     # (b)
@@ -245,7 +248,7 @@ def figures(out, suffix=""):
     ax.set_ylabel("regret exponent")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    paths.append(IMG / f"approachability_tradeoff{suffix}.png")
+    paths.append(img / f"approachability_tradeoff{suffix}.png")
     fig.savefig(paths[-1], dpi=110)
     plt.close(fig)
     # (c)
@@ -266,7 +269,7 @@ def figures(out, suffix=""):
     axes[1].set_title(f"T = {eq['T']}")
     axes[1].legend(fontsize=7)
     fig.tight_layout()
-    paths.append(IMG / f"approachability_baselines{suffix}.png")
+    paths.append(img / f"approachability_baselines{suffix}.png")
     fig.savefig(paths[-1], dpi=110)
     plt.close(fig)
     # (d)
@@ -280,7 +283,7 @@ def figures(out, suffix=""):
     ax.set_ylabel("microseconds per round (batched)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    paths.append(IMG / f"approachability_cost{suffix}.png")
+    paths.append(img / f"approachability_cost{suffix}.png")
     fig.savefig(paths[-1], dpi=110)
     plt.close(fig)
     # (e)
@@ -296,7 +299,7 @@ def figures(out, suffix=""):
     ax.set_title(f"digits stream, T = {e['T']}: binned ECE {e['model_ece_mean']:.3f} -> {e['recal_ece_mean']:.3f}", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    paths.append(IMG / f"approachability_reliability{suffix}.png")
+    paths.append(img / f"approachability_reliability{suffix}.png")
     fig.savefig(paths[-1], dpi=110)
     plt.close(fig)
     return paths

@@ -89,3 +89,9 @@ def test_bad_input():
         KuleshovErmon(0, 0.1)
     with pytest.raises(ValueError, match="learning_rate"):
         SwapRegretCalibrated(n_bins=3, learning_rate=-1.0)
+
+
+@pytest.mark.slow
+def test_cell_forecaster_conformance():
+    """The per-cell forecaster on its own (CI covers it inside KuleshovErmon above)."""
+    check_forecaster((SwapRegretCalibrated(3, 0.2), SwapRegretCalibrated(3, 0.5)), Bernoulli(0.4))
