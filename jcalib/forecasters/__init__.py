@@ -1,9 +1,12 @@
 """jcalib.forecasters: online forecasters of binary outcomes (pure state transitions)."""
 
 from .aosa import AlmostOneStepAhead, aosa_bins, aosa_bound, one_step_ahead
+from .approachability import ApproachabilityRecalibrator, halfspace_oracle, tradeoff_parameters
 from .defensive import DefensiveForecaster
 from .foster import FosterRandomized, foster_bins
 from .gupta_ramdas import GuptaRamdas
+from .kuleshov_ermon import KuleshovErmon, SwapRegretCalibrated, kuleshov_ermon_for_horizon
+from .lee_mw import LeeMultiObjectiveMW, lee_weights
 from .partitioned import Partitioned, UniformCells
 from .trivial import Constant, RunningFrequency
 
@@ -20,4 +23,12 @@ __all__: list[str] = [
     "aosa_bound",
     "foster_bins",
     "one_step_ahead",
+    "ApproachabilityRecalibrator",
+    "halfspace_oracle",
+    "tradeoff_parameters",
+    "LeeMultiObjectiveMW",
+    "lee_weights",
+    "KuleshovErmon",
+    "SwapRegretCalibrated",
+    "kuleshov_ermon_for_horizon",
 ]

@@ -7,6 +7,7 @@ from .decision import (
     decision_loss_gap,
 )
 from .binary import binned_ece, brier, ece, ece_from_counts, log_loss, lp_calibration_error
+from .online import average_regret, calibration_from_buckets, eps_calibration
 from .smooth import smooth_calibration_error, smooth_ece
 from .distance import (
     CalibratedWitness,
@@ -64,4 +65,7 @@ __all__: list[str] = [
     "subset_smooth_calibration_error",
     "two_action_decision_calibration_error",
     "weighted_calibration_error",
+    "average_regret",
+    "calibration_from_buckets",
+    "eps_calibration",
 ]

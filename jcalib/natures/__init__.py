@@ -3,6 +3,7 @@
 from .adaptive import Contrarian, MaxCalibrationError, RandomMixture
 from .contextual import DistortedModel, DriftingModel, TwoLevelModel
 from .oblivious import Bernoulli, Drifting, Markov, Periodic, RegimeSwitch, Replay
+from .recalibration import RecalibrationAdversary
 from .switch import Switch
 
 __all__: list[str] = [
@@ -19,4 +20,5 @@ __all__: list[str] = [
     "Replay",
     "Switch",
     "TwoLevelModel",
+    "RecalibrationAdversary",
 ]

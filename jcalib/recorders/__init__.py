@@ -6,6 +6,7 @@ the number of rounds. One module per family.
 
 from ..core.recorders import AbstractRecorder, History, Round, register_shorthand
 from .grid import GridCounts, GridSummary, forecast_grid, summary_from_trajectory
+from .buckets import RecalibrationCounts, RecalibrationSummary
 
 __all__: list[str] = [
     "AbstractRecorder",
@@ -16,4 +17,6 @@ __all__: list[str] = [
     "forecast_grid",
     "register_shorthand",
     "summary_from_trajectory",
+    "RecalibrationCounts",
+    "RecalibrationSummary",
 ]

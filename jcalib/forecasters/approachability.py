@@ -1,0 +1,429 @@
+r"""Online recalibration by Blackwell approachability (paper 001, Okoroafor–Kleinberg–Sun, Algorithm 1).
+
+Each round a model (the "oracle") announces $q_t \in [0, 1]$ — the forecaster's context ``x``;
+the forecaster publishes a mixed strategy $w_t$ over the grid $B_m = \{0, 1/m, \dots, 1\}$,
+draws $p_t \sim w_t$, then sees $y_t$. It must be calibrated on every sequence *and* lose
+little under a proper scoring rule $s$ against the model.
+
+**Game** (paper §3.1, eqs 8–12; SPEC §2). Vector payoff in $\mathbb R^{m+2}$:
+
+$$u_i(p_j, y) = \mathbb 1[j = i]\,(y - p_i),\ i = 0..m, \qquad
+u_{\mathrm{reg}}(p_j, y) = \frac{s(p_j, y) - s(q_t, y)}{L},$$
+
+the regret coordinate **divided by** the rule's Lipschitz constant $L$ (paper L152–154). The
+average payoff's calibration part is the grid-bucketed (ε, ℓ1) calibration vector and its last
+coordinate the average regret over $L$.
+
+**Halfspace oracle** (paper §3.3 and §5.2, eqs 21–22, 29–31; SPEC §2). For a normal
+$(\theta, \lambda)$, with $f(j)$ the payoff $\langle(\theta,\lambda), u(p_j, 0)\rangle$ and $g(j)$
+the payoff for $y = 1$,
+
+$$f(j) = -\theta_j p_j + \lambda\frac{s(p_j,0) - s(q,0)}{L},\quad
+g(j) = \theta_j (1-p_j) + \lambda\frac{s(p_j,1) - s(q,1)}{L},\quad h = g - f:$$
+
+play $0$ (or $1$) if $(f, g)$ there is in the third quadrant; otherwise bisect for $i$ with
+$h(i) > 0 \ge h(i+1)$ — stopping early at a probed $j$ in the third quadrant — and play $p_i$
+with probability $h(i+1)/(h(i+1) - h(i))$, else $p_{i+1}$: the mixed payoff is then the same
+for both outcomes. Worst payoff $\le (\varepsilon/2)\|\theta\|_\infty + \lambda\varepsilon^2/4$
+(Brier) and $\le (\varepsilon/2)(\|\theta\|_\infty + \lambda)$ for any rule, $\varepsilon = 1/m$
+(Lemma 8); at most $2 + \lceil\log_2 m\rceil$ evaluations of $(f, g)$ (Theorem 9 allows
+$4 + \lceil\log_2 m\rceil$).
+
+**Learning** (paper §3.3, eqs 16–24, §5.3; Abernethy–Bartlett–Hazan 2011). Online gradient
+ascent (Zinkevich) on the normals, on the *expected* payoff of the published mixture:
+
+$$(\theta, \lambda)_{t+1} = \Pi_K\big((\theta, \lambda)_t + \eta\, u(w_t, y_t)\big),\qquad
+K = \{\|\theta\|_* \le 1\} \times [0, \Lambda],$$
+
+with the ℓ∞ box for ℓ1 calibration (the projection is a clip of the two touched coordinates:
+O(1) per round) and the ℓ2 ball for the ℓ2 variant (a rescaling of the whole $\theta$: O(m) per
+round, a vector multiply, no search). $\eta = D/(G\sqrt T)$ with $D^2 = 4(m+1) + \Lambda^2$
+(ℓ∞) or $4 + \Lambda^2$ (ℓ2) and $G = \sqrt 2$. **Follow-the-oracle** (paper L245): while the
+running calibration error is already below ε, play the grid point nearest $q_t$.
+
+**Rates** (reconstructed in SPEC §2, checked by the tests): calibration $\le (\varepsilon/2)(1
++ \Lambda) + O(\sqrt{(1/\varepsilon + \Lambda^2)/T})$ and regret$/L$ $\le$ the same over
+$\Lambda$; $\varepsilon = T^{-\beta}$, $\Lambda = T^{(3\beta-1)/2}$ (:func:`tradeoff_parameters`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int, PRNGKeyArray
+
+from .._validation import check_positive_int
+from ..core.types import AbstractForecaster, Forecast, Mixture
+from ..scoring import AbstractScoringRule, Brier
+from .aosa import grid_points
+
+__all__ = [
+    "ApproachabilityRecalibrator",
+    "ApproachabilityState",
+    "OracleResult",
+    "halfspace_oracle",
+    "oracle_eval_bound",
+    "point_mass",
+    "tradeoff_parameters",
+]
+
+
+def _fdt():
+    return jnp.result_type(float)
+
+
+def tradeoff_parameters(T: int, beta: float) -> tuple[float, float]:
+    r"""The trade-off settings $\varepsilon = T^{-\beta}$, $\Lambda = T^{(3\beta - 1)/2}$ (SPEC §2, reconstructed).
+
+    They give regret $O(T^{-\beta})$ and calibration $O(T^{-(1-\beta)/2})$: from $(1/3, 1/3)$
+    at $\beta = 1/3$ ($\Lambda = 1$) to $(1/4, 1/2)$ at $\beta = 1/2$ in (calibration
+    exponent, regret exponent).
+
+    Args:
+        T: horizon (positive int).
+        beta: in $[1/3, 1/2]$.
+
+    Returns:
+        ``(eps, Lambda)`` as Python floats.
+
+    Example:
+        >>> eps, lam = tradeoff_parameters(1_000_000, 0.5)
+        >>> round(eps, 6), round(lam, 3)
+        (0.001, 31.623)
+    """
+    T = check_positive_int(T, "T")
+    b = float(beta)
+    if not math.isfinite(b) or b < 1 / 3 - 1e-12 or b > 0.5 + 1e-12:
+        raise ValueError(f"beta must lie in [1/3, 1/2], got {beta!r}")
+    return T ** (-b), T ** ((3 * b - 1) / 2)
+
+
+def oracle_eval_bound(m: int) -> int:
+    """Theorem 9's budget of $(f, g)$ evaluations per round: $4 + \\lceil \\log_2 m \\rceil$."""
+    m = check_positive_int(m, "m")
+    return 4 + max(m - 1, 0).bit_length()
+
+
+class OracleResult(NamedTuple):
+    """The halfspace oracle's answer.
+
+    Attributes:
+        mixture: the published strategy, ``Mixture(support=(p_i, p_{i+1}), probs=(w, 1-w))``.
+        index: $i$ (int32 in ``[0, m-1]``), the lower of the two adjacent grid points.
+        prob: $w$, the probability of $p_i$ (a point mass on $p_m$ is ``index = m-1, prob = 0``).
+        n_evals: evaluations of $(f, g)$ the search needed (int32), $\\le 2 + \\lceil\\log_2 m\\rceil$.
+    """
+
+    mixture: Mixture
+    index: Int[Array, ""]
+    prob: Float[Array, ""]
+    n_evals: Int[Array, ""]
+
+
+def point_mass(j, m: int):
+    """``(index, prob)`` of the point mass on grid point ``j`` in the two-point representation."""
+    j = jnp.asarray(j, jnp.int32)
+    i = jnp.minimum(j, m - 1)
+    return i, jnp.where(j <= m - 1, 1.0, 0.0).astype(_fdt())
+
+
+def _mixture(i, w, m: int) -> Mixture:
+    support = grid_points(m)[jnp.stack([i, i + 1])]
+    return Mixture(support=support, probs=jnp.stack([w, 1.0 - w]))
+
+
+def halfspace_oracle(theta, lam, q, m: int, scoring: AbstractScoringRule = Brier()) -> OracleResult:
+    r"""Paper 001's halfspace oracle (§5.2, eqs 29–31): a mixed strategy on two adjacent grid points.
+
+    Finds $w$ over $B_m$ with $\max_{y\in\{0,1\}} \langle(\theta, \lambda), u(w, y)\rangle \le
+    (\varepsilon/2)\|\theta\|_\infty + \lambda\varepsilon^2/4$ (Brier; $(\varepsilon/2)(\|\theta\|_
+    \infty + \lambda)$ for any $L$-Lipschitz proper rule), $\varepsilon = 1/m$, by a bisection of
+    fixed length $\lceil\log_2 m\rceil$ (a ``fori_loop``; rounds that stop early are masked, so
+    a vmapped batch never waits) — never a scan over the grid. See the module docstring for
+    $f, g, h$.
+
+    Args:
+        theta: calibration normal, shape ``(m + 1,)``.
+        lam: regret weight $\lambda \ge 0$ (scalar).
+        q: the model's forecast in $[0, 1]$.
+        m: grid size (static).
+        scoring: the proper scoring rule (its ``lipschitz`` divides the regret coordinate).
+
+    Returns:
+        :class:`OracleResult`.
+
+    Example:
+        >>> res = halfspace_oracle(jnp.zeros(11), 1.0, 0.33, 10)
+        >>> [round(float(v), 2) for v in res.mixture.support], int(res.n_evals) <= 6
+        ([0.3, 0.4], True)
+    """
+    m = check_positive_int(m, "m")
+    fdt = _fdt()
+    theta = jnp.asarray(theta).astype(fdt)
+    lam_l = jnp.asarray(lam).astype(fdt) / jnp.asarray(scoring.lipschitz, fdt)
+    q = jnp.asarray(q).astype(fdt)
+    zero, one = jnp.int32(0), jnp.int32(1)
+    s0q, s1q = scoring(q, zero), scoring(q, one)
+    grid = grid_points(m)
+
+    def fg(j):
+        p, th = grid[j], theta[j]
+        f = -th * p + lam_l * (scoring(p, zero) - s0q)
+        g = th * (1 - p) + lam_l * (scoring(p, one) - s1q)
+        return f, g
+
+    f0, g0 = fg(jnp.int32(0))
+    fm, gm = fg(jnp.int32(m))
+    third0 = (f0 <= 0) & (g0 <= 0)
+    thirdm = (fm <= 0) & (gm <= 0)
+    h0, hm = g0 - f0, gm - fm
+
+    def body(_, c):
+        lo, hi, hlo, hhi, found, jf, n = c
+        active = (hi - lo > 1) & ~found
+        mid = (lo + hi) // 2
+        fmid, gmid = fg(mid)
+        hmid = gmid - fmid
+        third = active & (fmid <= 0) & (gmid <= 0)
+        right = active & ~third & (hmid > 0)  # h(mid) > 0: the sign change is right of mid
+        left = active & ~third & ~(hmid > 0)
+        return (
+            jnp.where(right, mid, lo),
+            jnp.where(left, mid, hi),
+            jnp.where(right, hmid, hlo),
+            jnp.where(left, hmid, hhi),
+            found | third,
+            jnp.where(third, mid, jf),
+            n + active.astype(jnp.int32),
+        )
+
+    n_iter = max(m - 1, 0).bit_length()  # ceil(log2 m)
+    init = (zero, jnp.int32(m), h0, hm, jnp.asarray(False), zero, jnp.int32(2))
+    # unrolled (like AOSA's bisection): XLA fuses the probes, and vmapped batches never wait
+    lo, hi, hlo, hhi, found, jf, n = jax.lax.fori_loop(0, n_iter, body, init, unroll=True)
+
+    # Mixing weight on p_lo: h(lo) > 0 >= h(hi) and hi = lo + 1 after the bisection.
+    den = hlo - hhi
+    w_mix = jnp.clip(jnp.where(den > 0, -hhi / jnp.where(den > 0, den, 1.0), 1.0), 0.0, 1.0)
+    # The cases in the SPEC's order. h(0) <= 0 and h(m) >= 0 cannot happen in exact arithmetic
+    # once the third-quadrant tests fail (f(0) <= 0 and g(m) <= 0 always); they guard round-off.
+    i0, w0 = point_mass(0, m)
+    im, wm = point_mass(m, m)
+    ij, wj = point_mass(jf, m)
+    ends = third0 | thirdm | (h0 <= 0) | (hm >= 0)
+    take0 = third0 | (~thirdm & (h0 <= 0))
+    i = jnp.where(ends, jnp.where(take0, i0, im), jnp.where(found, ij, jnp.minimum(lo, m - 1)))
+    w = jnp.where(ends, jnp.where(take0, w0, wm), jnp.where(found, wj, w_mix)).astype(fdt)
+    n_evals = jnp.where(ends, jnp.int32(2), n)
+    return OracleResult(_mixture(i, w, m), i, w, n_evals)
+
+
+class ApproachabilityState(NamedTuple):
+    """The recalibrator's state (O(m) memory).
+
+    Attributes:
+        theta: calibration normal $\\theta$, ``(m + 1,)``, in the dual ball.
+        lam: regret weight $\\lambda \\in [0, \\Lambda]$.
+        cal: running sums of the expected calibration payoffs
+            $U_i = \\sum_s w_s(p_i)(y_s - p_i)$, ``(m + 1,)`` (unnormalised).
+        cal_norm: $\\|U\\|_1$ (ℓ1) or $\\|U\\|_2^2$ (ℓ2), kept incrementally (O(1) per round) for
+            the follow-the-oracle rule.
+        reg: $\\sum_s u_{\\mathrm{reg}}(w_s, y_s)$, the expected regret over $L$ (unnormalised).
+        t: rounds played (int32).
+    """
+
+    theta: Float[Array, " m+1"]
+    lam: Float[Array, ""]
+    cal: Float[Array, " m+1"]
+    cal_norm: Float[Array, ""]
+    reg: Float[Array, ""]
+    t: Int[Array, ""]
+
+
+def check_context_prob(q, name: str = "q"):
+    """``q`` as a float scalar, with a runtime error (``eqx.error_if``) if it is NaN or outside [0, 1]."""
+    q = jnp.asarray(q)
+    if not jnp.issubdtype(q.dtype, jnp.floating):
+        q = q.astype(_fdt())
+    q = q.astype(_fdt())
+    bad = jnp.isnan(q) | (q < 0) | (q > 1)
+    return eqx.error_if(q, bad, f"the model's forecast {name} must be a probability in [0, 1] (got NaN or a value outside)")
+
+
+class ApproachabilityRecalibrator(AbstractForecaster):
+    r"""Okoroafor–Kleinberg–Sun's approachability recalibrator (paper 001, Algorithm 1; Theorems 9, 11).
+
+    Context ``x`` = the model's forecast $q_t$. Each round: the halfspace oracle
+    (:func:`halfspace_oracle`) at the current normal $(\theta_t, \lambda_t)$ — or, by the
+    follow-the-oracle rule (paper L245), the point mass on the grid point nearest $q_t$ while the
+    running calibration error $\|U\|/t$ is below ``eps`` — publishes
+    ``Mixture((p_i, p_{i+1}), (w, 1 - w))``; ``Forecast.value`` is the draw. After $y_t$,
+    projected online gradient ascent on $(\theta, \lambda)$ with the mixture's expected payoff
+    $u(w_t, y_t)$ (paper §5.3: at most three non-zero coordinates, so the ℓ∞ step costs O(1)).
+
+    Use :meth:`for_horizon` to set $m$, $\Lambda$, $\eta$ from $T$ and the trade-off $\beta$.
+
+    Attributes:
+        n_bins: grid size $m$ (static).
+        step_size: OGD step $\eta$ (traced).
+        Lambda: bound $\Lambda$ on $\lambda$ (traced; reconstructed, SPEC §2).
+        eps: threshold of the follow-the-oracle rule (traced; ``None``: $1/m$).
+        norm: ``"l1"`` (ℓ∞ box for θ, ℓ1 calibration) or ``"l2"`` (ℓ2 ball, ℓ2 calibration).
+        scoring: a Lipschitz proper scoring rule from :mod:`jcalib.scoring` (default Brier).
+        follow_oracle: apply the paper's follow-the-oracle rule (static; default True).
+        allow_unbounded: accept a rule that is not Lipschitz (``LogScore``); the guarantees then
+            scale with its clipped constant $1/c$ (static; default False: refused).
+
+    Example:
+        >>> import jax, jcalib
+        >>> f = ApproachabilityRecalibrator.for_horizon(2000)
+        >>> traj = jcalib.play(f, jcalib.natures.TwoLevelModel(), 2000, jax.random.key(0))
+        >>> traj.forecast.shape
+        (2000,)
+
+    References:
+        P. Okoroafor, R. Kleinberg, W. Sun (2023), *Faster Recalibration of an Online
+        Predictor via Approachability*, Algorithm 1, Lemma 8, Theorems 9 and 11; J. Abernethy,
+        P. Bartlett, E. Hazan (2011), *Blackwell approachability and no-regret learning are
+        equivalent*, §5.2; M. Zinkevich (2003).
+    """
+
+    n_bins: int = eqx.field(static=True)
+    step_size: float
+    Lambda: float = 1.0
+    eps: float | None = None
+    norm: str = eqx.field(static=True, default="l1")
+    scoring: AbstractScoringRule = eqx.field(default_factory=Brier)
+    follow_oracle: bool = eqx.field(static=True, default=True)
+    allow_unbounded: bool = eqx.field(static=True, default=False)
+
+    def __check_init__(self):
+        check_positive_int(self.n_bins, "n_bins")
+        if self.norm not in ("l1", "l2"):
+            raise ValueError(f"norm must be 'l1' or 'l2', got {self.norm!r}")
+        if not isinstance(self.scoring, AbstractScoringRule):
+            raise ValueError(f"scoring must be a rule from jcalib.scoring, got {type(self.scoring).__name__}")
+        if not self.scoring.lipschitz_bounded and not self.allow_unbounded:
+            raise ValueError(
+                f"scoring={type(self.scoring).__name__} is not Lipschitz (log loss is unbounded near 0 and 1); "
+                "paper 001's guarantees need an L-Lipschitz rule (Brier, Spherical). Pass allow_unbounded=True "
+                "to use it anyway, with L = 1/clip."
+            )
+        for name in ("step_size", "Lambda") + (("eps",) if self.eps is not None else ()):
+            v = getattr(self, name)
+            if isinstance(v, (int, float)) and not (math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be positive and finite, got {v!r}")
+
+    @classmethod
+    def for_horizon(
+        cls,
+        T: int,
+        beta: float | None = None,
+        *,
+        norm: str = "l1",
+        scoring: AbstractScoringRule | None = None,
+        follow_oracle: bool = True,
+        allow_unbounded: bool = False,
+    ) -> "ApproachabilityRecalibrator":
+        r"""Settings for horizon $T$.
+
+        ℓ1 (default): $\varepsilon, \Lambda$ = :func:`tradeoff_parameters`$(T, \beta)$ with
+        $\beta = 1/3$ by default ($\varepsilon = T^{-1/3}$, $\Lambda = 1$); ℓ2: $\varepsilon =
+        T^{-1/2}$, $\Lambda = 1$ (SPEC §2; ``beta`` must be ``None``). Then $m = \lceil 1/\varepsilon
+        \rceil$ and $\eta = D/(\sqrt 2 \sqrt T)$.
+        """
+        T = check_positive_int(T, "T")
+        if norm == "l2":
+            if beta is not None:
+                raise ValueError("beta is for the l1 trade-off; the l2 variant uses eps = T^-1/2, Lambda = 1")
+            eps, lam = T ** -0.5, 1.0
+        else:
+            eps, lam = tradeoff_parameters(T, 1 / 3 if beta is None else beta)
+        m = max(1, math.ceil(1 / eps - 1e-9))
+        D = math.sqrt((4 * (m + 1) if norm == "l1" else 4) + lam**2)
+        return cls(
+            n_bins=m,
+            step_size=D / (math.sqrt(2) * math.sqrt(T)),
+            Lambda=lam,
+            eps=eps,
+            norm=norm,
+            scoring=Brier() if scoring is None else scoring,
+            follow_oracle=follow_oracle,
+            allow_unbounded=allow_unbounded,
+        )
+
+    @property
+    def value_grid(self) -> int:
+        """Forecasts lie on the grid {0, 1/m, …, 1}."""
+        return self.n_bins
+
+    def init(self, key: PRNGKeyArray) -> ApproachabilityState:
+        fdt = _fdt()
+        z = jnp.zeros((self.n_bins + 1,), fdt)
+        zero = jnp.zeros((), fdt)
+        return ApproachabilityState(z, zero, z, zero, zero, jnp.zeros((), jnp.int32))
+
+    def _eps(self, fdt):
+        return jnp.asarray(1.0 / self.n_bins if self.eps is None else self.eps).astype(fdt)
+
+    def choose(self, state: ApproachabilityState, q) -> tuple[Int[Array, ""], Float[Array, ""]]:
+        """``(index, prob)`` of this round's mixture (oracle or follow-the-oracle)."""
+        m = self.n_bins
+        fdt = _fdt()
+        res = halfspace_oracle(state.theta, state.lam, q, m, self.scoring)
+        if not self.follow_oracle:
+            return res.index, res.prob
+        err = state.cal_norm if self.norm == "l1" else jnp.sqrt(jnp.maximum(state.cal_norm, 0.0))
+        t = jnp.maximum(state.t, 1).astype(fdt)
+        follow = (state.t > 0) & (err / t < self._eps(fdt))
+        jf = jnp.clip(jnp.round(q * m), 0, m).astype(jnp.int32)
+        i_f, w_f = point_mass(jf, m)
+        return jnp.where(follow, i_f, res.index), jnp.where(follow, w_f, res.prob)
+
+    def predict(self, state: ApproachabilityState, x, key: PRNGKeyArray) -> Forecast:
+        q = check_context_prob(x)
+        i, w = self.choose(state, q)
+        mix = _mixture(i, w, self.n_bins)
+        value = jnp.where(jax.random.bernoulli(key, w), mix.support[0], mix.support[1])
+        return Forecast(value, mix)
+
+    def update(self, state: ApproachabilityState, x, forecast: Forecast, y) -> ApproachabilityState:
+        m = self.n_bins
+        fdt = state.theta.dtype
+        q = jnp.asarray(x).astype(fdt)
+        mix = forecast.public
+        # the lower support point's index (exact for m < 2^22, like AOSA's)
+        i = jnp.clip(jnp.round(mix.support[0] * m).astype(jnp.int32), 0, m - 1)
+        idx = jnp.stack([i, i + 1])
+        w = mix.probs.astype(fdt)
+        p = grid_points(m)[idx].astype(fdt)
+        yi = jnp.asarray(y, jnp.int32)
+        yf = yi.astype(fdt)
+        L = jnp.asarray(self.scoring.lipschitz, fdt)
+        u_cal = w * (yf - p)  # the two touched calibration coordinates
+        u_reg = (jnp.sum(w * self.scoring(p, yi).astype(fdt)) - self.scoring(q, yi).astype(fdt)) / L
+        eta = jnp.asarray(self.step_size).astype(fdt)
+        if self.norm == "l1":
+            # Π onto the ℓ∞ box: only the two touched coordinates can leave it
+            theta = state.theta.at[idx].set(jnp.clip(state.theta[idx] + eta * u_cal, -1.0, 1.0))
+            old, new = state.cal[idx], state.cal[idx] + u_cal
+            cal_norm = state.cal_norm + jnp.sum(jnp.abs(new) - jnp.abs(old))
+        else:
+            # Π onto the ℓ2 ball: a rescaling of all of θ (O(m), a vector multiply)
+            theta = state.theta.at[idx].add(eta * u_cal)
+            theta = theta / jnp.maximum(1.0, jnp.sqrt(jnp.sum(theta**2)))
+            old, new = state.cal[idx], state.cal[idx] + u_cal
+            cal_norm = state.cal_norm + jnp.sum(new**2 - old**2)
+        lam = jnp.clip(state.lam + eta * u_reg, 0.0, jnp.asarray(self.Lambda).astype(fdt))
+        return ApproachabilityState(
+            theta=theta,
+            lam=lam,
+            cal=state.cal.at[idx].set(new),
+            cal_norm=cal_norm,
+            reg=state.reg + u_reg,
+            t=state.t + 1,
+        )

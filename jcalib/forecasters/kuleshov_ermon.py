@@ -1,0 +1,181 @@
+r"""Kuleshov & Ermon (2017) online recalibration: a calibrated forecaster per cell of the model's forecast.
+
+The model's forecast $q_t$ falls in one of $N$ equal cells (cell $\lfloor qN\rfloor$, $q = 1$ in
+the last); each cell runs its own calibrated forecaster on the rounds that reach it
+(:class:`~jcalib.forecasters.Partitioned`), so the recalibrated forecasts are calibrated
+conditionally on the model's cell and, through internal regret, lose little against it
+(paper 001 §1.4; SPEC §2 baseline).
+
+The per-cell forecaster, :class:`SwapRegretCalibrated`, is exponentially weighted averaging
+with **internal (swap) regret** by the Blum–Mansour-style reduction of Cesa-Bianchi & Lugosi
+(2006, §4.4): actions are the grid points $\{0, 1/N, \dots, 1\}$ with Brier losses
+$\ell_t(j) = (j/N - y_t)^2$; each swap expert $i \to j$ ($i \ne j$, $N(N+1)$ of them) has
+cumulative regret $R_{ij} = \sum_s p_s(i)(\ell_s(j) - \ell_s(i))$ and weight
+$d_{ij} \propto e^{-\eta R_{ij}}$ (the common term $\sum_s\langle p_s, \ell_s\rangle$ cancels);
+the played distribution is the fixed point $p = \sum_{ij} d_{ij} P_{i\to j}\,p$, i.e. the
+stationary distribution of the chain $Q = I + c\,(D - \mathrm{diag}(D\mathbf 1))$ (any $c > 0$
+that keeps $Q$ stochastic; we take $c = 1/\max_i (D\mathbf 1)_i$). We compute it by a fixed number
+of power iterations done as repeated squaring, $Q^{2^k}$ (rows renormalised after each
+squaring): $O(N^3 k)$ per round, the cost the paper quotes as $O(N^3)$.
+
+Guarantee (EWA over $M = N(N+1)$ experts with losses in $[0, 1]$): internal regret
+$\max_{ij} R_{ij} \le \ln M/\eta + \eta T/8$ per cell; calibration follows from internal
+regret for the Brier score (Foster–Vohra). Kuleshov & Ermon's rates are worse in ε than paper
+001's (paper 001 L46): see the tutorial's comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int, PRNGKeyArray
+
+from .._validation import check_positive_int
+from ..core.types import AbstractForecaster, Forecast, Mixture
+from ..scoring import AbstractScoringRule, Brier
+from .aosa import grid_points
+from .partitioned import Partitioned, UniformCells
+
+__all__ = ["KuleshovErmon", "SwapRegretCalibrated", "SwapRegretState", "swap_stationary"]
+
+
+class SwapRegretState(NamedTuple):
+    """Cumulative swap regrets $R_{ij}$, ``(N+1, N+1)`` (zero diagonal), and the round count."""
+
+    regret: Float[Array, "n n"]
+    t: Int[Array, ""]
+
+
+def swap_stationary(regret, learning_rate, n_squarings: int = 40) -> Float[Array, " n"]:
+    r"""The distribution played for cumulative swap regrets ``regret`` (see the module docstring).
+
+    Args:
+        regret: $R$, shape ``(n, n)``.
+        learning_rate: $\eta$.
+        n_squarings: $k$: the chain is run for $2^k$ steps (static).
+
+    Returns:
+        The stationary distribution of $Q$, shape ``(n,)``.
+
+    Example:
+        >>> p = swap_stationary(jnp.zeros((3, 3)), 0.1)
+        >>> round(float(p.min()), 3), round(float(p.max()), 3)
+        (0.333, 0.333)
+    """
+    R = jnp.asarray(regret)
+    n = R.shape[0]
+    off = ~jnp.eye(n, dtype=bool)
+    logits = jnp.where(off, -jnp.asarray(learning_rate).astype(R.dtype) * R, -jnp.inf)
+    d = jax.nn.softmax(logits.ravel()).reshape(n, n)
+    rows = jnp.sum(d, axis=1)
+    c = 1.0 / jnp.max(rows)
+    Q = c * d + jnp.diag(1.0 - c * rows)
+
+    def square(_, P):
+        P = P @ P
+        return P / jnp.sum(P, axis=1, keepdims=True)
+
+    P = jax.lax.fori_loop(0, n_squarings, square, Q)
+    p = jnp.clip(jnp.mean(P, axis=0), 0.0, None)
+    return p / jnp.sum(p)
+
+
+class SwapRegretCalibrated(AbstractForecaster):
+    r"""EWA with internal (swap) regret on the grid $\{0, 1/N, \dots, 1\}$: a calibrated forecaster.
+
+    Publishes ``Mixture(grid, p)`` with $p$ = :func:`swap_stationary`; ``Forecast.value`` is
+    the draw. After $y_t$: $R_{ij} \mathrel{+}= p_t(i)\,(\ell_t(j) - \ell_t(i))$, $\ell_t(j) =
+    s(j/N, y_t)$. Ignores the context (use it inside :class:`Partitioned`, as
+    :class:`KuleshovErmon` does).
+
+    Attributes:
+        n_bins: $N$ (static; $N + 1$ actions).
+        learning_rate: $\eta$ (traced).
+        n_squarings: power iterations by squaring, $2^k$ chain steps (static).
+        scoring: the loss of the actions (default Brier, as Kuleshov & Ermon).
+
+    References:
+        N. Cesa-Bianchi, G. Lugosi (2006), *Prediction, Learning, and Games*, §4.4; A. Blum,
+        Y. Mansour (2007), *From external to internal regret*, JMLR.
+    """
+
+    n_bins: int = eqx.field(static=True)
+    learning_rate: float
+    n_squarings: int = eqx.field(static=True, default=40)
+    scoring: AbstractScoringRule = eqx.field(default_factory=Brier)
+
+    def __check_init__(self):
+        check_positive_int(self.n_bins, "n_bins")
+        check_positive_int(self.n_squarings, "n_squarings")
+        v = self.learning_rate
+        if isinstance(v, (int, float)) and not (math.isfinite(v) and v > 0):
+            raise ValueError(f"learning_rate must be positive and finite, got {v!r}")
+
+    @property
+    def value_grid(self) -> int:
+        return self.n_bins
+
+    def init(self, key: PRNGKeyArray) -> SwapRegretState:
+        n = self.n_bins + 1
+        return SwapRegretState(jnp.zeros((n, n), jnp.result_type(float)), jnp.zeros((), jnp.int32))
+
+    def predict(self, state: SwapRegretState, x, key: PRNGKeyArray) -> Forecast:
+        p = swap_stationary(state.regret, self.learning_rate, self.n_squarings)
+        mix = Mixture(support=grid_points(self.n_bins), probs=p)
+        return Forecast(mix.sample(key), mix)
+
+    def update(self, state: SwapRegretState, x, forecast: Forecast, y) -> SwapRegretState:
+        fdt = state.regret.dtype
+        p = forecast.public.probs.astype(fdt)
+        loss = self.scoring(grid_points(self.n_bins).astype(fdt), jnp.asarray(y, jnp.int32)).astype(fdt)
+        return SwapRegretState(state.regret + p[:, None] * (loss[None, :] - loss[:, None]), state.t + 1)
+
+
+def KuleshovErmon(
+    n_cells: int,
+    learning_rate: float,
+    *,
+    n_squarings: int = 40,
+    scoring: AbstractScoringRule | None = None,
+) -> Partitioned:
+    r"""Kuleshov & Ermon (2017): :class:`Partitioned` over $N$ uniform cells of $q_t$, each running
+    :class:`SwapRegretCalibrated` on the grid $\{0, 1/N, \dots, 1\}$.
+
+    A constructor (it returns the composed ``Partitioned`` module, so sweeps, conformance and
+    recorders treat it like any forecaster). :func:`kuleshov_ermon_for_horizon` picks the
+    settings from $T$.
+
+    Args:
+        n_cells: $N$: cells of the model's forecast and grid size of each cell's forecaster.
+        learning_rate: EWA's $\eta$.
+        n_squarings: power iterations by squaring.
+        scoring: the loss (default Brier).
+
+    Example:
+        >>> import jax, jcalib
+        >>> f = KuleshovErmon(5, 0.05)
+        >>> traj = jcalib.play(f, jcalib.natures.TwoLevelModel(), 500, jax.random.key(0))
+        >>> traj.forecast.shape
+        (500,)
+
+    References:
+        V. Kuleshov, S. Ermon (2017), *Estimating uncertainty online against an adversary*, AAAI.
+    """
+    n = check_positive_int(n_cells, "n_cells")
+    inner = SwapRegretCalibrated(n, learning_rate, n_squarings, Brier() if scoring is None else scoring)
+    return Partitioned(inner, n, UniformCells(n))
+
+
+def kuleshov_ermon_for_horizon(T: int, n_cells: int | None = None, **kw) -> Partitioned:
+    r"""$N = \lceil T^{1/3}\rceil$ by default and $\eta = \sqrt{2\ln(N+1)/T}$ (SPEC's $\sqrt{2\ln N/T}$
+    with $N + 1$ actions in place of $N$, so that $N = 1$ still learns)."""
+    T = check_positive_int(T, "T")
+    N = max(1, math.ceil(T ** (1 / 3) - 1e-9)) if n_cells is None else check_positive_int(n_cells, "n_cells")
+    return KuleshovErmon(N, math.sqrt(2 * math.log(N + 1) / T), **kw)
+
+
+__all__ += ["kuleshov_ermon_for_horizon"]

@@ -1,0 +1,97 @@
+"""Kuleshov–Ermon baseline: the per-cell swap-regret forecaster (stationary distribution, parity,
+internal-regret guarantee) and its composition with Partitioned."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conformance import check_forecaster
+from reference.recalibration import ke_cell_run, swap_distribution
+
+import jcalib
+from jcalib.forecasters import KuleshovErmon, Partitioned, SwapRegretCalibrated, kuleshov_ermon_for_horizon
+from jcalib.forecasters.kuleshov_ermon import swap_stationary
+from jcalib.natures import Bernoulli, RecalibrationAdversary, Replay, TwoLevelModel
+
+
+def test_stationary_distribution_matches_linear_solve(x64):
+    rng = np.random.default_rng(0)
+    solve = jax.jit(jax.vmap(lambda R: swap_stationary(R, 0.7)))
+    for n in (2, 4, 8):
+        Rs = rng.normal(0, 5, (10, n, n))
+        for R in Rs:
+            np.fill_diagonal(R, 0)
+        got = np.asarray(solve(jnp.asarray(Rs)))
+        for p, R in zip(got, Rs):
+            np.testing.assert_allclose(p, swap_distribution(R, 0.7), atol=1e-9)
+
+
+def test_cell_parity_with_numpy_reference(x64):
+    f = SwapRegretCalibrated(n_bins=4, learning_rate=0.3)
+    traj = jcalib.play(f, Bernoulli(0.3), 200, jax.random.key(1), record=jcalib.core.History(mixtures=True))
+    ref = ke_cell_run(np.asarray(traj.y), 4, 0.3)
+    np.testing.assert_allclose(np.asarray(traj.public.probs), ref, atol=1e-8)
+
+
+def test_partitioned_parity_with_per_cell_reference(x64):
+    """The composed forecaster equals one reference cell per model cell, each fed its own rounds."""
+    rng = np.random.default_rng(2)
+    q = rng.uniform(0, 1, 300)
+    y = (rng.uniform(0, 1, 300) < q**2).astype(np.int32)
+    f = KuleshovErmon(3, 0.3)
+    traj = jcalib.play(f, Replay(y, x=q), 300, jax.random.key(3), record=jcalib.core.History(mixtures=True))
+    cells = np.minimum((q * 3).astype(int), 2)
+    got = np.asarray(traj.public.probs)
+    for c in range(3):
+        rows = np.flatnonzero(cells == c)
+        np.testing.assert_allclose(got[rows], ke_cell_run(y[rows], 3, 0.3), atol=1e-8)
+
+
+def test_internal_regret_guarantee_against_adversary():
+    """EWA over the M = N(N+1) swap experts: max_ij (-R_ij) <= ln M / eta + eta T / 8 in every cell."""
+    T, N = 2000, 5
+    eta = math.sqrt(8 * math.log(N * (N + 1)) / T)
+    f = SwapRegretCalibrated(n_bins=N, learning_rate=eta)
+
+    def run(nature, key):
+        fs, ns = f.init(key), nature.init(key)
+
+        def body(c, k):
+            fs, ns = c
+            kx, kp, ky, ku = jax.random.split(k, 4)
+            x = nature.context(ns, kx)
+            fc = f.predict(fs, x, kp)
+            y = nature.outcome(ns, x, fc.public, ky)
+            return (f.update(fs, x, fc, y), nature.update(ns, x, fc, y, ku)), None
+
+        (fs, _), _ = jax.lax.scan(body, (fs, ns), jax.random.split(key, T))
+        return fs.regret
+
+    for alpha in (1.0, 0.0):
+        R = np.asarray(jax.jit(run)(RecalibrationAdversary(N, alpha=alpha), jax.random.key(4)))
+        bound = math.log(N * (N + 1)) / eta + eta * T / 8
+        assert (-R).max() <= bound
+        assert np.abs(R).max() > 1.0  # the adversary makes the regrets move
+
+
+def test_conformance():
+    f = kuleshov_ermon_for_horizon(1000, 4)
+    assert isinstance(f, Partitioned)
+    check_forecaster((f, KuleshovErmon(4, 0.5)), TwoLevelModel())
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="n_cells"):
+        KuleshovErmon(0, 0.1)
+    with pytest.raises(ValueError, match="learning_rate"):
+        SwapRegretCalibrated(n_bins=3, learning_rate=-1.0)
+
+
+@pytest.mark.slow
+def test_cell_forecaster_conformance():
+    """The per-cell forecaster on its own (CI covers it inside KuleshovErmon above)."""
+    check_forecaster((SwapRegretCalibrated(3, 0.2), SwapRegretCalibrated(3, 0.5)), Bernoulli(0.4))
