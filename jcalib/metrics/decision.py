@@ -44,6 +44,7 @@ from .._validation import (
     check_positive_int,
     check_simplex_probs,
 )
+from .._weights import normalised_weights
 
 __all__ = [
     "DecisionCalibrationResult",
@@ -124,13 +125,6 @@ class DecisionLossGapResult(NamedTuple):
 
 # --------------------------------------------------------------------------------------------
 # Pure building blocks (traced; no validation)
-
-
-def _normalised_weights(sample_weight, n, dtype):
-    if sample_weight is None:
-        return jnp.full((n,), 1.0 / n, dtype)
-    sw = sample_weight.astype(dtype)
-    return sw / jnp.sum(sw)
 
 
 def partition_weights(
@@ -326,7 +320,7 @@ def _dce_core(
 ):
     n, c = probs.shape
     residual = jax.nn.one_hot(labels, c, dtype=probs.dtype) - probs
-    weights = _normalised_weights(sample_weight, n, probs.dtype)
+    weights = normalised_weights(sample_weight, n, probs.dtype)
     k_max = max(actions)
     masks = jnp.arange(k_max)[None, :] < jnp.asarray(actions)[:, None]  # (J, K_max)
     keys = jax.random.split(key, len(actions))
@@ -432,7 +426,7 @@ def decision_calibration_error(
 @partial(jax.jit, static_argnames=("n_losses", "n_actions", "chunk"))
 def _loss_gap_core(key, probs, labels, true_probs, sample_weight, *, n_losses, n_actions, chunk):
     n, c = probs.shape
-    weights = _normalised_weights(sample_weight, n, probs.dtype)
+    weights = normalised_weights(sample_weight, n, probs.dtype)
     losses = jax.random.normal(key, (n_losses, n_actions, c), probs.dtype)
     onehot = jax.nn.one_hot(labels, c, dtype=probs.dtype)
     target = onehot if true_probs is None else true_probs.astype(probs.dtype)

@@ -49,6 +49,7 @@ import scipy.sparse
 from jax import lax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from .._kernels import kernel_matmul, multinomial_kernel
 from .._validation import (
     check_multiclass_inputs,
     as_float_array,
@@ -676,8 +677,6 @@ def low_degree_calibration_error(
     v, _, z, w = _inputs(probs, labels, sample_weight)
     tile = check_positive_int(tile, "tile")
     if method == "kernel":
-        from ..recalibration.kernel import kernel_matmul, multinomial_kernel  # lazy: avoids an import cycle
-
         wz = w[:, None] * z
         lam2 = jnp.sum(wz * kernel_matmul(multinomial_kernel(degree), v, v, wz, tile), axis=0)
         per = jnp.sqrt(jnp.maximum(lam2, 0.0))

@@ -18,7 +18,8 @@ from jcalib.recalibration import (
     decision_calibration_apply,
     decision_calibration_fit,
 )
-from jcalib.recalibration.decision import _project_simplex, decision_calibration_stage
+from jcalib._simplex import project_simplex
+from jcalib.recalibration.decision import decision_calibration_stage
 
 # Small, shared settings: tests reuse the same compiled search where shapes agree.
 FAST = dict(n_restarts=2, n_steps=60)
@@ -119,7 +120,7 @@ def test_projected_stage_is_the_simplex_projection_of_the_update(x64):
     v = jax.random.normal(jax.random.key(2), (500, 9), jnp.float64) * jnp.logspace(-3, 0, 500)[:, None]
     with jax.numpy_dtype_promotion("standard"):  # optax divides by an int index array
         want = jax.vmap(optax.projections.projection_simplex)(v)
-    np.testing.assert_allclose(np.asarray(_project_simplex(v)), np.asarray(want), atol=1e-14)
+    np.testing.assert_allclose(np.asarray(project_simplex(v)), np.asarray(want), atol=1e-14)
 
 
 def test_wrapper_equals_functional_core():
