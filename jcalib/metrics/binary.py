@@ -17,6 +17,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .._validation import (
@@ -117,6 +118,29 @@ def _bin_index_uniform(p, n_bins):
     return jnp.clip(jnp.floor(p * n_bins).astype(jnp.int32), 0, n_bins - 1)
 
 
+def _bucket_exact(p, k):
+    # floor(p·k) as in exact arithmetic: p·k within 4 ulps of an integer j is taken to be j
+    # (a forecast at an edge j/k belongs to the bucket that starts there); the last bucket is
+    # closed. Only points within round-off of an edge can move, so off-edge forecasts keep
+    # floor(p·k).
+    scaled = p * k
+    nearest = jnp.round(scaled)
+    tol = 4 * jnp.finfo(p.dtype).eps * jnp.maximum(1.0, scaled)
+    idx = jnp.where(jnp.abs(scaled - nearest) <= tol, nearest, jnp.floor(scaled))
+    return jnp.clip(idx.astype(jnp.int32), 0, k - 1)
+
+
+def _bucket_of_grid_point(p, k, m):
+    # Forecasts j/m: integer index j, then bucket floor(j·k/m) from an exact integer table
+    # (NumPy int64: no overflow, no float rounding), the last bucket closed.
+    scaled = p * m
+    j = jnp.round(scaled)
+    if is_concrete(scaled) and scaled.size and float(jnp.max(jnp.abs(scaled - j))) > 1e-3:
+        raise ValueError(f"probs must lie on the grid {{j/{m}}} (within 1e-3/{m}) when grid={m} is given")
+    table = np.minimum(np.arange(m + 1, dtype=np.int64) * k // m, k - 1).astype(np.int32)
+    return jnp.asarray(table)[jnp.clip(j.astype(jnp.int32), 0, m)]
+
+
 def _bin_index_quantile(p, w, n_bins):
     # Equal-mass bins by weighted rank: a forecast value v goes to bin
     # floor(n_bins * W(<v) / W), W(<v) = total weight of forecasts strictly below v.  Equal
@@ -206,6 +230,8 @@ def lp_calibration_error(
     epsilon: float,
     p: float = 1,
     sample_weight: Float[Array, " T"] | None = None,
+    *,
+    grid: int | None = None,
 ) -> Float[Array, ""]:
     r"""The $(\varepsilon, \ell_p)$-calibration rate of paper 001, Definition 1 (**normalised**).
 
@@ -223,15 +249,30 @@ def lp_calibration_error(
     calibrated forecaster still scores up to $\varepsilon/2$.
     Multiply by $T$ (for ``p=1``) for an unnormalised sum.
 
+    Bucket edges are compared exactly, not after float rounding: a forecast within float
+    round-off (4 ulps of $p/\varepsilon$) of an edge $k\varepsilon$ belongs to bucket $k$, as it
+    does in exact arithmetic. A plain ``floor(p / ε)`` in float32 would put, e.g., the grid
+    point $27/49$ into bucket 26 when $\varepsilon = 1/49$ (five of the points $j/1000$ when
+    $\varepsilon = 1/1000$). With ``grid=m`` the forecasts are declared to be grid points
+    $j/m$ (checked where concrete: within $10^{-3}/m$, the recorders' tolerance) and are
+    bucketed by their integer index, $k = \lfloor jK/m\rfloor$ with $K = 1/\varepsilon$, which is
+    exact whatever the float width.
+
     Args:
         probs: forecasts in $[0, 1]$, shape ``(T,)``.
         labels: outcomes in $\{0, 1\}$, shape ``(T,)``.
         epsilon: bucket width; $1/\varepsilon$ must be an integer (static).
         p: exponent $p \ge 1$ (static).
         sample_weight: optional non-negative weights (multiplicities), shape ``(T,)``.
+        grid: optional $m$: the forecasts are on the grid $\{j/m\}$ (e.g. AOSA's forecasts)
+            and are bucketed by the integer $j = \mathrm{round}(p\,m)$ (static).
 
     Returns:
         Scalar, normalised (a weighted average over rounds, then the $1/p$-th power).
+
+    Raises:
+        ValueError: bad ``epsilon``, ``p`` or ``grid``, invalid forecasts or labels, or (with
+            ``grid``) concrete forecasts off the grid.
 
     References:
         Okoroafor, Kleinberg, Sun (2024), *Faster Recalibration of an Online Predictor via
@@ -245,7 +286,10 @@ def lp_calibration_error(
     if not isinstance(p, (int, float)) or isinstance(p, bool) or not p >= 1:
         raise ValueError(f"p must be a number >= 1, got {p!r}")
     pr, y, w = _binary_inputs(probs, labels, sample_weight)
-    idx = _bin_index_uniform(pr, k)
+    if grid is None:
+        idx = _bucket_exact(pr, k)
+    else:
+        idx = _bucket_of_grid_point(pr, k, check_positive_int(grid, "grid"))
     nk = jax.ops.segment_sum(w, idx, num_segments=k)
     ones = jax.ops.segment_sum(w * y, idx, num_segments=k)
     mid = (jnp.arange(k, dtype=pr.dtype) + 0.5) / k
