@@ -17,6 +17,8 @@ the class has any, so a sweep really vmaps over hyperparameters):
 
 from __future__ import annotations
 
+import contextlib
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -28,6 +30,28 @@ from jcalib.core import Forecast, Mixture
 T = 16
 KEY = jax.random.key(42)
 SPACES = ("binary", "interval")
+
+
+class _Count:
+    n = 0
+
+
+@contextlib.contextmanager
+def count_compilations():
+    """Count XLA backend compilations inside the block (``with count_compilations() as c:
+    ...; c.n``): a jitted function called with new values of a traced argument compiles 0
+    programs, one with the value baked in as a static argument compiles one per value."""
+    count = _Count()
+
+    def listen(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            count.n += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield count
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
 
 
 def structure_and_dtypes(tree):

@@ -43,6 +43,7 @@ from tqdm.auto import tqdm
 
 from .._validation import (
     check_class_labels,
+    check_float_scalar,
     check_positive_int,
     check_same_length,
     check_simplex_probs,
@@ -121,12 +122,10 @@ def _solve_adjustment(cells, residual, weights, ridge):
     return jnp.linalg.lstsq(gram + lam * jnp.eye(k, dtype=gram.dtype), cw.T @ residual)[0]
 
 
+# learning_rate, scale and ridge are traced arguments (one compilation for all their values).
 @partial(
     jax.jit,
-    static_argnames=(
-        "n_actions", "n_restarts", "n_steps", "learning_rate", "scale", "hard", "squared",
-        "ridge", "project",
-    ),
+    static_argnames=("n_actions", "n_restarts", "n_steps", "hard", "squared", "project"),
 )
 def _stage(key, current, onehot, weights, *, n_actions, n_restarts, n_steps, learning_rate,
            scale, hard, squared, ridge, project):
@@ -146,13 +145,26 @@ def _stage(key, current, onehot, weights, *, n_actions, n_restarts, n_steps, lea
     return new, w, d, StageInfo(search.value[best], search.soft_value[best], l2)
 
 
+@partial(
+    jax.jit,
+    static_argnames=("n_actions", "n_restarts", "n_steps", "hard", "squared", "project"),
+)
+def _fit_stages(keys, probs, onehot, weights, **settings):
+    # All stages in one compiled scan (a scan outside jit would compile its body on every call).
+    def body(current, k):
+        new, w, d, info = _stage(k, current, onehot, weights, **settings)
+        return new, (w, d, info)
+
+    return jax.lax.scan(body, probs, keys)[1]
+
+
 @partial(jax.jit, static_argnames=("hard", "project"))
 def _next(w, d, current, *, hard, project):
     # One fitted stage on new predictions (the body of `_apply`'s scan).
     return _project(current + partition_weights(w, current, hard=hard) @ d, project)
 
 
-def _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective, ridge,
+def _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective,
                     projection="simplex"):
     check_positive_int(n_actions, "n_actions")
     check_positive_int(n_stages, "n_stages")
@@ -162,10 +174,18 @@ def _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objecti
         raise ValueError(f"partition must be 'soft' or 'hard', got {partition!r}")
     if objective not in ("squared", "norm"):
         raise ValueError(f"objective must be 'squared' or 'norm', got {objective!r}")
-    if not ridge >= 0:
-        raise ValueError(f"ridge must be >= 0, got {ridge!r}")
     if projection not in ("simplex", "none"):
         raise ValueError(f"projection must be 'simplex' or 'none', got {projection!r}")
+
+
+def _traced_settings(learning_rate, scale, ridge, dtype):
+    """The float settings as arrays of ``dtype`` (traced by ``_stage``: no recompilation per
+    value), checked where concrete."""
+    return dict(
+        learning_rate=check_float_scalar(learning_rate, "learning_rate", dtype, positive=True),
+        scale=check_float_scalar(scale, "scale", dtype, positive=True),
+        ridge=check_float_scalar(ridge, "ridge", dtype, non_negative=True),
+    )
 
 
 def decision_calibration_stage(
@@ -194,7 +214,7 @@ def decision_calibration_stage(
         simplex unless ``projection="none"``), the stage's witness
         ``(K, C)``, its adjustment ``(K, C)`` and :class:`StageInfo`.
     """
-    _check_settings(n_actions, 1, n_restarts, n_steps, partition, objective, ridge, projection)
+    _check_settings(n_actions, 1, n_restarts, n_steps, partition, objective, projection)
     current = jnp.asarray(probs)
     if current.ndim != 2 or not jnp.issubdtype(current.dtype, jnp.floating):
         raise ValueError(f"probs must be a float (n, C) array, got {current.dtype} {current.shape}")
@@ -204,9 +224,9 @@ def decision_calibration_stage(
     onehot = jax.nn.one_hot(labels, current.shape[1], dtype=current.dtype)
     return _stage(
         key, current, onehot, normalised_weights(sample_weight, n, current.dtype),
-        n_actions=n_actions, n_restarts=n_restarts, n_steps=n_steps,
-        learning_rate=float(learning_rate), scale=float(scale), hard=partition == "hard",
-        squared=objective == "squared", ridge=float(ridge), project=projection == "simplex",
+        n_actions=n_actions, n_restarts=n_restarts, n_steps=n_steps, hard=partition == "hard",
+        squared=objective == "squared", project=projection == "simplex",
+        **_traced_settings(learning_rate, scale, ridge, current.dtype),
     )
 
 
@@ -274,7 +294,7 @@ def decision_calibration_fit(
     References:
         Zhao, Kim, Sahoo, Ma, Ermon (2021), Algorithm 1, Theorem 2.2, Section 4.4.
     """
-    _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective, ridge, projection)
+    _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective, projection)
     probs = check_simplex_probs(probs)
     labels = check_class_labels(labels, probs.shape[1])
     n = check_same_length(probs=probs, labels=labels)
@@ -282,17 +302,12 @@ def decision_calibration_fit(
     onehot = jax.nn.one_hot(labels, probs.shape[1], dtype=probs.dtype)
     weights = normalised_weights(sample_weight, n, probs.dtype)
     hard, project = partition == "hard", projection == "simplex"
-    settings = dict(
-        n_actions=n_actions, n_restarts=n_restarts, n_steps=n_steps,
-        learning_rate=float(learning_rate), scale=float(scale), hard=hard,
-        squared=objective == "squared", ridge=float(ridge), project=project,
+    ws, ds, info = _fit_stages(
+        jax.random.split(key, n_stages), probs, onehot, weights,
+        n_actions=n_actions, n_restarts=n_restarts, n_steps=n_steps, hard=hard,
+        squared=objective == "squared", project=project,
+        **_traced_settings(learning_rate, scale, ridge, probs.dtype),
     )
-
-    def body(current, k):
-        new, w, d, info = _stage(k, current, onehot, weights, **settings)
-        return new, (w, d, info)
-
-    _, (ws, ds, info) = jax.lax.scan(body, probs, jax.random.split(key, n_stages))
     params = DecisionCalibrationParams(ws, ds, hard, project)
     return (params, info) if return_info else params
 
@@ -389,8 +404,8 @@ class DecisionCalibrator(Recalibrator):
         n_losses: int = 500,
         progress: bool = True,
     ):
-        _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective, ridge,
-                        projection)
+        _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective, projection)
+        _traced_settings(learning_rate, scale, ridge, jnp.result_type(float))
         self.n_actions = n_actions
         self.n_stages = n_stages
         self.n_restarts = n_restarts
@@ -461,9 +476,9 @@ class DecisionCalibrator(Recalibrator):
         weights = normalised_weights(None, probs.shape[0], probs.dtype)
         hard, project = self.partition == "hard", self.projection == "simplex"
         settings = dict(
-            n_actions=self.n_actions, n_restarts=self.n_restarts, n_steps=self.n_steps,
-            learning_rate=float(self.learning_rate), scale=float(self.scale), hard=hard,
-            squared=self.objective == "squared", ridge=float(self.ridge), project=project,
+            n_actions=self.n_actions, n_restarts=self.n_restarts, n_steps=self.n_steps, hard=hard,
+            squared=self.objective == "squared", project=project,
+            **_traced_settings(self.learning_rate, self.scale, self.ridge, probs.dtype),
         )
         history: dict[str, list[float]] = {
             "stage": [0], "witness_value": [np.nan], "witness_soft_value": [np.nan],
