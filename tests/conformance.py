@@ -4,7 +4,8 @@ Importable from any test file (``tests/`` is on ``sys.path``): each new forecast
 gets one parametrised test that calls :func:`check_forecaster` or :func:`check_nature`.
 
 What is checked, for a pair of modules of one class (differing in array-valued settings where
-the class has any, so a sweep really vmaps over hyperparameters):
+the class has any, so a sweep really vmaps over hyperparameters; a class whose settings are all
+static, such as a grid size, gets an identical pair that differs only in the key):
 
 - one compiled ``sweep`` over the pair and 3 seeds agrees with ``play`` of one member;
 - ``play`` under ``jax.jit`` traces once for new keys **and** once for new hyperparameter
