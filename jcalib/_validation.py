@@ -23,6 +23,7 @@ __all__ = [
     "check_same_length",
     "check_positive_int",
     "check_float_scalar",
+    "check_binary_inputs",
     "check_multiclass_inputs",
     "check_grid_counts",
 ]
@@ -174,6 +175,24 @@ def check_float_scalar(value, name: str, dtype, *, positive: bool = False, non_n
         if non_negative and not v >= 0:
             raise ValueError(f"{name} must be >= 0, got {value!r}")
     return arr.astype(dtype)
+
+
+def check_binary_inputs(probs, labels, sample_weight):
+    """Validate ``(probs, labels, sample_weight)``; return float ``p``, ``y``, ``w`` of one dtype."""
+    p = check_binary_probs(probs)
+    y = check_binary_labels(labels)
+    if p.ndim != 1 or y.ndim != 1:
+        raise ValueError(
+            f"probs and labels must be 1-D, got shapes {tuple(p.shape)} and {tuple(y.shape)}"
+        )
+    n = check_same_length(probs=p, labels=y)
+    if n == 0:
+        raise ValueError("probs and labels are empty; a calibration metric needs at least one round")
+    w = check_weights(sample_weight, n)
+    w = jnp.ones_like(p) if w is None else w.astype(p.dtype)
+    if is_concrete(w) and not bool(jnp.sum(w) > 0):
+        raise ValueError("sample_weight sums to zero; at least one round needs positive weight")
+    return p, y.astype(p.dtype), w
 
 
 def check_multiclass_inputs(probs, labels, sample_weight=None):

@@ -21,14 +21,12 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .._validation import (
+    check_binary_inputs,
     check_grid_counts,
-    check_binary_labels,
-    check_binary_probs,
     check_positive_int,
-    check_same_length,
-    check_weights,
     is_concrete,
 )
+from ._groups import group_sums
 
 __all__ = [
     "ece",
@@ -38,44 +36,6 @@ __all__ = [
     "log_loss",
     "ece_from_counts",
 ]
-
-
-def _binary_inputs(probs, labels, sample_weight):
-    """Validate ``(probs, labels, sample_weight)``; return float ``p``, ``y``, ``w`` of one dtype."""
-    p = check_binary_probs(probs)
-    y = check_binary_labels(labels)
-    if p.ndim != 1 or y.ndim != 1:
-        raise ValueError(
-            f"probs and labels must be 1-D, got shapes {tuple(p.shape)} and {tuple(y.shape)}"
-        )
-    n = check_same_length(probs=p, labels=y)
-    if n == 0:
-        raise ValueError("probs and labels are empty; a calibration metric needs at least one round")
-    w = check_weights(sample_weight, n)
-    w = jnp.ones_like(p) if w is None else w.astype(p.dtype)
-    if is_concrete(w) and not bool(jnp.sum(w) > 0):
-        raise ValueError("sample_weight sums to zero; at least one round needs positive weight")
-    return p, y.astype(p.dtype), w
-
-
-def _group_sums(v: Float[Array, " n"], *values: Float[Array, " n"]):
-    """Sums of ``values`` over groups of equal ``v`` (exact grouping, static output size n).
-
-    Returns the sorted values, a mask of the first element of each group, and for each of
-    ``values`` an array whose entry at a group's first position holds the group total (zero
-    elsewhere). Sort-based segment sums: jit-able, no dynamic shapes.
-    """
-    n = v.shape[0]
-    order = jnp.argsort(v)
-    vs = v[order]
-    first = jnp.concatenate([jnp.ones((1,), bool), vs[1:] != vs[:-1]])
-    seg = jnp.cumsum(first.astype(jnp.int32)) - 1  # group index of each sorted element
-    head = jnp.nonzero(first, size=n, fill_value=n)[0]  # position of each group's first element
-    out = []
-    for x in values:
-        tot = jax.ops.segment_sum(x[order], seg, num_segments=n)
-        out.append(jnp.zeros_like(x).at[head].set(tot, mode="drop"))
-    return vs, first, out
 
 
 def ece(
@@ -108,8 +68,8 @@ def ece(
         Arunachaleswaran, Collina, Roth, Shi (2024), *An Elementary Predictor Obtaining
         $2\sqrt{T}+1$ Distance to Calibration*, §2 (definition of ECE).
     """
-    p, y, w = _binary_inputs(probs, labels, sample_weight)
-    _, _, (bias,) = _group_sums(p, w * (p - y))
+    p, y, w = check_binary_inputs(probs, labels, sample_weight)
+    _, _, (bias,) = group_sums(p, w * (p - y))
     return jnp.sum(jnp.abs(bias))
 
 
@@ -209,7 +169,7 @@ def binned_ece(
         raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}")
     if not isinstance(p, (int, float)) or isinstance(p, bool) or not p >= 1:
         raise ValueError(f"p must be a number >= 1, got {p!r}")
-    pr, y, w = _binary_inputs(probs, labels, sample_weight)
+    pr, y, w = check_binary_inputs(probs, labels, sample_weight)
     if strategy == "uniform":
         idx = _bin_index_uniform(pr, n_bins)
     else:
@@ -285,7 +245,7 @@ def lp_calibration_error(
         raise ValueError(f"1/epsilon must be an integer (buckets of width epsilon tile [0, 1]); got epsilon={epsilon!r}")
     if not isinstance(p, (int, float)) or isinstance(p, bool) or not p >= 1:
         raise ValueError(f"p must be a number >= 1, got {p!r}")
-    pr, y, w = _binary_inputs(probs, labels, sample_weight)
+    pr, y, w = check_binary_inputs(probs, labels, sample_weight)
     if grid is None:
         idx = _bucket_exact(pr, k)
     else:
@@ -308,7 +268,7 @@ def brier(
     References:
         Brier (1950), *Verification of forecasts expressed in terms of probability*.
     """
-    p, y, w = _binary_inputs(probs, labels, sample_weight)
+    p, y, w = check_binary_inputs(probs, labels, sample_weight)
     return jnp.sum(w * (p - y) ** 2) / jnp.sum(w)
 
 
@@ -330,7 +290,7 @@ def log_loss(
         Good (1952), *Rational decisions*; Gneiting, Raftery (2007), *Strictly proper scoring
         rules, prediction, and estimation*.
     """
-    p, y, w = _binary_inputs(probs, labels, sample_weight)
+    p, y, w = check_binary_inputs(probs, labels, sample_weight)
     e = jnp.finfo(p.dtype).eps if eps is None else eps
     # departs from the unclipped definition: clip so the loss stays finite (see docstring)
     pc = jnp.clip(p, e, 1 - e)
