@@ -250,8 +250,9 @@ def decision_calibration_fit(
 ) -> DecisionCalibrationParams | tuple[DecisionCalibrationParams, StageInfo]:
     """Fit ``n_stages`` stages of decision recalibration (Algorithm 1 / soft version).
 
-    One ``lax.scan`` over stages, each running the vmapped multi-restart partition search
-    (itself a ``lax.scan`` of Adam steps): jit- and vmap-friendly (vmap over keys or datasets).
+    One jitted ``lax.scan`` over stages, each running the vmapped multi-restart partition search
+    (itself a ``lax.scan`` of Adam steps): jit- and vmap-friendly (vmap over keys, datasets or
+    the float settings).
 
     Args:
         key: PRNG key; stage t uses the t-th split for its random restarts.
@@ -265,6 +266,8 @@ def decision_calibration_fit(
         learning_rate: Adam learning rate of the search (reference 1e-2).
         scale: the search's w = scale · v reparametrisation (step in w = scale ×
             learning_rate); see :func:`jcalib.metrics.decision.partition_search`.
+            ``learning_rate``, ``scale`` and ``ridge`` are traced (floats or scalar arrays):
+            new values reuse the compiled fit, and a ``jax.vmap`` over them is one program.
         partition: ``"soft"`` (softmax cells; the paper's experiments and the reference
             code) or ``"hard"`` (argmax cells, Algorithm 1 as printed).
         objective: ``"squared"`` ascends Σ_a ‖E[(Y − P̂) b(a)]‖₂² (reference code) or
@@ -280,7 +283,8 @@ def decision_calibration_fit(
         ``return_info``).
 
     Raises:
-        ValueError: invalid probabilities/labels/weights or settings.
+        ValueError: invalid probabilities/labels/weights or settings (a concrete
+            ``learning_rate`` or ``scale`` that is not positive, a negative ``ridge``).
 
     Examples:
         >>> import jax, jax.numpy as jnp
