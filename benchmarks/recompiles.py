@@ -1,22 +1,65 @@
-"""Compilations of `play` for new values of float hyperparameters (after a first, compiling value).
+"""Compilations for new values of float hyperparameters (after a first, compiling value).
 
-Core v2 turns Python numbers in non-static fields into traced arrays, so the expected count is 0.
+1. ``play`` with new values of float settings of forecasters and natures (``Bernoulli(p)``,
+   ``Constant(p)``, a bandwidth): Core v2 turns Python numbers in non-static fields into traced
+   arrays, so the expected count is 0.
+2. The decision-calibration witness search (``partition_search``, paper 004) and the metric
+   that wraps it, for new learning rates / scales, and a decision-recalibration fit for new
+   ridges: traced since Core v2 (0 compilations); static jit arguments before (one per value).
+
+Run it on an older checkout to see "before" (the script only uses names that exist there).
 
     python benchmarks/recompiles.py
 """
 
-import jax, jcalib
+import jax
+import jax.numpy as jnp
+
+import jcalib
+from jcalib.metrics import decision_calibration_error
+from jcalib.metrics.decision import partition_search
+from jcalib.recalibration import decision_calibration_fit
+
 n = [0]
-jax.monitoring.register_event_duration_secs_listener(lambda e, d, **kw: n.__setitem__(0, n[0] + (e == "/jax/core/compile/backend_compile_duration")))
+jax.monitoring.register_event_duration_secs_listener(
+    lambda e, d, **kw: n.__setitem__(0, n[0] + (e == "/jax/core/compile/backend_compile_duration"))
+)
+
+
+def count(run, first, values):
+    run(first)  # compiles
+    n[0] = 0
+    for v in values:
+        jax.block_until_ready(run(v))
+    return n[0]
+
+
 F, N = jcalib.forecasters, jcalib.natures
 for rec in ("full", "summary"):
     for name, mk in [("Bernoulli(p)", lambda v: (F.AlmostOneStepAhead(n_bins=10), N.Bernoulli(v))),
                      ("Constant(p)", lambda v: (F.Constant(v), N.Bernoulli(0.5))),
                      ("Defensive bandwidth", lambda v: (F.DefensiveForecaster(n_grid=10, bandwidth=v), N.Bernoulli(0.5)))]:
-        f, nat = mk(0.1)
-        jcalib.play(f, nat, 25, jax.random.key(0), record=rec, grid=10)  # first value: compiles
-        n[0] = 0
-        for v in (0.2, 0.3, 0.45):
-            f, nat = mk(v)
-            jcalib.play(f, nat, 25, jax.random.key(0), record=rec, grid=10)
-        print(f"{rec:8s} {name:20s} compilations for 3 new values: {n[0]}")
+        c = count(lambda v: jcalib.play(*mk(v), 25, jax.random.key(0), record=rec, grid=10), 0.1, (0.2, 0.3, 0.45))
+        print(f"play {rec:8s} {name:28s} compilations for 3 new values: {c}")
+
+probs = jax.nn.softmax(jax.random.normal(jax.random.key(1), (500, 4)), axis=1)
+labels = jax.random.categorical(jax.random.key(2), jnp.log(probs))
+residual = jax.nn.one_hot(labels, 4, dtype=probs.dtype) - probs
+weights = jnp.full((500,), 1.0 / 500, probs.dtype)
+search = dict(n_actions=2, n_restarts=4, n_steps=50)
+lrs = (2e-2, 5e-2, 1e-1)
+c = count(lambda lr: partition_search(jax.random.key(0), probs, residual, weights, learning_rate=lr, **search),
+          1e-2, lrs)
+print(f"partition_search, learning_rate            compilations for 3 new values: {c}")
+c = count(lambda s: partition_search(jax.random.key(0), probs, residual, weights, scale=s, **search), 100.0, (10.0, 30.0, 300.0))
+print(f"partition_search, scale                    compilations for 3 new values: {c}")
+c = count(lambda lr: decision_calibration_error(probs, labels, 2, n_restarts=4, n_steps=50, learning_rate=lr).value,
+          1e-2, lrs)
+print(f"decision_calibration_error, learning_rate  compilations for 3 new values: {c}")
+fit = lambda r: decision_calibration_fit(jax.random.key(0), probs, labels, n_stages=2, n_restarts=2, n_steps=20,  # noqa: E731
+                                         ridge=r).adjustment
+fit(1e-6)  # the first call compiles the stage
+c = count(fit, 1e-6, (1e-5, 1e-4, 1e-3))
+print(f"decision_calibration_fit, ridge            compilations for 3 new values: {c}")
+c = count(fit, 1e-6, (1e-6, 1e-6, 1e-6))
+print(f"decision_calibration_fit, same ridge again compilations for 3 repeated calls: {c}")

@@ -22,6 +22,8 @@ __all__ = [
     "check_weights",
     "check_same_length",
     "check_positive_int",
+    "check_float_scalar",
+    "check_binary_inputs",
     "check_multiclass_inputs",
     "check_grid_counts",
 ]
@@ -155,6 +157,42 @@ def check_positive_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def check_float_scalar(value, name: str, dtype, *, positive: bool = False, non_negative: bool = False) -> jax.Array:
+    """A float hyperparameter as a 0-d array of ``dtype``, so that jit traces it (one compilation
+    for every value) instead of baking it in as a constant. Tracers pass through unchecked;
+    concrete values must be finite, and > 0 (``positive``) or >= 0 (``non_negative``)."""
+    arr = as_float_array(value, name)
+    if arr.ndim != 0:
+        raise ValueError(f"{name} must be a scalar, got shape {tuple(arr.shape)}")
+    v = _values(arr)
+    if v is not None:
+        if not np.isfinite(v):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        if positive and not v > 0:
+            raise ValueError(f"{name} must be > 0, got {value!r}")
+        if non_negative and not v >= 0:
+            raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return arr.astype(dtype)
+
+
+def check_binary_inputs(probs, labels, sample_weight):
+    """Validate ``(probs, labels, sample_weight)``; return float ``p``, ``y``, ``w`` of one dtype."""
+    p = check_binary_probs(probs)
+    y = check_binary_labels(labels)
+    if p.ndim != 1 or y.ndim != 1:
+        raise ValueError(
+            f"probs and labels must be 1-D, got shapes {tuple(p.shape)} and {tuple(y.shape)}"
+        )
+    n = check_same_length(probs=p, labels=y)
+    if n == 0:
+        raise ValueError("probs and labels are empty; a calibration metric needs at least one round")
+    w = check_weights(sample_weight, n)
+    w = jnp.ones_like(p) if w is None else w.astype(p.dtype)
+    if is_concrete(w) and not bool(jnp.sum(w) > 0):
+        raise ValueError("sample_weight sums to zero; at least one round needs positive weight")
+    return p, y.astype(p.dtype), w
 
 
 def check_multiclass_inputs(probs, labels, sample_weight=None):

@@ -4,7 +4,8 @@ Importable from any test file (``tests/`` is on ``sys.path``): each new forecast
 gets one parametrised test that calls :func:`check_forecaster` or :func:`check_nature`.
 
 What is checked, for a pair of modules of one class (differing in array-valued settings where
-the class has any, so a sweep really vmaps over hyperparameters):
+the class has any, so a sweep really vmaps over hyperparameters; a class whose settings are all
+static, such as a grid size, gets an identical pair that differs only in the key):
 
 - one compiled ``sweep`` over the pair and 3 seeds agrees with ``play`` of one member;
 - ``play`` under ``jax.jit`` traces once for new keys **and** once for new hyperparameter
@@ -17,6 +18,8 @@ the class has any, so a sweep really vmaps over hyperparameters):
 
 from __future__ import annotations
 
+import contextlib
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -28,6 +31,28 @@ from jcalib.core import Forecast, Mixture
 T = 16
 KEY = jax.random.key(42)
 SPACES = ("binary", "interval")
+
+
+class _Count:
+    n = 0
+
+
+@contextlib.contextmanager
+def count_compilations():
+    """Count XLA backend compilations inside the block (``with count_compilations() as c:
+    ...; c.n``): a jitted function called with new values of a traced argument compiles 0
+    programs, one with the value baked in as a static argument compiles one per value."""
+    count = _Count()
+
+    def listen(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            count.n += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield count
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
 
 
 def structure_and_dtypes(tree):

@@ -17,17 +17,16 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .._validation import (
+    check_binary_inputs,
     check_grid_counts,
-    check_binary_labels,
-    check_binary_probs,
     check_positive_int,
-    check_same_length,
-    check_weights,
     is_concrete,
 )
+from ._groups import group_sums
 
 __all__ = [
     "ece",
@@ -37,44 +36,6 @@ __all__ = [
     "log_loss",
     "ece_from_counts",
 ]
-
-
-def _binary_inputs(probs, labels, sample_weight):
-    """Validate ``(probs, labels, sample_weight)``; return float ``p``, ``y``, ``w`` of one dtype."""
-    p = check_binary_probs(probs)
-    y = check_binary_labels(labels)
-    if p.ndim != 1 or y.ndim != 1:
-        raise ValueError(
-            f"probs and labels must be 1-D, got shapes {tuple(p.shape)} and {tuple(y.shape)}"
-        )
-    n = check_same_length(probs=p, labels=y)
-    if n == 0:
-        raise ValueError("probs and labels are empty; a calibration metric needs at least one round")
-    w = check_weights(sample_weight, n)
-    w = jnp.ones_like(p) if w is None else w.astype(p.dtype)
-    if is_concrete(w) and not bool(jnp.sum(w) > 0):
-        raise ValueError("sample_weight sums to zero; at least one round needs positive weight")
-    return p, y.astype(p.dtype), w
-
-
-def _group_sums(v: Float[Array, " n"], *values: Float[Array, " n"]):
-    """Sums of ``values`` over groups of equal ``v`` (exact grouping, static output size n).
-
-    Returns the sorted values, a mask of the first element of each group, and for each of
-    ``values`` an array whose entry at a group's first position holds the group total (zero
-    elsewhere). Sort-based segment sums: jit-able, no dynamic shapes.
-    """
-    n = v.shape[0]
-    order = jnp.argsort(v)
-    vs = v[order]
-    first = jnp.concatenate([jnp.ones((1,), bool), vs[1:] != vs[:-1]])
-    seg = jnp.cumsum(first.astype(jnp.int32)) - 1  # group index of each sorted element
-    head = jnp.nonzero(first, size=n, fill_value=n)[0]  # position of each group's first element
-    out = []
-    for x in values:
-        tot = jax.ops.segment_sum(x[order], seg, num_segments=n)
-        out.append(jnp.zeros_like(x).at[head].set(tot, mode="drop"))
-    return vs, first, out
 
 
 def ece(
@@ -107,14 +68,37 @@ def ece(
         Arunachaleswaran, Collina, Roth, Shi (2024), *An Elementary Predictor Obtaining
         $2\sqrt{T}+1$ Distance to Calibration*, §2 (definition of ECE).
     """
-    p, y, w = _binary_inputs(probs, labels, sample_weight)
-    _, _, (bias,) = _group_sums(p, w * (p - y))
+    p, y, w = check_binary_inputs(probs, labels, sample_weight)
+    _, _, (bias,) = group_sums(p, w * (p - y))
     return jnp.sum(jnp.abs(bias))
 
 
 def _bin_index_uniform(p, n_bins):
     # bins [0, 1/n), …, [(n-1)/n, 1]: the right end 1 belongs to the last bin.
     return jnp.clip(jnp.floor(p * n_bins).astype(jnp.int32), 0, n_bins - 1)
+
+
+def _bucket_exact(p, k):
+    # floor(p·k) as in exact arithmetic: p·k within 4 ulps of an integer j is taken to be j
+    # (a forecast at an edge j/k belongs to the bucket that starts there); the last bucket is
+    # closed. Only points within round-off of an edge can move, so off-edge forecasts keep
+    # floor(p·k).
+    scaled = p * k
+    nearest = jnp.round(scaled)
+    tol = 4 * jnp.finfo(p.dtype).eps * jnp.maximum(1.0, scaled)
+    idx = jnp.where(jnp.abs(scaled - nearest) <= tol, nearest, jnp.floor(scaled))
+    return jnp.clip(idx.astype(jnp.int32), 0, k - 1)
+
+
+def _bucket_of_grid_point(p, k, m):
+    # Forecasts j/m: integer index j, then bucket floor(j·k/m) from an exact integer table
+    # (NumPy int64: no overflow, no float rounding), the last bucket closed.
+    scaled = p * m
+    j = jnp.round(scaled)
+    if is_concrete(scaled) and scaled.size and float(jnp.max(jnp.abs(scaled - j))) > 1e-3:
+        raise ValueError(f"probs must lie on the grid {{j/{m}}} (within 1e-3/{m}) when grid={m} is given")
+    table = np.minimum(np.arange(m + 1, dtype=np.int64) * k // m, k - 1).astype(np.int32)
+    return jnp.asarray(table)[jnp.clip(j.astype(jnp.int32), 0, m)]
 
 
 def _bin_index_quantile(p, w, n_bins):
@@ -185,7 +169,7 @@ def binned_ece(
         raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}")
     if not isinstance(p, (int, float)) or isinstance(p, bool) or not p >= 1:
         raise ValueError(f"p must be a number >= 1, got {p!r}")
-    pr, y, w = _binary_inputs(probs, labels, sample_weight)
+    pr, y, w = check_binary_inputs(probs, labels, sample_weight)
     if strategy == "uniform":
         idx = _bin_index_uniform(pr, n_bins)
     else:
@@ -206,6 +190,8 @@ def lp_calibration_error(
     epsilon: float,
     p: float = 1,
     sample_weight: Float[Array, " T"] | None = None,
+    *,
+    grid: int | None = None,
 ) -> Float[Array, ""]:
     r"""The $(\varepsilon, \ell_p)$-calibration rate of paper 001, Definition 1 (**normalised**).
 
@@ -223,15 +209,30 @@ def lp_calibration_error(
     calibrated forecaster still scores up to $\varepsilon/2$.
     Multiply by $T$ (for ``p=1``) for an unnormalised sum.
 
+    Bucket edges are compared exactly, not after float rounding: a forecast within float
+    round-off (4 ulps of $p/\varepsilon$) of an edge $k\varepsilon$ belongs to bucket $k$, as it
+    does in exact arithmetic. A plain ``floor(p / ε)`` in float32 would put, e.g., the grid
+    point $27/49$ into bucket 26 when $\varepsilon = 1/49$ (five of the points $j/1000$ when
+    $\varepsilon = 1/1000$). With ``grid=m`` the forecasts are declared to be grid points
+    $j/m$ (checked where concrete: within $10^{-3}/m$, the recorders' tolerance) and are
+    bucketed by their integer index, $k = \lfloor jK/m\rfloor$ with $K = 1/\varepsilon$, which is
+    exact whatever the float width.
+
     Args:
         probs: forecasts in $[0, 1]$, shape ``(T,)``.
         labels: outcomes in $\{0, 1\}$, shape ``(T,)``.
         epsilon: bucket width; $1/\varepsilon$ must be an integer (static).
         p: exponent $p \ge 1$ (static).
         sample_weight: optional non-negative weights (multiplicities), shape ``(T,)``.
+        grid: optional $m$: the forecasts are on the grid $\{j/m\}$ (e.g. AOSA's forecasts)
+            and are bucketed by the integer $j = \mathrm{round}(p\,m)$ (static).
 
     Returns:
         Scalar, normalised (a weighted average over rounds, then the $1/p$-th power).
+
+    Raises:
+        ValueError: bad ``epsilon``, ``p`` or ``grid``, invalid forecasts or labels, or (with
+            ``grid``) concrete forecasts off the grid.
 
     References:
         Okoroafor, Kleinberg, Sun (2024), *Faster Recalibration of an Online Predictor via
@@ -244,8 +245,11 @@ def lp_calibration_error(
         raise ValueError(f"1/epsilon must be an integer (buckets of width epsilon tile [0, 1]); got epsilon={epsilon!r}")
     if not isinstance(p, (int, float)) or isinstance(p, bool) or not p >= 1:
         raise ValueError(f"p must be a number >= 1, got {p!r}")
-    pr, y, w = _binary_inputs(probs, labels, sample_weight)
-    idx = _bin_index_uniform(pr, k)
+    pr, y, w = check_binary_inputs(probs, labels, sample_weight)
+    if grid is None:
+        idx = _bucket_exact(pr, k)
+    else:
+        idx = _bucket_of_grid_point(pr, k, check_positive_int(grid, "grid"))
     nk = jax.ops.segment_sum(w, idx, num_segments=k)
     ones = jax.ops.segment_sum(w * y, idx, num_segments=k)
     mid = (jnp.arange(k, dtype=pr.dtype) + 0.5) / k
@@ -264,7 +268,7 @@ def brier(
     References:
         Brier (1950), *Verification of forecasts expressed in terms of probability*.
     """
-    p, y, w = _binary_inputs(probs, labels, sample_weight)
+    p, y, w = check_binary_inputs(probs, labels, sample_weight)
     return jnp.sum(w * (p - y) ** 2) / jnp.sum(w)
 
 
@@ -286,7 +290,7 @@ def log_loss(
         Good (1952), *Rational decisions*; Gneiting, Raftery (2007), *Strictly proper scoring
         rules, prediction, and estimation*.
     """
-    p, y, w = _binary_inputs(probs, labels, sample_weight)
+    p, y, w = check_binary_inputs(probs, labels, sample_weight)
     e = jnp.finfo(p.dtype).eps if eps is None else eps
     # departs from the unclipped definition: clip so the loss stays finite (see docstring)
     pc = jnp.clip(p, e, 1 - e)

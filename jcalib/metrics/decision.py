@@ -40,10 +40,13 @@ import optax
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .._validation import (
+    check_float_scalar,
     check_multiclass_inputs,
     check_positive_int,
     check_simplex_probs,
 )
+from .._weights import normalised_weights
+from ..core.optim import optimise
 
 __all__ = [
     "DecisionCalibrationResult",
@@ -126,13 +129,6 @@ class DecisionLossGapResult(NamedTuple):
 # Pure building blocks (traced; no validation)
 
 
-def _normalised_weights(sample_weight, n, dtype):
-    if sample_weight is None:
-        return jnp.full((n,), 1.0 / n, dtype)
-    sw = sample_weight.astype(dtype)
-    return sw / jnp.sum(sw)
-
-
 def partition_weights(
     w: Float[Array, "K C"],
     probs: Float[Array, "N C"],
@@ -203,10 +199,7 @@ def _safe_sqrt(x):
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1.0)), 0.0)
 
 
-@partial(
-    jax.jit,
-    static_argnames=("n_actions", "n_restarts", "n_steps", "learning_rate", "scale", "squared"),
-)
+@partial(jax.jit, static_argnames=("n_actions", "n_restarts", "n_steps", "squared"))
 def partition_search(
     key: PRNGKeyArray,
     probs: Float[Array, "N C"],
@@ -218,8 +211,8 @@ def partition_search(
     n_actions: int,
     n_restarts: int = 16,
     n_steps: int = 300,
-    learning_rate: float = 1e-2,
-    scale: float = 100.0,
+    learning_rate: float | Float[Array, ""] = 1e-2,
+    scale: float | Float[Array, ""] = 100.0,
     squared: bool = False,
 ) -> SearchResult:
     """Gradient ascent on the relaxed objective (Eq. 9) from ``n_restarts`` random starts.
@@ -227,7 +220,9 @@ def partition_search(
     All restarts are one ``(R, K, C)`` parameter array: the objective is summed over restarts
     (each restart's gradient only involves its own w) and Adam is coordinatewise, so this is
     exactly R independent Adam runs, batched into one matmul per step. The step count is fixed
-    (``lax.scan``), so the search vmaps over datasets and over action masks.
+    (one :func:`jcalib.core.optimise` scan), so the search vmaps over datasets and over action
+    masks. ``learning_rate`` and ``scale`` are traced: one compilation serves every value, and
+    the search vmaps over them too.
 
     Settings of the public reference code (TorchUQ ``CriticDecision``): w initialised like a
     bias-free ``nn.Linear`` (uniform in ±1/√C), Adam with learning rate 1e-2, decayed ×0.8
@@ -248,14 +243,16 @@ def partition_search(
         n_actions: K (rows of w).
         n_restarts: independent starts R.
         n_steps: Adam steps.
-        learning_rate: initial Adam learning rate (for v; ×0.8 every 500 steps).
-        scale: w = scale · v (see above); 1 recovers the reference parametrisation.
+        learning_rate: initial Adam learning rate (for v; ×0.8 every 500 steps); traced.
+        scale: w = scale · v (see above); 1 recovers the reference parametrisation; traced.
         squared: ascend Σ_a ‖m_a‖₂² (reference code) instead of Σ_a ‖m_a‖₂ (Eq. 9).
 
     Returns:
         :class:`SearchResult` with every restart's final witness and its soft and hard values.
     """
     n_classes = probs.shape[1]
+    learning_rate = jnp.asarray(learning_rate, probs.dtype)
+    scale = jnp.asarray(scale, probs.dtype)
     bound = 1.0 / jnp.sqrt(jnp.asarray(n_classes, probs.dtype))
     # Departure from the reference: Adam optimises v with w = scale · v, i.e. its step in w is
     # scale × learning_rate (Adam is invariant to gradient scale). The start w is the
@@ -278,18 +275,7 @@ def partition_search(
     schedule = optax.exponential_decay(
         learning_rate, transition_steps=500, decay_rate=0.8, staircase=True
     )
-    opt = optax.adam(schedule)
-
-    def step(carry, _):
-        vs, state = carry
-        grads = jax.grad(loss)(vs)
-        # optax's Adam bias correction computes `float ** int32`, which strict dtype promotion
-        # (the test configuration) rejects; standard promotion is exact here.
-        with jax.numpy_dtype_promotion("standard"):
-            updates, state = opt.update(grads, state, vs)
-        return (optax.apply_updates(vs, updates), state), None
-
-    (vs, _), _ = jax.lax.scan(step, (v0, opt.init(v0)), None, length=n_steps)
+    vs = optimise(loss, v0, optax.adam(schedule), n_steps).params
     ws = scale * vs
 
     def values(w):
@@ -317,16 +303,13 @@ def _action_tuple(n_actions) -> tuple[int, ...]:
     return (check_positive_int(n_actions, "n_actions"),)
 
 
-@partial(
-    jax.jit,
-    static_argnames=("actions", "n_restarts", "n_steps", "learning_rate", "scale", "single"),
-)
+@partial(jax.jit, static_argnames=("actions", "n_restarts", "n_steps", "single"))
 def _dce_core(
     key, probs, labels, sample_weight, *, actions, n_restarts, n_steps, learning_rate, scale, single
 ):
     n, c = probs.shape
     residual = jax.nn.one_hot(labels, c, dtype=probs.dtype) - probs
-    weights = _normalised_weights(sample_weight, n, probs.dtype)
+    weights = normalised_weights(sample_weight, n, probs.dtype)
     k_max = max(actions)
     masks = jnp.arange(k_max)[None, :] < jnp.asarray(actions)[:, None]  # (J, K_max)
     keys = jax.random.split(key, len(actions))
@@ -388,10 +371,13 @@ def decision_calibration_error(
         key: PRNG key for the random starts; ``None`` uses ``jax.random.key(0)``.
         n_restarts: random starts, run together.
         n_steps: Adam steps per start (fixed; the search is one ``lax.scan``).
-        learning_rate: Adam learning rate (reference setting 1e-2, ×0.8 every 500 steps).
+        learning_rate: Adam learning rate (reference setting 1e-2, ×0.8 every 500 steps). A
+            float or a scalar array, traced: new values reuse the compiled search, and a
+            ``jax.vmap`` over learning rates is one program.
         scale: the search optimises v with w = scale · v, so Adam's step in w is
             ``scale * learning_rate``; ``scale=1`` is the reference parametrisation, which
-            needs about ten times more steps (see :func:`partition_search`).
+            needs about ten times more steps (see :func:`partition_search`). Traced, like
+            ``learning_rate``.
         sample_weight: optional ``(N,)`` non-negative weights (weighted means replace means).
 
     Returns:
@@ -400,7 +386,8 @@ def decision_calibration_error(
 
     Raises:
         ValueError: probabilities off the simplex, NaN, labels out of range, length mismatch,
-            or a non-positive ``n_actions``.
+            a non-positive ``n_actions``, or a concrete ``learning_rate`` or ``scale`` that is
+            not a positive finite scalar.
 
     Examples:
         >>> import jax, jax.numpy as jnp
@@ -423,8 +410,8 @@ def decision_calibration_error(
         actions=actions,
         n_restarts=check_positive_int(n_restarts, "n_restarts"),
         n_steps=check_positive_int(n_steps, "n_steps"),
-        learning_rate=float(learning_rate),
-        scale=float(scale),
+        learning_rate=check_float_scalar(learning_rate, "learning_rate", probs.dtype, positive=True),
+        scale=check_float_scalar(scale, "scale", probs.dtype, positive=True),
         single=not isinstance(n_actions, (tuple, list)),
     )
 
@@ -432,7 +419,7 @@ def decision_calibration_error(
 @partial(jax.jit, static_argnames=("n_losses", "n_actions", "chunk"))
 def _loss_gap_core(key, probs, labels, true_probs, sample_weight, *, n_losses, n_actions, chunk):
     n, c = probs.shape
-    weights = _normalised_weights(sample_weight, n, probs.dtype)
+    weights = normalised_weights(sample_weight, n, probs.dtype)
     losses = jax.random.normal(key, (n_losses, n_actions, c), probs.dtype)
     onehot = jax.nn.one_hot(labels, c, dtype=probs.dtype)
     target = onehot if true_probs is None else true_probs.astype(probs.dtype)

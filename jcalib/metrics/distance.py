@@ -52,8 +52,7 @@ import scipy.sparse as sps
 from jaxtyping import Array, Float, Int
 from scipy.optimize import linprog
 
-from .._validation import check_grid_counts, check_positive_int, is_concrete
-from .binary import _binary_inputs
+from .._validation import check_binary_inputs, check_grid_counts, check_positive_int, is_concrete
 
 __all__ = [
     "CalibratedWitness",
@@ -147,7 +146,7 @@ def atoms_from_counts(
 
 def _host_inputs(probs, labels, sample_weight, integer_weights: bool):
     """Validated float64 NumPy arrays ``p, y, w`` (rounds with zero weight dropped)."""
-    p, y, w = _binary_inputs(probs, labels, sample_weight)
+    p, y, w = check_binary_inputs(probs, labels, sample_weight)
     if not (is_concrete(p) and is_concrete(y) and is_concrete(w)):
         raise ValueError("distance_to_calibration runs on the host; call it outside jit/vmap")
     # values from the caller's arrays in float64 (JAX's default float32 would round them)

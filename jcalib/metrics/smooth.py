@@ -13,7 +13,8 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-from .binary import _binary_inputs, _group_sums
+from .._validation import check_binary_inputs
+from ._groups import group_sums
 
 __all__ = ["smooth_calibration_error", "smooth_ece"]
 
@@ -70,13 +71,13 @@ def smooth_calibration_error(
         2\,\underline{\mathrm{dCE}}$); Hu, Jambulapati, Tian, Yang (2024), *Testing calibration
         in nearly-linear time* (the LP and its flow form).
     """
-    p, y, w = _binary_inputs(probs, labels, sample_weight)
+    p, y, w = check_binary_inputs(probs, labels, sample_weight)
     return _smce(p, y, w)
 
 
 @jax.jit
 def _smce(p, y, w):
-    vs, _, (r,) = _group_sums(p, w * (y - p))
+    vs, _, (r,) = group_sums(p, w * (y - p))
     # Equal forecasts: r sits at the first of them, the others have r = 0 and gap 0, which
     # leaves the value function unchanged, so no compaction is needed.
     R = jnp.cumsum(r)
@@ -219,7 +220,7 @@ def smooth_ece(
         smoothing* (smECE, reflected kernel, fixed-point bandwidth);
         the ``relplot`` package (``relplot.metrics.smECE``).
     """
-    p, y, w = _binary_inputs(probs, labels, sample_weight)
+    p, y, w = check_binary_inputs(probs, labels, sample_weight)
     val, sigma = _smooth_ece(p, y, w)
     return (val, sigma) if return_bandwidth else val
 

@@ -49,12 +49,14 @@ import scipy.sparse
 from jax import lax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from .._kernels import kernel_matmul, multinomial_kernel
 from .._validation import (
     check_multiclass_inputs,
     as_float_array,
     check_positive_int,
     is_concrete,
 )
+from ..core.optim import optimise
 from .binary import binned_ece
 from .decision import decision_calibration_error
 from .smooth import smooth_calibration_error
@@ -540,19 +542,11 @@ def _sigmoid_search(key, v, z, w, L, lr, *, n_restarts, n_steps):
         t = jnp.einsum("ij,lrj->ilr", v, a)
         return jnp.einsum("il,ilr->lr", wz, jnp.tanh(L * t + b[None]))
 
-    opt = optax.adam(lr)
-    params = (a0, b0)
-
-    def step(carry, _):
-        params, state = carry
-        grads = jax.grad(lambda p: -jnp.sum(corr(*p)))(params)
-        # optax's Adam bias correction computes `float ** int32`, which strict promotion rejects.
-        with jax.numpy_dtype_promotion("standard"):
-            updates, state = opt.update(grads, state, params)
-        a, b = optax.apply_updates(params, updates)
-        return ((jnp.clip(a, -1.0, 1.0), b), state), None  # projected ascent: a ∈ [−1, 1]^k
-
-    (params, _), _ = lax.scan(step, (params, opt.init(params)), None, length=n_steps)
+    # Projected ascent: a is clipped back into [−1, 1]^k after every Adam step.
+    params = optimise(
+        lambda p: -jnp.sum(corr(*p)), (a0, b0), optax.adam(lr), n_steps,
+        project=lambda p: (jnp.clip(p[0], -1.0, 1.0), p[1]),
+    ).params
     c = corr(*params)
     best = jnp.argmax(c, axis=1)
     per = jnp.maximum(jnp.take_along_axis(c, best[:, None], 1)[:, 0], 0.0)  # a = 0, b = 0 gives 0
@@ -676,8 +670,6 @@ def low_degree_calibration_error(
     v, _, z, w = _inputs(probs, labels, sample_weight)
     tile = check_positive_int(tile, "tile")
     if method == "kernel":
-        from ..recalibration.kernel import kernel_matmul, multinomial_kernel  # lazy: avoids an import cycle
-
         wz = w[:, None] * z
         lam2 = jnp.sum(wz * kernel_matmul(multinomial_kernel(degree), v, v, wz, tile), axis=0)
         per = jnp.sqrt(jnp.maximum(lam2, 0.0))

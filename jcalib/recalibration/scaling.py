@@ -70,6 +70,7 @@ from .._validation import (
     check_positive_int,
     check_simplex_probs,
 )
+from ..core.optim import standard_promotion
 from .base import Recalibrator
 
 __all__ = [
@@ -177,8 +178,10 @@ def _minimise(loss: Callable, init, n_steps: int):
         return lax.cond(carry[-1], lambda c: c, advance, carry), None
 
     # optax's L-BFGS mixes int32 state with default-width ints (int64 under x64); it is not our
-    # code, so trace it under standard promotion even when a caller has made promotion strict.
-    with jax.numpy_dtype_promotion("standard"):
+    # code, so trace it under standard promotion even when a caller has made promotion strict
+    # (the same workaround as jcalib.core.optimise, whose fixed-step loop cannot express the
+    # early stop and best-iterate bookkeeping here).
+    with standard_promotion():
         carry = (init, opt.init(init), init, loss(init), jnp.asarray(0, jnp.int32), jnp.asarray(False))
         carry, _ = lax.scan(step, carry, None, length=n_steps)
     return carry[2]

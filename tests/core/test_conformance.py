@@ -1,11 +1,16 @@
 """Conformance suite over every forecaster and nature of the binary outcome space (interval
 forecasters and natures run the same checks in their own test files, via tests/conformance.py):
 jit, scan, vmap over keys and over stacked hyperparameters, no retracing across keys or
-hyperparameter values, states keep structure and dtypes under both x64 settings."""
+hyperparameter values (for the classes that have array-valued settings; the others differ
+only in the key, as the table below says), states keep structure and dtypes under both x64
+settings; and every forecaster and nature class exported by jcalib is in the tables."""
 
+import jax
 import numpy as np
 import pytest
 from conformance import check_forecaster, check_nature
+
+from jcalib.core import AbstractForecaster, AbstractNature
 
 from jcalib.forecasters import (
     AlmostOneStepAhead,
@@ -33,8 +38,26 @@ from jcalib.natures import (
     TwoLevelModel,
 )
 
-# Pairs of one class; where the class has array-valued (non-static) settings the two differ in
-# them, so a sweep over the pair really vmaps over hyperparameters.
+# Pairs of one class. Where the class has array-valued (non-static) settings the two differ in
+# them, so the sweep over the pair vmaps over hyperparameters and the jitted `play` is checked
+# not to retrace for new values (test_pairs_differ_wherever_the_class_allows enforces it).
+# Classes whose settings are all static (grid sizes, tie rules) or that have none cannot differ
+# without a second compilation by design; their pairs are identical and differ only in the key:
+#
+# | class                      | the pair differs in                        |
+# |----------------------------|--------------------------------------------|
+# | AlmostOneStepAhead         | key only (n_bins, tie are static)          |
+# | FosterRandomized           | key only (n_bins is static)                |
+# | GuptaRamdas                | key only (n_bins is static)                |
+# | DefensiveForecaster        | bandwidth                                  |
+# | Constant                   | p                                          |
+# | RunningFrequency           | prior_ones, prior_count                    |
+# | Partitioned                | the inner forecaster's priors              |
+# | Contrarian                 | key only (no settings)                     |
+# | MaxCalibrationError        | key only (n_bins is static)                |
+# | every other nature         | its float settings / replayed arrays / Switch index |
+KEY_ONLY = {AlmostOneStepAhead, FosterRandomized, GuptaRamdas, Contrarian, MaxCalibrationError}
+
 FORECASTERS = {
     "aosa": (AlmostOneStepAhead(n_bins=8), AlmostOneStepAhead(n_bins=8)),
     "aosa_high": (AlmostOneStepAhead(n_bins=5, tie="high"), AlmostOneStepAhead(n_bins=5, tie="high")),
@@ -70,6 +93,39 @@ NATURES = {
     "distorted_model": (DistortedModel(2.0, 0.0), DistortedModel(0.5, -0.3, 0.1, 0.8)),
     "drifting_model": (DriftingModel(-1.0, 1.0, 10.0), DriftingModel(0.5, -2.0, 4.0)),
 }
+
+
+def _leaves(module):
+    return [np.asarray(x) for x in jax.tree_util.tree_leaves(module)]
+
+
+@pytest.mark.parametrize("table", [FORECASTERS, NATURES], ids=["forecasters", "natures"])
+def test_pairs_differ_wherever_the_class_allows(table):
+    for name, (a, b) in table.items():
+        assert type(a) is type(b), name
+        la, lb = _leaves(a), _leaves(b)
+        if type(a) in KEY_ONLY:
+            assert la == [], f"{name}: {type(a).__name__} has array settings now; make the pair differ"
+        else:
+            assert la, f"{name}: no array-valued settings; list it in KEY_ONLY"
+            assert any(u.shape != v.shape or not np.array_equal(u, v) for u, v in zip(la, lb)), (
+                f"{name}: the pair is identical although {type(a).__name__} has array settings"
+            )
+
+
+def test_every_forecaster_and_nature_of_jcalib_is_covered():
+    import jcalib.forecasters as F
+    import jcalib.natures as N
+
+    def classes(module, base):
+        return {c for c in (getattr(module, n) for n in module.__all__)
+                if isinstance(c, type) and issubclass(c, base)}
+
+    covered_f = {type(a) for a, _ in FORECASTERS.values()}
+    covered_n = {type(a) for a, _ in NATURES.values()}
+    covered_n |= {type(m) for a, _ in NATURES.values() if isinstance(a, Switch) for m in a.natures}
+    assert classes(F, AbstractForecaster) <= covered_f
+    assert classes(N, AbstractNature) <= covered_n
 
 
 @pytest.mark.parametrize("name", FORECASTERS)

@@ -95,7 +95,7 @@ def test_midpoints_distance_to_calibration(nature):
     f = GuptaRamdas.for_horizon(T)
     m = f.n_bins
     s = jcalib.play(f, nature, T, jax.random.key(5), record="summary", grid=2 * m)
-    assert int(s.counts.sum()) == T  # (not s.off_grid: see test_aosa.py)
+    assert int(s.counts.sum()) == T and int(s.off_grid) == 0  # midpoints on the 2m grid (tolerance 1e-3)
     p, y, w = atoms_from_counts(s.counts, s.ones, 2 * m)
     r = distance_to_calibration(p, y, w)
     assert r.lower <= r.upper <= T / (2 * m) + m + 1

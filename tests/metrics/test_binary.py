@@ -241,3 +241,39 @@ def test_bad_settings_raise():
 
 def test_docstring_examples():
     assert doctest.testmod(binary_module, raise_on_error=True).attempted > 0
+
+
+def _exact_lp(j, m, y, k, power=1):
+    """lp_calibration_error of forecasts j/m with K = k buckets, buckets from integer arithmetic."""
+    bucket = np.minimum(j * k // m, k - 1)
+    tot = 0.0
+    for b in np.unique(bucket):
+        s = bucket == b
+        tot += s.mean() * abs(y[s].mean() - (b + 0.5) / k) ** power
+    return tot ** (1 / power)
+
+
+@pytest.mark.parametrize("m", [49, 1000])
+def test_lp_calibration_error_buckets_grid_points_exactly_in_float32(m):
+    """Every grid point j/m with ε = 1/m lies in bucket j (the last bucket closed). In float32,
+    floor(p·m) put j = 27 of m = 49 and five points of m = 1000 into bucket j − 1."""
+    j = np.arange(m + 1)
+    p = jnp.asarray(j / m, jnp.float32)
+    assert int(np.sum(np.floor(np.asarray(p) * np.float32(m)) < np.minimum(j, m - 1))) > 0  # the trap
+    y = (j % 2).astype(np.int32)
+    want = _exact_lp(j, m, y, m)
+    # 1e-6: float32 sums of m + 1 terms; a misplaced point moves the value by ~1/m.
+    np.testing.assert_allclose(float(lp_calibration_error(p, y, 1 / m)), want, rtol=1e-6)
+    np.testing.assert_allclose(float(lp_calibration_error(p, y, 1 / m, grid=m)), want, rtol=1e-6)
+
+
+def test_lp_calibration_error_with_grid_index_buckets_coarser_than_the_grid():
+    m, k = 1000, 7  # bucket edges i/7 are not grid points; grid points 143/1000 etc. are close
+    j = np.random.default_rng(3).integers(0, m + 1, 5000)
+    y = np.random.default_rng(4).integers(0, 2, 5000).astype(np.int32)
+    p = jnp.asarray(j / m, jnp.float32)
+    got = lp_calibration_error(p, y, 1 / k, 2, grid=m)
+    # 1e-6: float32 accumulation over 5000 rounds.
+    np.testing.assert_allclose(float(got), _exact_lp(j, m, y, k, 2), rtol=1e-6)
+    with pytest.raises(ValueError, match="grid"):
+        lp_calibration_error(jnp.clip(p + 0.0004, 0.0, 1.0), y, 1 / k, grid=m)

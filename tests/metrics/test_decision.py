@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conformance import count_compilations
 from reference import decision as ref
 
 from jcalib.metrics import decision_calibration_error, decision_loss_gap
@@ -324,3 +325,31 @@ def test_bad_counts_raise():
         decision_calibration_error(_GOOD_P, _GOOD_Y, n_restarts=0)
     with pytest.raises(ValueError, match="n_losses"):
         decision_loss_gap(_GOOD_P, _GOOD_Y, n_losses=0)
+
+
+def test_new_learning_rates_and_scales_reuse_one_compilation():
+    """learning_rate and scale are traced: after one call compiles the search, three new values
+    of each compile nothing (static float arguments compiled once per value), and a vmap over
+    learning rates is one program that agrees with the separate calls."""
+    probs, labels = _calibrated(jax.random.key(21), 200, 3)
+    kw = dict(n_restarts=2, n_steps=15)
+    decision_calibration_error(probs, labels, 2, learning_rate=1e-2, scale=100.0, **kw)
+    with count_compilations() as c:
+        for lr, scale in [(2e-2, 100.0), (5e-2, 30.0), (1e-3, 7.0)]:
+            decision_calibration_error(probs, labels, 2, learning_rate=lr, scale=scale, **kw)
+    assert c.n == 0
+    residual = jax.nn.one_hot(labels, 3, dtype=probs.dtype) - probs
+    weights = jnp.full((200,), 1.0 / 200, probs.dtype)
+    search = lambda lr: partition_search(  # noqa: E731
+        jax.random.key(0), probs, residual, weights, n_actions=2, n_restarts=2, n_steps=15,
+        learning_rate=lr,
+    ).value
+    lrs = jnp.array([1e-3, 1e-2, 1e-1], probs.dtype)
+    batched = jax.jit(jax.vmap(search))(lrs)
+    for i, lr in enumerate([1e-3, 1e-2, 1e-1]):
+        # batched and single float32 matmuls round differently over 15 Adam steps
+        np.testing.assert_allclose(np.asarray(batched[i]), np.asarray(search(lr)), rtol=1e-4)
+    with pytest.raises(ValueError, match="learning_rate"):
+        decision_calibration_error(probs, labels, 2, learning_rate=-1.0, **kw)
+    with pytest.raises(ValueError, match="scale"):
+        decision_calibration_error(probs, labels, 2, scale=0.0, **kw)

@@ -64,8 +64,9 @@ def test_traced_out_of_range_index_raises():
         return jcalib.play(f, Switch(MEMBERS, i), 10, jax.random.key(0)).y
 
     np.testing.assert_array_equal(jax.jit(run)(np.int32(1)), jcalib.play(f, MEMBERS[1], 10, jax.random.key(0)).y)
-    with pytest.raises(Exception, match="out of range"):
-        jax.block_until_ready(jax.jit(run)(np.int32(len(MEMBERS))))
+    for bad in (len(MEMBERS), -1):  # above and below the range: raised, not clipped
+        with pytest.raises(Exception, match="out of range"):
+            jax.block_until_ready(jax.jit(run)(np.int32(bad)))
 
 
 def test_switch_over_natures_with_contexts():

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from conformance import count_compilations
 from reference import decision as ref
 
 from jcalib.metrics import decision_calibration_error, decision_loss_gap
@@ -18,7 +19,8 @@ from jcalib.recalibration import (
     decision_calibration_apply,
     decision_calibration_fit,
 )
-from jcalib.recalibration.decision import _project_simplex, decision_calibration_stage
+from jcalib._simplex import project_simplex
+from jcalib.recalibration.decision import decision_calibration_stage
 
 # Small, shared settings: tests reuse the same compiled search where shapes agree.
 FAST = dict(n_restarts=2, n_steps=60)
@@ -119,7 +121,7 @@ def test_projected_stage_is_the_simplex_projection_of_the_update(x64):
     v = jax.random.normal(jax.random.key(2), (500, 9), jnp.float64) * jnp.logspace(-3, 0, 500)[:, None]
     with jax.numpy_dtype_promotion("standard"):  # optax divides by an int index array
         want = jax.vmap(optax.projections.projection_simplex)(v)
-    np.testing.assert_allclose(np.asarray(_project_simplex(v)), np.asarray(want), atol=1e-14)
+    np.testing.assert_allclose(np.asarray(project_simplex(v)), np.asarray(want), atol=1e-14)
 
 
 def test_wrapper_equals_functional_core():
@@ -240,5 +242,31 @@ def test_bad_settings_raise():
         decision_calibration_fit(jax.random.key(0), _P, _Y, n_actions=0)
     with pytest.raises(ValueError, match="pair"):
         DecisionCalibrator(n_stages=1, progress=False).fit(_P, _Y, validation=(_P,))
+    with pytest.raises(ValueError, match="ridge"):
+        DecisionCalibrator(ridge=-1.0)
+
+
+def test_new_float_settings_reuse_one_compilation():
+    """learning_rate, scale and ridge are traced arguments of the stage: after a first fit
+    compiles it, fits and stages with new values compile nothing (each value of a static float
+    argument compiled the stage again), and a vmap over ridges is one program."""
+    probs, labels = _overconfident(jax.random.key(31), 200, 3)
+    key = jax.random.key(0)
+    decision_calibration_fit(key, probs, labels, n_stages=2, **FAST)
+    decision_calibration_stage(key, probs, labels, **FAST)
+    with count_compilations() as c:
+        for lr, scale, ridge in [(2e-2, 50.0, 1e-5), (5e-3, 10.0, 1e-3), (1e-1, 200.0, 0.0)]:
+            decision_calibration_fit(key, probs, labels, n_stages=2, learning_rate=lr, scale=scale,
+                                     ridge=ridge, **FAST)
+            decision_calibration_stage(key, probs, labels, learning_rate=lr, scale=scale, ridge=ridge,
+                                       **FAST)
+    assert c.n == 0
+    ridges = jnp.array([0.0, 1e-3, 1e-1], probs.dtype)
+    fit = jax.jit(jax.vmap(lambda r: decision_calibration_fit(key, probs, labels, n_stages=2, ridge=r,
+                                                             **FAST).adjustment))
+    adjustments = fit(ridges)
+    single = decision_calibration_fit(key, probs, labels, n_stages=2, ridge=1e-1, **FAST).adjustment
+    # batched and single float32 matmuls round differently
+    np.testing.assert_allclose(np.asarray(adjustments[2]), np.asarray(single), rtol=1e-3, atol=1e-5)
     with pytest.raises(ValueError, match="ridge"):
         DecisionCalibrator(ridge=-1.0)

@@ -1,0 +1,161 @@
+r"""Positive-definite kernels on the simplex and tiled Gram products (shared by the metrics and
+the recalibrators of paper 003).
+
+Gopalan, Hu, Rothblum (2024), *On Computationally Efficient Multi-Class Calibration*: the
+multinomial kernel (Definition 6.3) is what both the low-degree calibration error's upper bound
+(:func:`jcalib.metrics.low_degree_calibration_error`, ``method="kernel"``) and Algorithm 2's
+auditor (:func:`jcalib.recalibration.kernel_audit`) evaluate. It lives here, below both
+subpackages, so that ``jcalib.metrics`` never imports ``jcalib.recalibration``. The public names
+are re-exported (and documented) from :mod:`jcalib.recalibration.kernel`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jaxtyping import Array, Float
+
+__all__ = [
+    "DEFAULT_TILE",
+    "GaussianKernel",
+    "Kernel",
+    "MultinomialKernel",
+    "gaussian_kernel",
+    "kernel_matmul",
+    "multinomial_kernel",
+]
+
+Kernel = Callable[[Array, Array], Array]
+
+DEFAULT_TILE = 512  # rows per Gram block
+_UNROLL_DEGREE = 32
+
+
+class MultinomialKernel(eqx.Module):
+    r"""The degree-$d$ multinomial kernel $\ker_d(v, v') = \sum_{i=0}^{d} (v\cdot v')^i$.
+
+    It is $\psi(v)\cdot\psi(v')$ for the feature map $\psi$ whose coordinates are all ordered
+    monomials $v_{t_1}\cdots v_{t_i}$, $t \in [k]^i$, $i \le d$ ($1 + k + \dots + k^d$ of them;
+    paper 003, Definition 6.3, after GKKT17). Evaluated by Horner's rule on the block of inner
+    products, $O(d)$ element-wise operations per entry.
+
+    ``diag_bound`` is $s^2 = \sup_{v\in\Delta_k}\ker_d(v, v) = d + 1$ (attained at the
+    vertices, where $\|v\|_2 = 1$). The paper's Lemma 6.4 writes $\le d$; the sum has $d+1$
+    terms, so $d+1$ is the bound used here (SPEC §5).
+
+    Attributes:
+        degree: $d \ge 0$ (static).
+    """
+
+    degree: int = eqx.field(static=True)
+
+    def __check_init__(self):
+        if isinstance(self.degree, bool) or not isinstance(self.degree, (int, np.integer)) or self.degree < 0:
+            raise ValueError(f"degree must be a non-negative integer, got {self.degree!r}")
+
+    @property
+    def diag_bound(self) -> float:
+        # departs from Lemma 6.4's "≤ d": Σ_{i=0..d} ‖v‖^{2i} has d + 1 terms, = d + 1 at a vertex
+        return float(self.degree + 1)
+
+    def __call__(self, u: Float[Array, "a k"], v: Float[Array, "b k"]) -> Float[Array, "a b"]:
+        g = jnp.matmul(u, v.T, precision=lax.Precision.HIGHEST)
+        # Horner: 1 + g(1 + g(1 + ...)), d multiplications. Unrolled for moderate d so XLA fuses
+        # the chain into one pass over the Gram block (a loop would write it d times).
+        return lax.fori_loop(
+            0, self.degree, lambda _, acc: 1.0 + g * acc, jnp.ones_like(g), unroll=self.degree <= _UNROLL_DEGREE
+        )
+
+
+def multinomial_kernel(degree: int) -> MultinomialKernel:
+    r"""The degree-``degree`` multinomial kernel $\sum_{i=0}^d (v\cdot v')^i$ (paper 003, Def. 6.3).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> ker = multinomial_kernel(2)
+        >>> v = jnp.array([[0.5, 0.5], [1.0, 0.0]])
+        >>> ker(v, v).tolist()
+        [[1.75, 1.75], [1.75, 3.0]]
+        >>> ker.diag_bound
+        3.0
+    """
+    if isinstance(degree, bool) or not isinstance(degree, (int, np.integer)):
+        raise ValueError(f"degree must be a non-negative integer, got {degree!r}")
+    return MultinomialKernel(int(degree))
+
+
+class GaussianKernel(eqx.Module):
+    r"""The Gaussian kernel $\ker(v, v') = \exp(-\|v - v'\|_2^2 / (2\sigma^2))$, $s^2 = 1$.
+
+    Not in paper 003 (which needs the multinomial kernel for its polynomial-approximation
+    guarantees); provided as a local, universal alternative: its RKHS ball contains functions
+    that vary on the scale $\sigma$, so small bandwidths audit close to canonical calibration
+    (at the sample cost Theorem 3.4 predicts).
+
+    Attributes:
+        bandwidth: $\sigma > 0$ (static).
+    """
+
+    bandwidth: float = eqx.field(static=True)
+
+    def __check_init__(self):
+        if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)) or not self.bandwidth > 0:
+            raise ValueError(f"bandwidth must be a positive number, got {self.bandwidth!r}")
+
+    @property
+    def diag_bound(self) -> float:
+        return 1.0
+
+    def __call__(self, u: Float[Array, "a k"], v: Float[Array, "b k"]) -> Float[Array, "a b"]:
+        g = jnp.matmul(u, v.T, precision=lax.Precision.HIGHEST)
+        d2 = jnp.sum(u**2, axis=1)[:, None] + jnp.sum(v**2, axis=1)[None, :] - 2.0 * g
+        return jnp.exp(-jnp.maximum(d2, 0.0) / (2.0 * self.bandwidth**2))
+
+
+def gaussian_kernel(bandwidth: float) -> GaussianKernel:
+    r"""Gaussian kernel of bandwidth $\sigma$ (see :class:`GaussianKernel`); $s = 1$."""
+    return GaussianKernel(float(bandwidth) if isinstance(bandwidth, (int, float, np.floating)) and not isinstance(bandwidth, bool) else bandwidth)
+
+
+def _row_blocks(u, tile):
+    m = u.shape[0]
+    tile = max(1, min(tile, m))
+    nb = -(-m // tile)
+    up = jnp.pad(u, ((0, nb * tile - m), (0, 0)))
+    return up.reshape(nb, tile, u.shape[1]), m
+
+
+def kernel_matmul(
+    kernel: Kernel,
+    u: Float[Array, "m k"],
+    v: Float[Array, "n k"],
+    c: Float[Array, "n c"],
+    tile: int = DEFAULT_TILE,
+) -> Float[Array, "m c"]:
+    r"""$\ker(U, V)\,C$ computed in blocks of ``tile`` rows of $U$.
+
+    Each block forms a ``(tile, n)`` Gram block and multiplies it by $C$, so peak memory is
+    $O(\mathrm{tile}\cdot n + n c + m c)$; the ``(m, n)`` Gram matrix is never materialised.
+    Rows of $U$ are zero-padded to a multiple of ``tile``; padded outputs are discarded.
+
+    Args:
+        kernel: ``ker(A, B) -> (len(A), len(B))`` Gram block.
+        u: ``(m, k)`` query points.
+        v: ``(n, k)`` support points.
+        c: ``(n, c)`` coefficients.
+        tile: rows per block (static).
+
+    Returns:
+        ``(m, c)`` array.
+    """
+    blocks, m = _row_blocks(u, int(tile))
+
+    def one(ub):
+        return jnp.matmul(kernel(ub, v), c, precision=lax.Precision.HIGHEST)
+
+    out = lax.map(one, blocks)
+    return out.reshape(-1, c.shape[1])[:m]
