@@ -7,6 +7,7 @@ recalibration (``jcalib.recalibration``); data loaders (``jcalib.datasets``).
 """
 
 from . import core, datasets, forecasters, metrics, natures, recalibration, recorders, scoring
+from . import losses
 from .core import (
     AbstractForecaster,
     AbstractNature,
@@ -34,6 +35,7 @@ __all__ = [
     "core",
     "datasets",
     "forecasters",
+    "losses",
     "metrics",
     "natures",
     "play",

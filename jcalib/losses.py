@@ -121,6 +121,7 @@ def _like(w, x):
     return w
 
 
+@jax.jit
 def _smece_loss(p, labels, w):
     """smECE at the metric's own bandwidth σ*, differentiated at fixed σ*.
 

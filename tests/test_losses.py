@@ -418,3 +418,9 @@ def test_traced_bad_values_raise_inside_jit():
     bad_probs = jnp.array([[1.5, -0.5]] * 4)
     with pytest.raises(Exception, match="probs must be finite"):
         jax.jit(lambda p: losses.kernel_calibration_loss(p, y))(bad_probs)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    assert doctest.testmod(losses, raise_on_error=True).attempted >= 7
