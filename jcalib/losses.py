@@ -40,6 +40,8 @@ from jaxtyping import Array, Float, Int
 
 from ._validation import (
     as_float_array,
+    check_binary_labels,
+    check_binary_probs,
     check_multiclass_inputs,
     check_positive_int,
     check_same_length,
@@ -202,13 +204,19 @@ def smooth_ece_loss(
         smoothing*.
     """
     p = _binary(probs, from_logits)
-    n = p.shape[0] if p.ndim else 0
+    p = check_binary_probs(p, "probs")  # the jitted core below sees tracers: check here
+    y = check_binary_labels(labels)
+    if p.ndim != 1 or y.ndim != 1:
+        raise ValueError(f"probs and labels must be 1-D, got shapes {tuple(p.shape)} and {tuple(y.shape)}")
+    n = check_same_length(probs=p, labels=y)
+    if n == 0:
+        raise ValueError("probs and labels are empty; a calibration metric needs at least one round")
     w = check_weights(sample_weight, n)
     if w is None:
         w = jnp.ones((n,), p.dtype)
     elif is_concrete(w) and not float(np.sum(np.asarray(w))) > 0:
         raise ValueError("sample_weight sums to zero; at least one round needs positive weight")
-    return _smece_loss(p, labels, _unit_mass(w.astype(p.dtype), p))
+    return _smece_loss(p, y, _unit_mass(w.astype(p.dtype), p))
 
 
 def confidence_smooth_ece_loss(
