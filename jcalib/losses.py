@@ -8,8 +8,8 @@ re-implementation of it:
 
 | loss | metric it differentiates | smoothing |
 | --- | --- | --- |
-| :func:`smooth_ece_loss` | `jcalib.metrics.smooth_ece` (binary) | none needed: the kernel-smoothed ECE is piecewise smooth |
-| :func:`confidence_smooth_ece_loss` | `smooth_ece` of the top-label confidence | none; the correctness indicator is held fixed |
+| :func:`smooth_ece_loss` | `jcalib.metrics.smooth_ece` (binary) | the kernel's own; weights at unit mass (float32) |
+| :func:`confidence_smooth_ece_loss` | `smooth_ece` of the top-label confidence | as above; the correctness indicator is held fixed |
 | :func:`kernel_calibration_loss` | `jcalib.recalibration.kernel_audit` (paper 003, Alg. 2) | squared (default) — no $\sqrt{\cdot}$ kink |
 | :func:`mmce_loss` | MMCE of Kumar, Sarawagi, Jain (2018) | Laplacian kernel (their choice) |
 | :func:`decision_calibration_loss` | `jcalib.metrics.decision.decision_objective` (paper 004, Eq. 9) | softmax cells of temperature $\tau$ |
@@ -112,17 +112,6 @@ def _binary(inputs, from_logits: bool):
     return _in_graph_check(as_float_array(inputs, "probs"), 0.0, 1.0, "probs")
 
 
-def _like(w, x):
-    """``w``, staged into the trace of ``x`` when ``x`` is traced and ``w`` is not.
-
-    ``smooth_ece`` checks concrete weights with ``jnp`` operations, which fail inside a jit
-    that traces the forecasts but closes over the weights; after ``_like`` the weights are
-    traced too (and already checked here)."""
-    if is_concrete(w) and not is_concrete(x):
-        return w + jnp.zeros_like(x)
-    return w
-
-
 @jax.jit
 def _smece_loss(p, labels, w):
     """smECE at the metric's own bandwidth σ*, differentiated at fixed σ*.
@@ -138,9 +127,9 @@ def _smece_loss(p, labels, w):
     return _smece_sigma(p, p - y, w, lax.stop_gradient(sigma), e_max, n_max)
 
 
-def _unit_mass(w, x):
+def _unit_mass(w):
     """Weights rescaled to total mass 1, for ``smooth_ece`` (see :func:`smooth_ece_loss`)."""
-    return _like(w / jnp.sum(w), x)
+    return w / jnp.sum(w)
 
 
 def _safe_sqrt(x):
@@ -162,16 +151,16 @@ def smooth_ece_loss(
 ) -> Float[Array, ""]:
     r"""SmoothECE of binary forecasts as a loss, **normalised**, in $[0, 1]$.
 
-    Exactly :func:`jcalib.metrics.smooth_ece` (Błasiok & Nakkiran 2023; ``relplot``'s
-    discretisation): the reflected-Gaussian kernel regression of the residuals $p_i - y_i$ at
+    The metric :func:`jcalib.metrics.smooth_ece` (Błasiok & Nakkiran 2023; ``relplot``'s
+    discretisation), with the weights at unit mass (below): the reflected-Gaussian kernel regression of the residuals $p_i - y_i$ at
     the fixed-point bandwidth $\sigma^\ast$, integrated against the smoothed density,
     $$\mathrm{smECE} = \int_0^1 |\hat r_{\sigma^\ast}(t)|\,\hat\delta_{\sigma^\ast}(t)\,dt .$$
     The kernel is the smoothing; no further one is added. The gradient is that of
     $\mathrm{smECE}_\sigma$ at the selected $\sigma^\ast$: the bisection's choice is piecewise
     constant in the forecasts (a dyadic bandwidth), so this is the exact derivative almost
     everywhere; it is computed at fixed $\sigma^\ast$ (the metric's bisection runs without
-    gradient), which is the same derivative at a third of the cost. Masses are split linearly between grid points of spacing $\approx\sigma/10$, so
-    the value is piecewise smooth in ``probs`` with kinks only where a forecast crosses a grid
+    gradient), which is the same derivative at a third of the cost. Masses are split linearly
+    between grid points of spacing $\approx\sigma/10$, so the value is piecewise smooth in ``probs`` with kinks only where a forecast crosses a grid
     point (and where a smoothed residual crosses 0).
 
     Departure from the metric: the weights are rescaled to total mass 1 before the call (the
@@ -179,10 +168,12 @@ def smooth_ece_loss(
     floor of $10^{-4}$ (relplot's), which is absolute, so with mass 1 it is $n$ times larger
     relative to the data; the value changes by about $10^{-4}$ relative (tested to $10^{-3}$).
     The reason is float32: the smoothed density is an FFT convolution whose round-off is about
-    $6\cdot10^{-8}$ of its peak; with mass $n = 10^3$ and $\sigma \approx 0.002$ that is
-    $\approx 10^{-2}$, enough to push the floored density through 0 where there is no data and
-    turn the gradient into NaN (inf − inf in the derivative of $|r/\delta|\,\delta$); with mass 1
-    it is below $3\cdot 10^{-5}$, under the floor, for every bandwidth the metric evaluates.
+    $6\cdot10^{-8}$ of its peak. With mass $n = 1078$ and $\sigma = 2^{-9}$ we measured a
+    smoothed density of $-1.4\cdot10^{-2}$ where there is no data, far below the floor, and
+    training with unscaled weights ended in NaN parameters (the derivative of
+    $|r/\delta|\,\delta$ is inf − inf where the floored density reaches 0). With mass 1 the
+    round-off is below $3\cdot 10^{-5}$, under the floor, for every bandwidth the metric
+    evaluates.
 
     Args:
         probs: forecasts in $[0, 1]$ (or logits with ``from_logits=True``), shape ``(n,)``.
@@ -216,7 +207,7 @@ def smooth_ece_loss(
         w = jnp.ones((n,), p.dtype)
     elif is_concrete(w) and not float(np.sum(np.asarray(w))) > 0:
         raise ValueError("sample_weight sums to zero; at least one round needs positive weight")
-    return _smece_loss(p, y, _unit_mass(w.astype(p.dtype), p))
+    return _smece_loss(p, y, _unit_mass(w.astype(p.dtype)))
 
 
 def confidence_smooth_ece_loss(
@@ -234,7 +225,8 @@ def confidence_smooth_ece_loss(
     $E[y_{\ell_v} \mid v_{\ell_v}] = v_{\ell_v}$ (paper 003, §2; Guo et al. 2017), pooled over
     predicted classes like ``jcalib.metrics.confidence_ece``. The correctness $a_i$ is piecewise
     constant in the inputs, so the gradient flows through the confidences only (the arg-max is
-    held fixed, as in every confidence-based penalty).
+    held fixed, as in every confidence-based penalty). Weights at unit mass and the gradient at
+    the metric's bandwidth, as in :func:`smooth_ece_loss`.
 
     Args:
         probs: ``(n, C)`` predictions on the simplex, or logits with ``from_logits=True``
@@ -260,7 +252,7 @@ def confidence_smooth_ece_loss(
     v, y, w = _multiclass(probs, labels, sample_weight, from_logits)
     conf = jnp.max(v, axis=1)
     correct = (jnp.argmax(v, axis=1).astype(y.dtype) == y).astype(jnp.int32)
-    return _smece_loss(conf, correct, _unit_mass(w, conf))
+    return _smece_loss(conf, correct, _unit_mass(w))
 
 
 # --------------------------------------------------------------------------------------------
