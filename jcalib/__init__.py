@@ -8,6 +8,7 @@ recalibration (``jcalib.recalibration``); data loaders (``jcalib.datasets``).
 
 from . import core, datasets, forecasters, metrics, natures, recalibration, recorders, scoring
 from . import distributions
+from . import losses
 from .core import (
     AbstractForecaster,
     AbstractNature,
@@ -36,6 +37,7 @@ __all__ = [
     "datasets",
     "distributions",
     "forecasters",
+    "losses",
     "metrics",
     "natures",
     "play",
