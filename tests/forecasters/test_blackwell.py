@@ -164,7 +164,7 @@ def test_theorem_5_2_per_cell_recalibration(x64):
         sel = cells == c
         if sel.sum() == 0:
             continue
-        pis = np.stack([np.maximum(0, 1 - np.abs(m * pp - np.arange(m + 1))) * (pp - yy) for pp, yy in zip(p[sel], y[sel])])
+        pis = np.maximum(0, 1 - np.abs(m * p[sel, None] - np.arange(m + 1))) * (p[sel] - y[sel])[:, None]
         cal = np.sum(pis.sum(0) ** 2) / sel.sum()
         assert cal <= inner.payoff.bound() + 1e-9  # Theorem 4.3 inside the cell
         worst_cal = max(worst_cal, np.sqrt(cal / sel.sum()))
