@@ -52,7 +52,7 @@ from ..payoffs.base import AbstractPayoff, direction
 from ..payoffs.interval import QuantileCalibration, experiment_payoff
 from ..payoffs.base import DirectSum
 
-__all__ = ["ORCA", "ORCACertificate", "ORCAState"]
+__all__ = ["ORCA", "ORCACertificate", "ORCAState", "ExpertMeanCells"]
 
 _FAMILIES = ("piecewise", "gaussian_mixture")
 
@@ -292,3 +292,31 @@ class ORCA(AbstractForecaster):
         pi = self.payoff(x, forecast.public, y).astype(state.total.dtype)
         cert = forecast.certificate
         return ORCAState(state.total + pi, state.count + 1, cert.theta, cert.opt_state)
+
+
+class ExpertMeanCells(eqx.Module):
+    r"""Cells of the expert's forecast space for per-cell recalibration (paper 002 §5.2, App. D).
+
+    ``cell(x) = min(floor(n (mean(e) - lo)/(hi - lo)), n - 1)`` with $e$ the expert's forecast
+    (``x.expert`` of an :class:`~jcalib.payoffs.ExpertContext`, or ``x`` itself): a partition
+    of the expert's forecasts by their mean, for
+    ``Partitioned(ORCA(...), n_cells, ExpertMeanCells(n_cells))``.
+
+    Attributes:
+        n_cells: number of cells (static).
+        lo, hi: the outcome range (static).
+    """
+
+    n_cells: int = eqx.field(static=True)
+    lo: float = eqx.field(static=True, default=0.0)
+    hi: float = eqx.field(static=True, default=1.0)
+
+    def __check_init__(self):
+        check_positive_int(self.n_cells, "n_cells")
+
+    def __call__(self, x) -> Int[Array, ""]:
+        from ..payoffs.interval import ExpertRegret
+
+        m = jnp.asarray(ExpertRegret.expert_of(x).mean())
+        c = jnp.floor((m - self.lo) / (self.hi - self.lo) * self.n_cells).astype(jnp.int32)
+        return jnp.clip(c, 0, self.n_cells - 1)

@@ -174,3 +174,20 @@ def test_bad_input():
         ORCA(learning_rate=-1.0)
     with pytest.raises(ValueError, match="scalar"):
         f.update(state, None, fc, jnp.zeros(2))
+
+
+def test_per_cell_recalibration_runs_one_orca_per_cell():
+    from jcalib.forecasters import Partitioned
+    from jcalib.forecasters.orca import ExpertMeanCells
+
+    inner = ORCA(payoff=experiment_payoff(3), edges=uniform_edges(5), n_steps=3)
+    f = Partitioned(inner, 3, ExpertMeanCells(3))
+    nat = OverconfidentGaussian(edges=uniform_edges(5))
+    fs = f.init(jax.random.key(0))
+    ns = nat.init(jax.random.key(1))
+    x = nat.context(ns, jax.random.key(2))
+    cell = int(ExpertMeanCells(3)(x))
+    fc = f.predict(fs, x, jax.random.key(3))
+    fs2 = f.update(fs, x, fc, jnp.asarray(0.5))
+    counts = np.asarray(fs2.cells.count)
+    assert counts[cell] == 1 and counts.sum() == 1  # only the active cell's instance moved
