@@ -256,7 +256,9 @@ class ORCA(AbstractForecaster):
         eps = 1e-4 * (e[-1] - e[0])
         for qb in _quantile_blocks(self.payoff):
             q = p.quantile(qb.levels(p.dtype))
-            pts += [q, jnp.minimum(q + eps, e[-1])]
+            # both sides of each jump, eps away from it: at y = Q(α) exactly the indicator
+            # 1{F(y) <= α} flips with the last ulp of F (batched and unbatched programs differ)
+            pts += [jnp.maximum(q - eps, e[0]), jnp.minimum(q + eps, e[-1])]
         return jnp.concatenate(pts)
 
     def predict(self, state: ORCAState, x, key: PRNGKeyArray) -> Forecast:
