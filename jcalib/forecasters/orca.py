@@ -122,6 +122,10 @@ class ORCA(AbstractForecaster):
             (static).
         n_components: Gaussians in the mixture family (static).
         n_check: outcomes per bin of the pointwise certificate's check set (static).
+        start: ``"warm"`` (default): start each round's Adam from the previous round's
+            $\theta$ (reconstructed, SPEC §3); ``"expert"``: from the context expert's own
+            logits $\log p_e$ (Algorithm 2's "initialize $p_{\theta_t}$" each round; the
+            natural start for recalibration) with a fresh Adam state (static).
         warm_optimizer: carry Adam's state from round to round (static; else a fresh Adam
             state each round from the warm-started $\theta$).
         logit_bound: $L$, logits are kept centred in $[-L, L]$ after every Adam step (float;
@@ -152,6 +156,7 @@ class ORCA(AbstractForecaster):
     n_check: int = eqx.field(static=True, default=8)
     logit_bound: float = 2.0
     warm_optimizer: bool = eqx.field(static=True, default=True)
+    start: str = eqx.field(static=True, default="warm")
 
     def __check_init__(self):
         if not isinstance(self.payoff, AbstractPayoff):
@@ -161,6 +166,10 @@ class ORCA(AbstractForecaster):
             raise ValueError("edges must be a strictly increasing tuple of at least 2 floats")
         if not isinstance(self.n_steps, int) or self.n_steps < 0:
             raise ValueError(f"n_steps must be a non-negative int, got {self.n_steps!r}")
+        if self.start not in ("warm", "expert"):
+            raise ValueError(f"start must be 'warm' or 'expert', got {self.start!r}")
+        if self.start == "expert" and self.family != "piecewise":
+            raise ValueError("start='expert' needs family='piecewise'")
         if self.family not in _FAMILIES:
             raise ValueError(f"family must be one of {_FAMILIES}, got {self.family!r}")
         check_positive_int(self.n_components, "n_components")
@@ -265,13 +274,21 @@ class ORCA(AbstractForecaster):
         c = direction(self.payoff, state.mean())
         opt = self._optimizer(state.theta.dtype)
         opt_state = state.opt_state
-        if not self.warm_optimizer:
+        theta0 = state.theta
+        if self.start == "expert":
+            # Algorithm 2 initialises θ_t each round: from the expert's own density (logits
+            # log p_e, bounded), with a fresh Adam state
+            from ..payoffs.interval import ExpertRegret
+
+            pe = ExpertRegret.expert_of(x).probs.astype(theta0.dtype)
+            theta0 = self.project(jnp.log(jnp.maximum(pe, jnp.finfo(theta0.dtype).tiny)))
+        if not self.warm_optimizer or self.start == "expert":
             from ..core.optim import standard_promotion
 
             with standard_promotion():
-                opt_state = opt.init(state.theta)
+                opt_state = opt.init(theta0)
         res = optimise(
-            lambda th: self.objective(th, c, x), state.theta, opt, self.n_steps, state=opt_state, project=self.project
+            lambda th: self.objective(th, c, x), theta0, opt, self.n_steps, state=opt_state, project=self.project
         )
         theta = res.params
         p = self.distribution(theta)
