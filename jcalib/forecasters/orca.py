@@ -45,12 +45,11 @@ import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._validation import check_positive_int
-from ..core.optim import optimise
+from ..core.optim import optimise, standard_promotion
 from ..core.types import AbstractForecaster, Forecast
 from ..distributions import PiecewiseConstant, uniform_edges
-from ..payoffs.base import AbstractPayoff, direction
-from ..payoffs.interval import QuantileCalibration, experiment_payoff
-from ..payoffs.base import DirectSum
+from ..payoffs.base import AbstractPayoff, DirectSum, direction
+from ..payoffs.interval import ExpertRegret, QuantileCalibration, experiment_payoff
 
 __all__ = ["ORCA", "ORCACertificate", "ORCAState", "ExpertMeanCells"]
 
@@ -231,8 +230,6 @@ class ORCA(AbstractForecaster):
     def init(self, key: PRNGKeyArray) -> ORCAState:
         theta = self.init_theta()
         fdt = theta.dtype
-        from ..core.optim import standard_promotion
-
         with standard_promotion():
             opt_state = self._optimizer(fdt).init(theta)
         return ORCAState(jnp.zeros((self.payoff.dim,), fdt), jnp.zeros((), jnp.int32), theta, opt_state)
@@ -278,13 +275,9 @@ class ORCA(AbstractForecaster):
         if self.start == "expert":
             # Algorithm 2 initialises θ_t each round: from the expert's own density (logits
             # log p_e, bounded), with a fresh Adam state
-            from ..payoffs.interval import ExpertRegret
-
             pe = ExpertRegret.expert_of(x).probs.astype(theta0.dtype)
             theta0 = self.project(jnp.log(jnp.maximum(pe, jnp.finfo(theta0.dtype).tiny)))
         if not self.warm_optimizer or self.start == "expert":
-            from ..core.optim import standard_promotion
-
             with standard_promotion():
                 opt_state = opt.init(theta0)
         res = optimise(
@@ -334,8 +327,6 @@ class ExpertMeanCells(eqx.Module):
         check_positive_int(self.n_cells, "n_cells")
 
     def __call__(self, x) -> Int[Array, ""]:
-        from ..payoffs.interval import ExpertRegret
-
         m = jnp.asarray(ExpertRegret.expert_of(x).mean())
         c = jnp.floor((m - self.lo) / (self.hi - self.lo) * self.n_cells).astype(jnp.int32)
         return jnp.clip(c, 0, self.n_cells - 1)

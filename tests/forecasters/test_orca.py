@@ -178,6 +178,8 @@ def test_bad_input():
             jax.block_until_ready(jax.jit(f.update)(state, None, fc, jnp.asarray(bad)))
     with pytest.raises(ValueError, match="family"):
         ORCA(family="other")
+    with pytest.raises(ValueError, match="start"):
+        ORCA(start="other")
     with pytest.raises(ValueError, match="edges"):
         ORCA(edges=(0.0, 0.5, 0.5, 1.0))
     with pytest.raises(ValueError, match="learning_rate"):
