@@ -136,10 +136,10 @@ class ORCA(AbstractForecaster):
     Example:
         >>> import jax, jcalib
         >>> from jcalib.natures import IIDInterval
-        >>> f = ORCA(payoff=jcalib.payoffs.QuantileCalibration(9), edges=uniform_edges(10), n_steps=50)
-        >>> traj = jcalib.play(f, IIDInterval.default(10), 20, jax.random.key(0))
+        >>> f = ORCA(payoff=jcalib.payoffs.QuantileCalibration(9), edges=uniform_edges(10), n_steps=20)
+        >>> traj = jcalib.play(f, IIDInterval.default(10), 5, jax.random.key(0))
         >>> traj.certificate.value.shape
-        (20,)
+        (5,)
 
     References:
         Paper 002, Algorithm 2, Eq. 8–9, §6 (L462–466); SPEC §3.

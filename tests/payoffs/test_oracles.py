@@ -47,11 +47,11 @@ COUNTER = np.array([-1.0, -0.5, -0.2, 0.3, 0.7, 1.0])
 
 def test_paper_rule_fails_on_counter_example(x64):
     c, beta = jnp.asarray(COUNTER), 0.3
-    paper = ConformalOracle(beta, 5, rule="paper")(c, None, KEY)
+    paper = call(ConformalOracle(jnp.asarray(beta), 5, rule="paper"), c)
     lp_value, _ = conformal_lp(COUNTER, beta)
     assert float(paper.certificate) == pytest.approx(0.12, abs=1e-12)
     assert lp_value == pytest.approx(0.06, abs=1e-9) and lp_value > 0
-    fixed = ConformalOracle(beta, 5)(c, None, KEY)
+    fixed = call(ConformalOracle(jnp.asarray(beta), 5), c)
     # the corrected rule reaches the LP optimum (to the mirror-prox tolerance) and the ε-ball
     assert float(fixed.certificate) <= lp_value + 1e-3
     assert float(fixed.certificate) <= np.linalg.norm(COUNTER) / 5
