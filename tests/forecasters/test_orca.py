@@ -156,6 +156,14 @@ def test_gaussian_mixture_family():
     theta = f.init_theta()
     c = jnp.asarray(np.random.default_rng(3).normal(size=9), theta.dtype)
     assert float(jnp.linalg.norm(jax.grad(lambda t: f.objective(t, c, None))(theta))) > 0
+    p = f.distribution(theta)
+    np.testing.assert_allclose(float(p.probs.sum()), 1, rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_gaussian_mixture_family_predicts():
+    f = ORCA(payoff=QuantileCalibration(9), edges=E10, n_steps=5, family="gaussian_mixture", n_components=3)
+    c = jnp.asarray(np.random.default_rng(3).normal(size=9), f.init_theta().dtype)
     state = f.init(jax.random.key(0))._replace(total=c, count=jnp.ones((), jnp.int32))
     fc = eqx.filter_jit(f.predict)(state, None, jax.random.key(0))
     np.testing.assert_allclose(float(fc.value.probs.sum()), 1, rtol=1e-5)
