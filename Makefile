@@ -36,6 +36,7 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/decision_calibration.py
 	$(PY) benchmarks/kernel_audit.py
 	$(PY) benchmarks/approachability_throughput.py
+	$(PY) benchmarks/orca_throughput.py
 
 docs: $(VENV)/.installed-docs
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict

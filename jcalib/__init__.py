@@ -7,6 +7,7 @@ recalibration (``jcalib.recalibration``); data loaders (``jcalib.datasets``).
 """
 
 from . import core, datasets, forecasters, metrics, natures, recalibration, recorders, scoring
+from . import payoffs
 from . import distributions
 from . import losses
 from .core import (
@@ -40,6 +41,7 @@ __all__ = [
     "losses",
     "metrics",
     "natures",
+    "payoffs",
     "play",
     "recalibration",
     "recorders",

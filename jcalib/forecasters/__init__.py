@@ -2,8 +2,10 @@
 
 from .aosa import AlmostOneStepAhead, aosa_bins, aosa_bound, one_step_ahead
 from .approachability import ApproachabilityRecalibrator, halfspace_oracle, tradeoff_parameters
+from .blackwell import BlackwellForecaster
 from .defensive import DefensiveForecaster
 from .foster import FosterRandomized, foster_bins
+from .orca import ORCA
 from .gupta_ramdas import GuptaRamdas
 from .kuleshov_ermon import KuleshovErmon, SwapRegretCalibrated, kuleshov_ermon_for_horizon
 from .lee_mw import LeeMultiObjectiveMW, lee_weights
@@ -12,10 +14,12 @@ from .trivial import Constant, RunningFrequency
 
 __all__: list[str] = [
     "AlmostOneStepAhead",
+    "BlackwellForecaster",
     "Constant",
     "DefensiveForecaster",
     "FosterRandomized",
     "GuptaRamdas",
+    "ORCA",
     "Partitioned",
     "RunningFrequency",
     "UniformCells",

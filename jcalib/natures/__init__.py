@@ -2,6 +2,7 @@
 
 from .adaptive import Contrarian, MaxCalibrationError, RandomMixture
 from .contextual import DistortedModel, DriftingModel, TwoLevelModel
+from .interval import HalfSpaceAdversary, IIDInterval, OverconfidentGaussian
 from .oblivious import Bernoulli, Drifting, Markov, Periodic, RegimeSwitch, Replay
 from .recalibration import RecalibrationAdversary
 from .switch import Switch
@@ -12,7 +13,10 @@ __all__: list[str] = [
     "DistortedModel",
     "Drifting",
     "DriftingModel",
+    "HalfSpaceAdversary",
+    "IIDInterval",
     "Markov",
+    "OverconfidentGaussian",
     "MaxCalibrationError",
     "Periodic",
     "RandomMixture",
