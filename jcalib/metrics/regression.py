@@ -318,7 +318,7 @@ def pinball_loss(
 
     Example:
         >>> import jax.numpy as jnp
-        >>> float(pinball_loss(jnp.array([[0.0]]), jnp.array([1.0]), jnp.array([0.9])))
+        >>> round(float(pinball_loss(jnp.array([[0.0]]), jnp.array([1.0]), jnp.array([0.9]))), 6)
         0.9
     """
     y, qs = _real_pair(y, quantiles, "quantiles")
