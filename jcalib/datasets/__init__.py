@@ -1,8 +1,15 @@
 """jcalib.datasets"""
 
 from .predictions import load_predictions, save_predictions
+from .lagged import LaggedSeries, lag_features
+from .sunspots import sunspots
+from .wind import wind_power
 
 __all__: list[str] = [
     "load_predictions",
     "save_predictions",
+    "LaggedSeries",
+    "lag_features",
+    "sunspots",
+    "wind_power",
 ]
