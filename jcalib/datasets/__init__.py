@@ -4,6 +4,7 @@ from .predictions import load_predictions, save_predictions
 from .lagged import LaggedSeries, lag_features
 from .sunspots import sunspots
 from .wind import wind_power
+from .experts import EXPERTS, ExpertForecasts, run_expert
 
 __all__: list[str] = [
     "load_predictions",
@@ -12,4 +13,7 @@ __all__: list[str] = [
     "lag_features",
     "sunspots",
     "wind_power",
+    "EXPERTS",
+    "ExpertForecasts",
+    "run_expert",
 ]
