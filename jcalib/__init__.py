@@ -7,6 +7,7 @@ recalibration (``jcalib.recalibration``); data loaders (``jcalib.datasets``).
 """
 
 from . import core, datasets, forecasters, metrics, natures, recalibration, recorders, scoring
+from . import distributions
 from .core import (
     AbstractForecaster,
     AbstractNature,
@@ -33,6 +34,7 @@ __all__ = [
     "Trajectory",
     "core",
     "datasets",
+    "distributions",
     "forecasters",
     "metrics",
     "natures",

@@ -1,0 +1,19 @@
+"""Distributions over an interval of the real line (SPEC §3; DESIGN.md "Core shapes").
+
+Equinox modules with a batch shape, usable as forecasts (``Forecast.value``), as the support
+of a :class:`jcalib.core.Mixture`, and inside ``jit``/``vmap``/``grad``:
+:class:`PiecewiseConstant` (ORCA's forecast family, paper 002) and :class:`Gaussian`, with
+closed-form CDF, quantile, moments and CRPS; :class:`MixtureDistribution` of stacked ones.
+"""
+
+from .base import AbstractDistribution, check_outcomes
+from .piecewise import PiecewiseConstant, check_edges, probs_atol, uniform_edges
+
+__all__ = [
+    "AbstractDistribution",
+    "PiecewiseConstant",
+    "check_edges",
+    "check_outcomes",
+    "probs_atol",
+    "uniform_edges",
+]

@@ -1,0 +1,125 @@
+r"""The interface every distribution over the real line in :mod:`jcalib.distributions` shares.
+
+A distribution is a frozen equinox module whose array fields carry a *batch shape* (one
+distribution per entry), so a stack of them is itself a distribution, ``jax.vmap`` batches
+them, and a :class:`jcalib.core.Mixture` can hold them as its support. Every method
+broadcasts its argument against the batch shape with NumPy's rules, made explicit (the tests
+run with rank promotion set to raise): ``cdf(y)`` of a batch ``(B,)`` at ``y`` of shape
+``(B,)`` or ``()`` has shape ``(B,)``; to evaluate one distribution at many points, give it
+batch shape ``()`` or vmap.
+
+Outcomes are cast to the distribution's float dtype. A NaN outcome gives a NaN result (no
+check inside traced code); :func:`check_outcomes` rejects NaN at the Python boundary.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
+
+from .._validation import as_float_array
+
+__all__ = ["AbstractDistribution", "check_outcomes"]
+
+
+def check_outcomes(y: ArrayLike, name: str = "y") -> Float[Array, "..."]:
+    """Real outcomes as a float array; raises ``ValueError`` naming ``name`` if any is NaN.
+
+    Infinite outcomes are allowed (``cdf`` gives 0 or 1 there; the CRPS is infinite). Only
+    concrete values are checked: on tracers this converts without checking, and a NaN
+    outcome then propagates to a NaN score.
+
+    Example:
+        >>> check_outcomes([0.2, 1.5]).shape
+        (2,)
+    """
+    arr = as_float_array(y, name)
+    if not isinstance(arr, jax.core.Tracer) and np.any(np.isnan(np.asarray(arr))):
+        raise ValueError(f"{name} contains NaN")
+    return arr
+
+
+class AbstractDistribution(eqx.Module):
+    """A batch of distributions over the real line (see the module docstring for shapes).
+
+    Subclasses define ``dtype``, ``batch_shape`` and the methods below; :meth:`prob`,
+    :meth:`std` and :meth:`_y` (cast and broadcast an outcome) are shared.
+    """
+
+    @property
+    @abc.abstractmethod
+    def batch_shape(self) -> tuple[int, ...]:
+        raise NotImplementedError  # abstract
+
+    @property
+    @abc.abstractmethod
+    def dtype(self) -> jnp.dtype:
+        raise NotImplementedError  # abstract
+
+    @abc.abstractmethod
+    def cdf(self, y: ArrayLike) -> Float[Array, "..."]:
+        raise NotImplementedError  # abstract
+
+    @abc.abstractmethod
+    def quantile(self, alpha: ArrayLike) -> Float[Array, "..."]:
+        raise NotImplementedError  # abstract
+
+    @abc.abstractmethod
+    def mean(self) -> Float[Array, "..."]:
+        raise NotImplementedError  # abstract
+
+    @abc.abstractmethod
+    def moment(self, k: int) -> Float[Array, "..."]:
+        raise NotImplementedError  # abstract
+
+    @abc.abstractmethod
+    def variance(self) -> Float[Array, "..."]:
+        raise NotImplementedError  # abstract
+
+    @abc.abstractmethod
+    def expect(self, fn, n_points: int = 8) -> Float[Array, "..."]:
+        raise NotImplementedError  # abstract
+
+    @abc.abstractmethod
+    def crps(self, y: ArrayLike) -> Float[Array, "..."]:
+        raise NotImplementedError  # abstract
+
+    @abc.abstractmethod
+    def log_prob(self, y: ArrayLike) -> Float[Array, "..."]:
+        raise NotImplementedError  # abstract
+
+    @abc.abstractmethod
+    def sample(self, key: PRNGKeyArray, shape: tuple[int, ...] = ()) -> Float[Array, "..."]:
+        raise NotImplementedError  # abstract
+
+    def prob(self, y: ArrayLike) -> Float[Array, "..."]:
+        """The density at ``y``: ``exp(log_prob(y))``."""
+        return jnp.exp(self.log_prob(y))
+
+    def std(self) -> Float[Array, "..."]:
+        """The standard deviation, ``sqrt(variance())``."""
+        return jnp.sqrt(self.variance())
+
+    def _y(self, y: ArrayLike) -> Float[Array, "..."]:
+        """``y`` in this distribution's dtype, broadcast against the batch shape."""
+        y = jnp.asarray(y)
+        y = y.astype(self.dtype)
+        shape = jnp.broadcast_shapes(y.shape, self.batch_shape)
+        return jnp.broadcast_to(y, shape)
+
+
+def _check_static_int(k, name: str, low: int = 0) -> int:
+    """A Python int ``>= low`` (a static setting that fixes the computation, not an array)."""
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < low:
+        raise ValueError(f"{name} must be a Python int >= {low}, got {k!r}")
+    return int(k)
+
+
+def _batched(x: Array, shape: tuple[int, ...]) -> Array:
+    """Broadcast ``x`` of shape ``batch + (n,)`` to ``shape + (n,)`` (explicitly)."""
+    return jnp.broadcast_to(x, tuple(shape) + x.shape[-1:])

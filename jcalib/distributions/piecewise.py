@@ -1,0 +1,362 @@
+r"""Piecewise-constant densities on fixed bins: ORCA's forecast family (paper 002, SPEC §3).
+
+A density on $[e_0, e_n]$ with edges $e_0 < e_1 < \dots < e_n$ and bin masses
+$p_0, \dots, p_{n-1}$ ($p_i \ge 0$, $\sum_i p_i = 1$) is constant, $p_i / w_i$, on bin
+$i = [e_i, e_{i+1})$ of width $w_i = e_{i+1} - e_i$. Paper 002's ORCA (Algorithm 2, L388–402)
+forecasts with 50 equal bins of the rescaled outcome range $[0, 1]$ and parametrises the masses
+by logits $\theta$, $p = \mathrm{softmax}(\theta)$ (SPEC §3, reconstructed); its nature family
+is the 50 uniform-on-bin components (one-hot masses).
+
+With $C_i = \sum_{j<i} p_j$ (so $C_0 = 0$, $C_n = 1$) and $D_i = 1 - C_i = \sum_{j \ge i} p_j$,
+everything is in closed form:
+
+- CDF, piecewise linear: $F(y) = \sum_i p_i\, \mathrm{clip}((y - e_i)/w_i, 0, 1)$; 0 below
+  $e_0$, 1 above $e_n$.
+- Moments, per bin exactly: $\mathbb E[Y^k] = \sum_i p_i\, \frac{e_{i+1}^{k+1} - e_i^{k+1}}
+  {(k+1) w_i} = \sum_i p_i\, \frac{1}{k+1}\sum_{j=0}^{k} e_i^j e_{i+1}^{k-j}$ (the second form
+  has no cancellation for narrow bins). Variance by the law of total variance,
+  $\sum_i p_i (w_i^2/12 + (m_i - \mu)^2)$ with $m_i$ the bin midpoints.
+- CRPS, $\int (F(z) - 1[y \le z])^2 dz$. $F$ is linear on each bin, and a linear function
+  going from $A$ to $B$ over a length $L$ has $\int f^2 = L (A^2 + AB + B^2)/3$. With
+  $\bar y = \mathrm{clip}(y, e_0, e_n)$, $s_i = \mathrm{clip}(\bar y, e_i, e_{i+1})$,
+  $u_i = F(s_i) = C_i + p_i (s_i - e_i)/w_i$ and $v_i = 1 - u_i = D_{i+1} + p_i(e_{i+1} - s_i)/w_i$:
+
+  $$\mathrm{CRPS}(F, y) = |y - \bar y| + \sum_i \Big[\frac{s_i - e_i}{3}\big(C_i^2 + C_i u_i
+  + u_i^2\big) + \frac{e_{i+1} - s_i}{3}\big(v_i^2 + v_i D_{i+1} + D_{i+1}^2\big)\Big].$$
+
+  The first term is the part of the integral outside $[e_0, e_n]$ (where the integrand is 1
+  between $y$ and the support), the sum the part of each bin left and right of $y$. $O(n)$
+  per outcome, exact, and linear-quadratic in $p$, so gradients through logits are exact.
+- Quantile, the generalised inverse $Q(\alpha) = \inf\{y : F(y) \ge \alpha\}$ for
+  $\alpha \in (0, 1]$, and $Q(0) = $ the left end of the first bin of positive mass (the limit
+  $\alpha \downarrow 0$; the infimum itself is $-\infty$). $F$ is continuous, so $F(Q(\alpha)) =
+  \alpha$; where $F$ is flat (bins of zero mass) $Q$ jumps, and at a level $\alpha = C_i$ of
+  a flat stretch it takes the stretch's *left* end (the right end of the last positive-mass
+  bin before it). For $\alpha$ strictly inside $(C_i, C_{i+1})$ it lies in bin $i$, which
+  then has positive mass: $Q(\alpha) = e_i + w_i(\alpha - C_i)/p_i$.
+
+The edges are a *static* field (a tuple of Python floats): densities with the same edges have
+the same pytree structure, so they stack, vmap, and average in a :class:`jcalib.core.Mixture`
+(whose ``mean()`` averages the masses, which is the mixture density). Bin constants (widths,
+midpoints, per-bin moments, quadrature nodes) are computed in float64 NumPy from the edges and
+cast to the masses' dtype.
+
+References:
+    Paper 002 (Blackwell forecasting, ORCA), Algorithm 2 and §6 (L388–402, L462–466).
+    T. Gneiting and A. E. Raftery (2007), *Strictly proper scoring rules, prediction, and
+    estimation*, JASA 102:359–378 (CRPS).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
+
+from .._validation import as_float_array
+from .base import AbstractDistribution, _batched, _check_static_int
+
+__all__ = ["PiecewiseConstant", "uniform_edges", "check_edges", "probs_atol"]
+
+
+def uniform_edges(n: int, low: float = 0.0, high: float = 1.0) -> tuple[float, ...]:
+    """The ``n + 1`` edges of ``n`` equal bins of ``[low, high]``, as a tuple of Python floats.
+
+    Computed in float64 as ``low + (high - low) * i / n`` with the last edge exactly ``high``.
+
+    Example:
+        >>> uniform_edges(4)
+        (0.0, 0.25, 0.5, 0.75, 1.0)
+    """
+    n = _check_static_int(n, "n", low=1)
+    low, high = _finite_float(low, "low"), _finite_float(high, "high")
+    if not low < high:
+        raise ValueError(f"low must be < high, got low={low!r}, high={high!r}")
+    return tuple(low + (high - low) * i / n for i in range(n)) + (high,)
+
+
+def _finite_float(x, name: str) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be a real number, got {x!r}") from e
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v!r}")
+    return v
+
+
+def check_edges(edges: Sequence[float], name: str = "edges") -> tuple[float, ...]:
+    """Bin edges as a tuple of Python floats: at least 2, finite, strictly increasing.
+
+    Raises ``ValueError`` naming ``name`` otherwise (traced arrays are refused: edges are
+    static, fixed at construction).
+    """
+    if isinstance(edges, jax.core.Tracer):
+        raise ValueError(f"{name} must be concrete (a tuple of floats): they are a static field")
+    try:
+        e = np.asarray(edges, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a sequence of real numbers, got {edges!r}") from err
+    if e.ndim != 1 or e.size < 2:
+        raise ValueError(f"{name} must be a 1-D sequence of at least 2 floats, got shape {e.shape}")
+    if not np.all(np.isfinite(e)):
+        raise ValueError(f"{name} must be finite")
+    if not np.all(np.diff(e) > 0):
+        raise ValueError(f"{name} must be strictly increasing")
+    return tuple(float(v) for v in e)
+
+
+def probs_atol(n_bins: int, dtype) -> float:
+    """The tolerance on $|\\sum_i p_i - 1|$ accepted at construction.
+
+    $\\max(10^{-5}, n\\,\\varepsilon)$ with $\\varepsilon$ the dtype's machine epsilon: 1e-5 in
+    float32 for up to ~80 bins (a softmax's sum is off by a few ulps per term), the same in
+    float64, and looser for half precision.
+    """
+    return max(1e-5, n_bins * float(jnp.finfo(dtype).eps))
+
+
+class PiecewiseConstant(AbstractDistribution):
+    r"""A batch of piecewise-constant densities on shared bins (see the module docstring).
+
+    Attributes:
+        probs: ``(..., n)`` bin masses, non-negative and summing to 1 over the last axis (to
+            :func:`probs_atol`; checked at construction when concrete). Leading axes are the
+            batch shape.
+        edges: static tuple of ``n + 1`` strictly increasing Python floats.
+
+    Example:
+        >>> d = PiecewiseConstant.uniform(4)
+        >>> round(float(d.cdf(0.3)), 6), float(d.quantile(0.5)), round(float(d.crps(0.5)), 6)
+        (0.3, 0.5, 0.083333)
+    """
+
+    probs: Float[Array, "... n"]
+    edges: tuple[float, ...] = eqx.field(static=True)
+
+    def __init__(self, probs: ArrayLike, edges: Sequence[float]):
+        self.edges = check_edges(edges)
+        self.probs = as_float_array(probs, "probs")
+
+    def __check_init__(self):
+        n = len(self.edges) - 1
+        if self.probs.ndim < 1 or self.probs.shape[-1] != n:
+            raise ValueError(
+                f"probs must have shape (..., {n}) for {n + 1} edges, got {tuple(self.probs.shape)}"
+            )
+        if isinstance(self.probs, jax.core.Tracer):
+            return  # values are checked where concrete; traced masses are the caller's contract
+        v = np.asarray(self.probs, np.float64)
+        if not np.all(np.isfinite(v)):
+            raise ValueError("probs contains NaN or infinite values")
+        if np.any(v < 0):
+            raise ValueError(f"probs must be non-negative; found {float(v.min())!r}")
+        if v.size:
+            err = float(np.max(np.abs(v.sum(axis=-1) - 1)))
+            atol = probs_atol(n, self.probs.dtype)
+            if err > atol:
+                raise ValueError(f"probs must sum to 1 over the last axis (off by {err:.3g} > {atol:.3g})")
+
+    # ----------------------------------------------------------------------------- constructors
+    @classmethod
+    def from_logits(cls, logits: ArrayLike, edges: Sequence[float]) -> PiecewiseConstant:
+        r"""Masses $p = \mathrm{softmax}(\theta)$ over the last axis (ORCA's parametrisation).
+
+        ``jax.nn.softmax`` subtracts the maximum, so large logits do not overflow; a logit of
+        $-\infty$ gives a bin of zero mass.
+        """
+        logits = as_float_array(logits, "logits")
+        if not isinstance(logits, jax.core.Tracer) and np.any(np.isnan(np.asarray(logits))):
+            raise ValueError("logits contains NaN")
+        return cls(jax.nn.softmax(logits, axis=-1), edges)
+
+    @classmethod
+    def uniform(cls, n: int, low: float = 0.0, high: float = 1.0) -> PiecewiseConstant:
+        """The uniform density on ``[low, high]``, as ``n`` equal bins of mass ``1/n``."""
+        edges = uniform_edges(n, low, high)
+        return cls(jnp.full((n,), 1.0 / n, jnp.result_type(float)), edges)
+
+    # ------------------------------------------------------------------------------- properties
+    @property
+    def n_bins(self) -> int:
+        return len(self.edges) - 1
+
+    @property
+    def low(self) -> float:
+        return self.edges[0]
+
+    @property
+    def high(self) -> float:
+        return self.edges[-1]
+
+    @property
+    def dtype(self) -> jnp.dtype:
+        return self.probs.dtype
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        return tuple(self.probs.shape[:-1])
+
+    @property
+    def widths(self) -> Float[Array, " n"]:
+        """Bin widths $w_i = e_{i+1} - e_i$, in the masses' dtype."""
+        return jnp.asarray(np.diff(self._e), self.dtype)
+
+    @property
+    def midpoints(self) -> Float[Array, " n"]:
+        """Bin midpoints $(e_i + e_{i+1})/2$, in the masses' dtype."""
+        return jnp.asarray(self._mid, self.dtype)
+
+    @property
+    def _e(self) -> np.ndarray:
+        return np.asarray(self.edges, np.float64)
+
+    @property
+    def _mid(self) -> np.ndarray:
+        e = self._e
+        return 0.5 * (e[:-1] + e[1:])
+
+    def _c(self, arr: np.ndarray, ndim: int) -> Array:
+        """A float64 NumPy bin constant of shape ``(n,)``, cast and reshaped to rank ``ndim + 1``."""
+        return jnp.asarray(arr, self.dtype).reshape((1,) * ndim + arr.shape)
+
+    def _cums(self, shape):
+        """Masses broadcast to ``shape + (n,)``, with $C_i$ (mass left of bin i) and $D_{i+1}$ (right)."""
+        p = _batched(self.probs, shape)
+        c_hi = jnp.cumsum(p, axis=-1)
+        c_lo = jnp.concatenate([jnp.zeros_like(p[..., :1]), c_hi[..., :-1]], axis=-1)
+        d_lo = jnp.flip(jnp.cumsum(jnp.flip(p, -1), axis=-1), -1)
+        d_hi = jnp.concatenate([d_lo[..., 1:], jnp.zeros_like(p[..., :1])], axis=-1)
+        return p, c_lo, c_hi, d_hi
+
+    # ---------------------------------------------------------------------------------- methods
+    def cdf(self, y: ArrayLike) -> Float[Array, "..."]:
+        r"""$F(y) = \sum_i p_i\,\mathrm{clip}((y - e_i)/w_i, 0, 1)$: 0 below ``low``, 1 above ``high``."""
+        y = self._y(y)
+        e = self._e
+        p = _batched(self.probs, y.shape)
+        t = jnp.clip((y[..., None] - self._c(e[:-1], y.ndim)) / self._c(np.diff(e), y.ndim), 0, 1)
+        return jnp.sum(p * t, axis=-1)
+
+    def quantile(self, alpha: ArrayLike) -> Float[Array, "..."]:
+        r"""The generalised inverse $Q(\alpha) = \inf\{y : F(y) \ge \alpha\}$ (module docstring).
+
+        $Q(0)$ is the left end of the first bin of positive mass; at the level of a flat
+        stretch of $F$ (bins of zero mass) $Q$ is the stretch's left end. ``alpha`` outside
+        $[0, 1]$ gives NaN. The masses are treated as normalised by their sum, so
+        $Q(1)$ is the right end of the last bin of positive mass even when the sum is off by
+        round-off.
+        """
+        alpha = self._y(alpha)
+        p, c_lo, c_hi, _ = self._cums(alpha.shape)
+        target = alpha * c_hi[..., -1]
+        # bin i = the first whose upper cumulative mass reaches the target; "<= 0" skips
+        # leading bins of zero mass when alpha = 0. For alpha > 0 the bin found has p_i > 0.
+        below = (c_hi < target[..., None]) | (c_hi <= 0)
+        i = jnp.minimum(jnp.sum(below, axis=-1), self.n_bins - 1)[..., None]
+        p_i = jnp.take_along_axis(p, i, axis=-1)[..., 0]
+        c_i = jnp.take_along_axis(c_lo, i, axis=-1)[..., 0]
+        e = self._e
+        a_i = jnp.take(jnp.asarray(e[:-1], self.dtype), i[..., 0])
+        w_i = jnp.take(jnp.asarray(np.diff(e), self.dtype), i[..., 0])
+        pos = p_i > 0
+        frac = jnp.where(pos, (target - c_i) / jnp.where(pos, p_i, 1), 0)
+        q = a_i + w_i * jnp.clip(frac, 0, 1)
+        return jnp.where((alpha >= 0) & (alpha <= 1), q, jnp.nan)
+
+    def mean(self) -> Float[Array, "..."]:
+        r"""$\sum_i p_i (e_i + e_{i+1})/2$."""
+        return self.probs @ jnp.asarray(self._mid, self.dtype)
+
+    def moment(self, k: int) -> Float[Array, "..."]:
+        r"""$\mathbb E[Y^k] = \sum_i p_i \frac{1}{k+1} \sum_{j=0}^k e_i^j e_{i+1}^{k-j}$, exact.
+
+        Args:
+            k: a Python int $\ge 0$ (static).
+        """
+        k = _check_static_int(k, "k")
+        e = self._e
+        a, b = e[:-1], e[1:]
+        m = sum(a**j * b ** (k - j) for j in range(k + 1)) / (k + 1)
+        return self.probs @ jnp.asarray(m, self.dtype)
+
+    def variance(self) -> Float[Array, "..."]:
+        r"""$\sum_i p_i\,(w_i^2/12 + (m_i - \mu)^2)$ (law of total variance; no cancellation)."""
+        nb = len(self.batch_shape)
+        mid = self._c(self._mid, nb)
+        within = jnp.asarray(np.diff(self._e) ** 2 / 12, self.dtype)
+        dev = (mid - self.mean()[..., None]) ** 2
+        return self.probs @ within + jnp.sum(self.probs * dev, axis=-1)
+
+    def expect(self, fn, n_points: int = 8) -> Float[Array, "..."]:
+        r"""$\mathbb E[f(Y)]$ by ``n_points``-point Gauss–Legendre quadrature on every bin.
+
+        $\sum_i p_i \sum_j \tfrac{g_j}{2} f(m_i + \tfrac{w_i}{2} t_j)$ with nodes $t_j$ and
+        weights $g_j$ on $[-1, 1]$: exact when $f$ is a polynomial of degree
+        $\le 2\,n_\text{points} - 1$ on each bin (so also for piecewise polynomials whose
+        breakpoints are edges).
+
+        Args:
+            fn: vectorised function of an ``(n, n_points)`` array of nodes; its output may have
+                extra leading axes ``(..., n, n_points)`` that broadcast against the batch shape.
+            n_points: quadrature points per bin (Python int $\ge 1$).
+        """
+        n_points = _check_static_int(n_points, "n_points", low=1)
+        t, g = np.polynomial.legendre.leggauss(n_points)
+        e = self._e
+        nodes = self._mid[:, None] + 0.5 * np.diff(e)[:, None] * t[None, :]
+        out = jnp.asarray(fn(jnp.asarray(nodes, self.dtype)))
+        out = out.astype(self.dtype)
+        v = out @ jnp.asarray(0.5 * g, self.dtype)  # (..., n)
+        shape = jnp.broadcast_shapes(v.shape, self.probs.shape)
+        return jnp.sum(jnp.broadcast_to(self.probs, shape) * jnp.broadcast_to(v, shape), axis=-1)
+
+    def crps(self, y: ArrayLike) -> Float[Array, "..."]:
+        r"""$\int (F(z) - 1[y \le z])^2 dz$ in closed form (module docstring); any real ``y``."""
+        y = self._y(y)
+        e = self._e
+        nd = y.ndim
+        a, b, w = self._c(e[:-1], nd), self._c(e[1:], nd), self._c(np.diff(e), nd)
+        ycl = jnp.clip(y, self.low, self.high)
+        s = jnp.clip(ycl[..., None], a, b)
+        p, c_lo, _, d_hi = self._cums(y.shape)
+        u = c_lo + p * ((s - a) / w)  # F(s_i)
+        v = d_hi + p * ((b - s) / w)  # 1 - F(s_i)
+        left = (s - a) * (c_lo**2 + c_lo * u + u**2)
+        right = (b - s) * (v**2 + v * d_hi + d_hi**2)
+        return jnp.sum(left + right, axis=-1) / 3 + jnp.abs(y - ycl)
+
+    def log_prob(self, y: ArrayLike) -> Float[Array, "..."]:
+        r"""$\log(p_i / w_i)$ for $y$ in bin $i = [e_i, e_{i+1})$ (the last bin closed).
+
+        $-\infty$ outside $[e_0, e_n]$ and in bins of zero mass (gradients there are not
+        meaningful).
+        """
+        y = self._y(y)
+        e = self._e
+        i = jnp.clip(jnp.searchsorted(jnp.asarray(e, self.dtype), y, side="right") - 1, 0, self.n_bins - 1)
+        p = _batched(self.probs, y.shape)
+        p_i = jnp.take_along_axis(p, i[..., None], axis=-1)[..., 0]
+        w_i = jnp.take(jnp.asarray(np.diff(e), self.dtype), i)
+        ok = (y >= self.low) & (y <= self.high) & (p_i > 0)
+        return jnp.where(ok, jnp.log(jnp.where(ok, p_i, 1)) - jnp.log(w_i), -jnp.inf)
+
+    def sample(self, key: PRNGKeyArray, shape: tuple[int, ...] = ()) -> Float[Array, "..."]:
+        """Draws of shape ``shape + batch_shape`` by inversion, ``quantile(U)``, $U \\sim U[0, 1)$.
+
+        Reparameterised: the draws are differentiable in the masses.
+        """
+        u = jax.random.uniform(key, tuple(shape) + self.batch_shape, self.dtype)
+        return self.quantile(u)
+
+    def entropy(self) -> Float[Array, "..."]:
+        r"""Differential entropy $-\sum_i p_i \log(p_i / w_i)$ (with $0 \log 0 = 0$)."""
+        p = self.probs
+        pos = p > 0
+        logw = jnp.asarray(np.log(np.diff(self._e)), self.dtype)
+        return -jnp.sum(jnp.where(pos, p * jnp.log(jnp.where(pos, p, 1)), 0), axis=-1) + p @ logw

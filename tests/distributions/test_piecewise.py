@@ -1,0 +1,313 @@
+"""PiecewiseConstant: parity with scipy's rv_histogram and with quadrature of the definitions,
+the quantile convention, exact gradients through logits, sampling, batching, Mixture support,
+and bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.stats
+from reference.distributions import (
+    crps_by_quadrature,
+    histogram,
+    piecewise_crps_definition,
+    piecewise_expect,
+)
+
+from jcalib.core import Mixture
+from jcalib.distributions import PiecewiseConstant, check_outcomes, probs_atol, uniform_edges
+
+
+def _random_density(seed, n=7, zero_bins=(2,), low=-1.0, high=2.5):
+    """Masses with some bins of zero mass on random unequal edges."""
+    rng = np.random.default_rng(seed)
+    edges = np.sort(rng.uniform(low, high, n - 1))
+    edges = (low, *edges.tolist(), high)
+    p = rng.dirichlet(np.ones(n))
+    p[list(zero_bins)] = 0.0
+    return p / p.sum(), edges
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_matches_rv_histogram(seed, x64):
+    p, edges = _random_density(seed, zero_bins=(0, 3) if seed == 1 else (2,))
+    d = PiecewiseConstant(jnp.asarray(p), edges)
+    ref = histogram(p, edges)
+    ys = np.linspace(edges[0] - 0.5, edges[-1] + 0.5, 301)
+    np.testing.assert_allclose(d.cdf(jnp.asarray(ys)), ref.cdf(ys), atol=1e-13)
+    inside = (ys > edges[0]) & (ys < edges[-1]) & ~np.isin(ys, edges)
+    np.testing.assert_allclose(d.prob(jnp.asarray(ys[inside])), ref.pdf(ys[inside]), rtol=1e-12)
+    assert np.all(np.isneginf(np.asarray(d.log_prob(jnp.asarray(ys[~((ys >= edges[0]) & (ys <= edges[-1]))])))))
+    np.testing.assert_allclose(d.mean(), ref.mean(), rtol=1e-12)
+    np.testing.assert_allclose(d.variance(), ref.var(), rtol=1e-10)
+    for k in range(5):
+        np.testing.assert_allclose(d.moment(k), ref.moment(k), rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(d.entropy(), ref.entropy(), rtol=1e-10)
+    # away from flat levels of F (where scipy's np.interp picks an arbitrary end) ppf agrees
+    alphas = np.linspace(0.005, 0.995, 199)
+    levels = np.cumsum(p)
+    ok = np.min(np.abs(alphas[:, None] - levels[None, :]), axis=1) > 1e-9
+    np.testing.assert_allclose(d.quantile(jnp.asarray(alphas[ok])), ref.ppf(alphas[ok]), atol=1e-12)
+
+
+def test_zero_mass_bins_have_log_density_minus_inf(x64):
+    p, edges = _random_density(0, zero_bins=(2,))
+    d = PiecewiseConstant(jnp.asarray(p), edges)
+    mid = 0.5 * (edges[2] + edges[3])
+    assert np.isneginf(float(d.log_prob(mid)))
+    # bins are [e_i, e_{i+1}); the top edge belongs to the last bin
+    np.testing.assert_allclose(d.log_prob(edges[-1]), np.log(p[-1] / (edges[-1] - edges[-2])))
+    np.testing.assert_allclose(d.log_prob(edges[1]), np.log(p[1] / (edges[2] - edges[1])))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_crps_matches_the_integral_definition(seed, x64):
+    p, edges = _random_density(seed, zero_bins=(0, 4) if seed else (2,))
+    d = PiecewiseConstant(jnp.asarray(p), edges)
+    ys = [edges[0] - 1.3, edges[0], edges[1], 0.5 * (edges[2] + edges[3]), 0.3, edges[-1], edges[-1] + 2.0]
+    got = np.asarray(d.crps(jnp.asarray(ys)))
+    want = [piecewise_crps_definition(p, edges, y) for y in ys]
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_crps_of_a_uniform_density():
+    # U[0, 1]: CRPS(y) = y² - y + 1/3 on [0, 1] (by direct integration), float32 defaults
+    d = PiecewiseConstant.uniform(50)
+    ys = np.linspace(0, 1, 11)
+    np.testing.assert_allclose(d.crps(jnp.asarray(ys, jnp.float32)), ys**2 - ys + 1 / 3, rtol=1e-5, atol=1e-6)
+    assert d.crps(0.5).dtype == jnp.float32
+
+
+def test_crps_of_a_narrow_bin_tends_to_absolute_error(x64):
+    # all mass on a bin of width h around c: at y = c the CRPS is ∫ F² over the left half plus
+    # ∫ (1-F)² over the right half = 2·(h/2)(1/4)/3 = h/12; for y above the bin it is
+    # ∫ F² over the bin (h/3) plus the distance y - (c + h/2), i.e. |y - c| - h/6
+    edges = (0.0, 0.5, 0.5 + 1e-3, 1.0)
+    d = PiecewiseConstant(jnp.asarray([0.0, 1.0, 0.0]), edges)
+    np.testing.assert_allclose(d.crps(0.5 + 5e-4), 1e-3 / 12, rtol=1e-9)
+    np.testing.assert_allclose(d.crps(0.9), 0.9 - (0.5 + 5e-4) - 1e-3 / 6, rtol=1e-9)
+
+
+def test_crps_derivative_in_y_is_2F_minus_1(x64):
+    p, edges = _random_density(3)
+    d = PiecewiseConstant(jnp.asarray(p), edges)
+    ys = jnp.asarray([-2.0, -0.3, 0.11, 0.9, 1.7, 3.0])
+    g = jax.vmap(jax.grad(d.crps))(ys)
+    np.testing.assert_allclose(g, 2 * d.cdf(ys) - 1, atol=1e-12)
+
+
+def test_quantile_convention_and_round_trips(x64):
+    edges = uniform_edges(5)
+    p = np.array([0.0, 0.3, 0.0, 0.0, 0.7])
+    d = PiecewiseConstant(jnp.asarray(p), edges)
+    # Q(0): left end of the first bin of positive mass; Q(1): right end of the last
+    assert float(d.quantile(0.0)) == pytest.approx(0.2)
+    assert float(d.quantile(1.0)) == pytest.approx(1.0)
+    # at the level 0.3 of the flat stretch [0.4, 0.8], Q is the stretch's left end
+    assert float(d.quantile(0.3)) == pytest.approx(0.4)
+    assert float(d.quantile(0.3 + 1e-12)) == pytest.approx(0.8, abs=1e-9)
+    assert np.isnan(float(d.quantile(1.5))) and np.isnan(float(d.quantile(-0.1)))
+    # Q is the generalised inverse: F(Q(a)) = a, and Q(a) = min{y : F(y) >= a} on a fine grid
+    alphas = np.linspace(0, 1, 1001)
+    q = np.asarray(d.quantile(jnp.asarray(alphas)))
+    np.testing.assert_allclose(d.cdf(jnp.asarray(q)), alphas, atol=1e-12)
+    grid = np.linspace(0, 1, 100001)
+    F = np.asarray(d.cdf(jnp.asarray(grid)))
+    brute = np.array([grid[np.argmax(F >= a - 1e-12)] for a in alphas[1:]])
+    np.testing.assert_allclose(q[1:], brute, atol=2e-5)  # the grid spacing is 1e-5
+    # and Q(F(y)) = y on the support of positive mass
+    ys = np.concatenate([np.linspace(0.2, 0.4, 50), np.linspace(0.8, 1.0, 50)[1:]])  # Q(F(0.8)) = Q(0.3) = 0.4 by the convention
+    np.testing.assert_allclose(d.quantile(d.cdf(jnp.asarray(ys))), ys, atol=1e-12)
+
+
+def test_quantile_round_trip_float32_with_softmax_masses():
+    logits = jax.random.normal(jax.random.key(0), (4, 50))
+    d = PiecewiseConstant.from_logits(logits, uniform_edges(50))
+    alphas = jnp.linspace(0, 1, 101)[:, None]
+    q = d.quantile(jnp.broadcast_to(alphas, (101, 4)))
+    assert q.shape == (101, 4) and q.dtype == jnp.float32
+    np.testing.assert_allclose(d.cdf(q), np.broadcast_to(alphas, (101, 4)), atol=2e-6)  # float32 round-off
+
+
+@pytest.mark.parametrize("n_points", [1, 3, 8])
+def test_expect_is_exact_for_polynomials_of_degree_2m_minus_1(n_points, x64):
+    p, edges = _random_density(4)
+    d = PiecewiseConstant(jnp.asarray(p), edges)
+    deg = 2 * n_points - 1
+    np.testing.assert_allclose(d.expect(lambda x: x**deg, n_points=n_points), d.moment(deg), rtol=1e-12)
+    ref = piecewise_expect(lambda z: z**deg, p, edges)
+    np.testing.assert_allclose(d.expect(lambda x: x**deg, n_points=n_points), ref, rtol=1e-10)
+
+
+def test_expect_of_smooth_functions_and_batched_integrands(x64):
+    p, edges = _random_density(5)
+    d = PiecewiseConstant(jnp.asarray(p), edges)
+    np.testing.assert_allclose(d.expect(jnp.exp, n_points=8), piecewise_expect(np.exp, p, edges), rtol=1e-12)
+    # an integrand with a leading axis: E[(Y - c)_+] for three c (kinks at edges: exact)
+    cs = jnp.asarray(edges[1:4])
+    got = d.expect(lambda x: jnp.maximum(x[None] - cs[:, None, None], 0.0), n_points=2)
+    want = [piecewise_expect(lambda z, c=c: max(z - c, 0.0), p, edges) for c in np.asarray(cs)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def _fd(f, x, h=1e-6):
+    """Central finite differences of a scalar f at x (float64)."""
+    x = np.asarray(x, np.float64)
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = h
+        g.flat[i] = (float(f(jnp.asarray(x + e))) - float(f(jnp.asarray(x - e)))) / (2 * h)
+    return g
+
+
+@pytest.mark.parametrize(
+    "name, fn",
+    [
+        ("crps", lambda d: d.crps(0.37) + d.crps(-0.2) + d.crps(1.5)),
+        ("cdf", lambda d: d.cdf(0.37) + d.cdf(0.9)),
+        ("moment2", lambda d: d.moment(2)),
+        ("variance", lambda d: d.variance()),
+        ("quantile", lambda d: d.quantile(0.3) + d.quantile(0.77)),
+        ("expect", lambda d: d.expect(jnp.sin)),
+        ("entropy", lambda d: d.entropy()),
+    ],
+)
+def test_gradients_wrt_logits_match_finite_differences(name, fn, x64):
+    edges = uniform_edges(12, -0.5, 1.3)
+    logits = np.random.default_rng(7).normal(size=12)
+
+    def f(lg):
+        return fn(PiecewiseConstant.from_logits(lg, edges))
+
+    g = jax.grad(f)(jnp.asarray(logits))
+    # central differences with h = 1e-6 in float64: truncation O(h²) and round-off O(1e-16/h)
+    np.testing.assert_allclose(g, _fd(f, logits), atol=1e-8)
+
+
+def test_sampling_matches_cdf_ks():
+    p, edges = _random_density(6, zero_bins=(1,))
+    d = PiecewiseConstant(jnp.asarray(p, jnp.float32), edges)
+    n = 20000
+    x = np.sort(np.asarray(d.sample(jax.random.key(3), (n,)), np.float64))
+    F = np.asarray(d.cdf(jnp.asarray(x, jnp.float32)), np.float64)
+    ks = max(np.max(np.arange(1, n + 1) / n - F), np.max(F - np.arange(n) / n))
+    # Kolmogorov's 0.1% critical value 1.95/√n (fixed key, so the test is deterministic)
+    assert ks < 1.95 / np.sqrt(n)
+    # no draw falls in a bin of zero mass or outside the support
+    assert not np.any((x > edges[1]) & (x < edges[2]))
+    assert x.min() >= edges[0] and x.max() <= edges[-1]
+    assert scipy.stats.kstest(x, histogram(p, edges).cdf).pvalue > 1e-3
+
+
+def test_jit_vmap_and_batch_shapes():
+    edges = uniform_edges(50)
+    logits = jax.random.normal(jax.random.key(1), (16, 50))
+    ys = jax.random.uniform(jax.random.key(2), (16,))
+
+    def score(lg, y):
+        d = PiecewiseConstant.from_logits(lg, edges)
+        return jnp.stack([d.crps(y), d.cdf(y), d.quantile(0.25), d.mean(), d.variance(), d.log_prob(y)])
+
+    per = jax.jit(jax.vmap(score))(logits, ys)
+    batch = PiecewiseConstant.from_logits(logits, edges)
+    whole = jnp.stack(
+        [batch.crps(ys), batch.cdf(ys), batch.quantile(0.25), batch.mean(), batch.variance(), batch.log_prob(ys)],
+        axis=1,
+    )
+    np.testing.assert_allclose(per, whole, rtol=2e-6, atol=1e-7)  # float32: jit may fuse differently
+    # one density at many points, many densities at one point, and a grid via an outer axis
+    assert batch.cdf(0.3).shape == (16,)
+    assert batch.crps(jnp.zeros((3, 1))).shape == (3, 16)
+    assert PiecewiseConstant(batch.probs[0], edges).cdf(jnp.zeros((5,))).shape == (5,)
+    # densities are pytrees: vmap can return them and they keep their static edges
+    out = jax.vmap(lambda lg: PiecewiseConstant.from_logits(lg, edges))(logits)
+    assert isinstance(out, PiecewiseConstant) and out.edges == edges and out.batch_shape == (16,)
+
+
+def test_grad_of_vmapped_crps_is_finite_and_batched():
+    edges = uniform_edges(50)
+    logits = jax.random.normal(jax.random.key(4), (32, 50))
+    y = jnp.float32(0.4)
+    loss = lambda lg: jnp.sum(jax.vmap(lambda l: PiecewiseConstant.from_logits(l, edges).crps(y))(lg))  # noqa: E731
+    g = jax.jit(jax.grad(loss))(logits)
+    assert g.shape == (32, 50) and bool(jnp.all(jnp.isfinite(g)))
+    # the gradient of a softmax-parametrised loss sums to 0 over each density's logits
+    np.testing.assert_allclose(jnp.sum(g, axis=1), 0.0, atol=1e-6)
+
+
+def test_core_mixture_of_densities_is_the_mixture_density():
+    edges = uniform_edges(10)
+    logits = jax.random.normal(jax.random.key(5), (3, 10))
+    comps = [PiecewiseConstant.from_logits(logits[k], edges) for k in range(3)]
+    stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *comps)
+    w = jnp.asarray([0.2, 0.5, 0.3])
+    mix = Mixture(support=stacked, probs=w).mean()
+    assert isinstance(mix, PiecewiseConstant) and mix.probs.shape == (10,)
+    ys = jnp.linspace(-0.2, 1.2, 29)
+    weighted = sum(w[k] * comps[k].cdf(ys) for k in range(3))
+    np.testing.assert_allclose(mix.cdf(ys), weighted, atol=1e-6)
+    np.testing.assert_allclose(mix.mean(), sum(w[k] * comps[k].mean() for k in range(3)), atol=1e-6)
+    # a draw from the Mixture is one of the components
+    drawn = Mixture(support=stacked, probs=w).sample(jax.random.key(0))
+    assert any(bool(jnp.all(drawn.probs == c.probs)) for c in comps)
+
+
+def test_uniform_edges_and_properties():
+    assert uniform_edges(2, -1, 1) == (-1.0, 0.0, 1.0)
+    d = PiecewiseConstant.uniform(50, 2.0, 4.0)
+    assert (d.n_bins, d.low, d.high) == (50, 2.0, 4.0)
+    np.testing.assert_allclose(d.widths, np.full(50, 0.04), rtol=1e-6)
+    np.testing.assert_allclose(d.mean(), 3.0, rtol=1e-6)
+    assert len(uniform_edges(50)) == 51 and uniform_edges(50)[-1] == 1.0
+
+
+def test_works_under_jit_with_float64(x64):
+    d = PiecewiseConstant.from_logits(jnp.zeros(4), uniform_edges(4))
+    assert d.dtype == jnp.float64
+    assert jax.jit(lambda d, y: d.crps(y))(d, 0.5).dtype == jnp.float64
+    # float32 outcomes are cast to the density's dtype (strict promotion would refuse mixing)
+    assert d.cdf(jnp.float32(0.3)).dtype == jnp.float64
+
+
+def test_bad_input():
+    e = uniform_edges(3)
+    with pytest.raises(ValueError, match="probs"):
+        PiecewiseConstant(jnp.asarray([0.5, 0.5]), e)  # 2 masses for 3 bins
+    with pytest.raises(ValueError, match="probs"):
+        PiecewiseConstant(jnp.asarray([0.5, np.nan, 0.5]), e)
+    with pytest.raises(ValueError, match="non-negative"):
+        PiecewiseConstant(jnp.asarray([0.6, -0.1, 0.5]), e)
+    with pytest.raises(ValueError, match="sum to 1"):
+        PiecewiseConstant(jnp.asarray([0.5, 0.5, 0.5]), e)
+    with pytest.raises(ValueError, match="edges"):
+        PiecewiseConstant(jnp.asarray([0.5, 0.5]), (0.0, 1.0, 1.0))
+    with pytest.raises(ValueError, match="edges"):
+        PiecewiseConstant(jnp.asarray([1.0]), (0.0,))
+    with pytest.raises(ValueError, match="edges"):
+        PiecewiseConstant(jnp.asarray([1.0]), (0.0, np.inf))
+    with pytest.raises(ValueError, match="probs"):
+        PiecewiseConstant("abc", e)
+    with pytest.raises(ValueError, match="logits"):
+        PiecewiseConstant.from_logits(jnp.asarray([0.0, np.nan, 1.0]), e)
+    with pytest.raises(ValueError, match="low"):
+        uniform_edges(3, 1.0, 1.0)
+    with pytest.raises(ValueError, match="n"):
+        uniform_edges(0)
+    with pytest.raises(ValueError, match="k"):
+        PiecewiseConstant.uniform(3).moment(-1)
+    with pytest.raises(ValueError, match="y"):
+        check_outcomes([0.1, np.nan])
+    # the sum tolerance: 1e-5 in float32 (a softmax's round-off passes, a real error does not)
+    assert probs_atol(50, jnp.float32) == 1e-5
+    PiecewiseConstant(jnp.asarray([0.5, 0.25, 0.25 + 5e-6]), e)
+    # NaN outcomes propagate (no check in traced code); out-of-range outcomes clamp the cdf
+    d = PiecewiseConstant.uniform(3)
+    assert np.isnan(float(d.cdf(jnp.nan))) and float(d.cdf(-5.0)) == 0.0 and float(d.cdf(5.0)) == pytest.approx(1.0)
+
+
+def test_crps_reference_is_the_definition():
+    # the quadrature reference itself on a case with a known value: U[0, 1] at y = 0.25
+    assert crps_by_quadrature(lambda z: min(max(z, 0.0), 1.0), 0.25, 0.0, 1.0) == pytest.approx(
+        0.25**2 - 0.25 + 1 / 3, abs=1e-12
+    )
