@@ -89,8 +89,8 @@ def pit(dist: Any, y: Float[Array, " T"]) -> Float[Array, " T"]:
     r"""PIT values $u_t = F_t(y_t)$ of a batch of forecasts.
 
     Args:
-        dist: a distribution module (``jcalib.distributions``) whose array fields carry a
-            leading axis of length T (one forecast per round), with a ``cdf`` method.
+        dist: a distribution module (``jcalib.distributions``) of batch shape ``(T,)`` (one
+            forecast per round) or ``()`` (one forecast for every round), with a ``cdf`` method.
         y: outcomes, shape ``(T,)``.
 
     Returns:
@@ -103,7 +103,7 @@ def pit(dist: Any, y: Float[Array, " T"]) -> Float[Array, " T"]:
         raise ValueError(f"y must be 1-D, got shape {tuple(y.shape)}")
     if is_concrete(y) and not bool(jnp.all(jnp.isfinite(y))):
         raise ValueError("y contains NaN or infinite values")
-    return jax.vmap(lambda d, v: d.cdf(v))(dist, y)
+    return dist.cdf(y)
 
 
 def quantile_frequencies(
@@ -339,7 +339,7 @@ def crps_score(dist: Any, y: Float[Array, " T"], sample_weight: Float[Array, " T
     outcome's units.
 
     Args:
-        dist: a distribution module whose array fields carry a leading axis of length T.
+        dist: a distribution module of batch shape ``(T,)`` or ``()``.
         y: outcomes, shape ``(T,)``.
         sample_weight: optional weights.
     """
@@ -352,7 +352,7 @@ def crps_score(dist: Any, y: Float[Array, " T"], sample_weight: Float[Array, " T
         raise ValueError(f"y must be 1-D, got shape {tuple(y.shape)}")
     if is_concrete(y) and not bool(jnp.all(jnp.isfinite(y))):
         raise ValueError("y contains NaN or infinite values")
-    s = jax.vmap(_crps)(dist, y)
+    s = _crps(dist, y)
     w = check_weights(sample_weight, y.shape[0])
     w = jnp.ones_like(s) if w is None else w.astype(s.dtype)
     return jnp.sum(w * s) / jnp.sum(w)

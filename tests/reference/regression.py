@@ -78,12 +78,16 @@ def piecewise_cdf(probs, edges, z):
     return c
 
 
-def crps_by_integration(cdf, y, low, high, n=200_001):
-    """∫ (F(z) - 1[y <= z])² dz on [low, high] by the trapezoid rule (F = 0 below, 1 above)."""
-    z = np.linspace(low, high, n)
-    F = np.array([cdf(v) for v in z])
-    g = (F - (z >= y)) ** 2
-    return float(np.trapezoid(g, z))
+def crps_by_integration(cdf, y, low, high, breaks=()):
+    """∫ (F(z) - 1[y <= z])² dz on [low, high] by adaptive quadrature (scipy.integrate.quad),
+    split at y and at ``breaks`` (the kinks of F), so each piece has a smooth integrand."""
+    from scipy.integrate import quad
+
+    pts = sorted({float(low), float(high), float(np.clip(y, low, high)), *[float(b) for b in breaks if low < b < high]})
+    tot = 0.0
+    for a, b in zip(pts[:-1], pts[1:]):
+        tot += quad(lambda z: (cdf(z) - (z >= y)) ** 2, a, b, epsabs=1e-13, epsrel=1e-12, limit=200)[0]
+    return tot
 
 
 def isotonic_recalibrated_cdf(past_pits, new_cdf_values):
