@@ -23,6 +23,14 @@ from .kernel import (
     projected_smooth_auditor,
     sigmoid_auditor,
 )
+from .isotonic import (
+    IsotonicParams,
+    IsotonicRecalibrator,
+    isotonic_apply,
+    isotonic_fit,
+    online_isotonic,
+    online_isotonic_probs,
+)
 from .scaling import (
     DirichletCalibrator,
     MatrixScaling,
@@ -70,4 +78,10 @@ __all__: list[str] = [
     "temperature_scaling_fit",
     "vector_scaling_apply",
     "vector_scaling_fit",
+    "IsotonicParams",
+    "IsotonicRecalibrator",
+    "isotonic_apply",
+    "isotonic_fit",
+    "online_isotonic",
+    "online_isotonic_probs",
 ]
