@@ -7,6 +7,7 @@ recalibration (``jcalib.recalibration``); data loaders (``jcalib.datasets``).
 """
 
 from . import core, datasets, forecasters, metrics, natures, recalibration, recorders, scoring
+from . import payoffs
 from . import distributions
 from .core import (
     AbstractForecaster,
@@ -38,6 +39,7 @@ __all__ = [
     "forecasters",
     "metrics",
     "natures",
+    "payoffs",
     "play",
     "recalibration",
     "recorders",

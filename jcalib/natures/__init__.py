@@ -2,6 +2,7 @@
 
 from .adaptive import Contrarian, MaxCalibrationError, RandomMixture
 from .contextual import DistortedModel, DriftingModel, TwoLevelModel
+from .interval import HalfSpaceAdversary, IIDInterval, OverconfidentGaussian
 from .oblivious import Bernoulli, Drifting, Markov, Periodic, RegimeSwitch, Replay
 from .switch import Switch
 
@@ -11,7 +12,10 @@ __all__: list[str] = [
     "DistortedModel",
     "Drifting",
     "DriftingModel",
+    "HalfSpaceAdversary",
+    "IIDInterval",
     "Markov",
+    "OverconfidentGaussian",
     "MaxCalibrationError",
     "Periodic",
     "RandomMixture",

@@ -1,0 +1,261 @@
+r"""ORCA: gradient-based Blackwell forecasting, Algorithm 2 of paper 002 (L388–402).
+
+Each round ORCA solves the half-space problem (Eq. 8–9) approximately,
+
+$$\ell_t = \min_\theta \max_{k} \;\mathbb E_{y\sim q_k}\langle c_{t-1}, \pi(x_t, p_\theta, y)\rangle,$$
+
+with $c_{t-1} = \bar\pi_{t-1}$ (positive part on regret coordinates, Prop. A.5), announces
+$p_{\theta_t}$, and updates $\bar\pi$ like Algorithm 1. Set-up (paper §6, L462–466, and SPEC §3):
+
+- forecast family $p_\theta$: the piecewise-constant density on the ``edges`` (50 equal bins of
+  the rescaled outcome range $[0,1]$ by default) with masses $\mathrm{softmax}(\theta)$ —
+  logits are reconstructed (the paper does not say how it parametrises); or
+  ``family="gaussian_mixture"``: a mixture of ``n_components`` Gaussians (weights, means,
+  log-scales) binned onto the same edges and renormalised (so every payoff sees the same
+  :class:`~jcalib.distributions.PiecewiseConstant`);
+- nature family: mixtures of the **same uniform-on-bin components** $q_k$ (L462–464), not
+  point masses: with point masses the quantile block is piecewise constant in $\theta$ and Adam
+  sees zero gradients (SPEC §3). The inner problem is linear in the mixture weights, so its
+  maximum is the maximum over the $K$ components: taken exactly (``temperature=0``; the
+  gradient is the active component's) or smoothed by $\tau\log\sum_k e^{v_k/\tau}$
+  (``temperature`` $=\tau > 0$, an upper bound within $\tau\log K$). The paper's LP through
+  cvxpylayers is not needed.
+- optimiser: optax Adam for ``n_steps`` steps (400, L466) inside one ``lax.scan``
+  (:func:`jcalib.core.optimise`); the learning rate (default 0.05) and the warm start from the
+  previous round's $\theta$ **and** Adam state are reconstructed (the paper is silent).
+
+Certificate (``Forecast.certificate``, an :class:`ORCACertificate`): ``value`` is $\ell_t$,
+the exact maximum over the $K$ nature components at the final $\theta$ (whatever the
+temperature); when it is $\le 0$ no outcome *distribution* of the nature family can increase
+$\|\bar\pi\|$ in expectation (L342–343). ``pointwise`` is $\max_y\langle c, \pi(x, p, y)\rangle$
+over a dense set of single outcomes (``n_check`` points per bin plus both sides of every jump
+of the quantile block): a realised $y$ cannot make $\langle\bar\pi_{t-1}, \pi_t\rangle$ exceed it
+beyond the payoff's variation between neighbouring points.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jaxtyping import Array, Float, Int, PRNGKeyArray
+
+from .._validation import check_positive_int
+from ..core.optim import optimise
+from ..core.types import AbstractForecaster, Forecast
+from ..distributions import PiecewiseConstant, uniform_edges
+from ..payoffs.base import AbstractPayoff, direction
+from ..payoffs.interval import QuantileCalibration, experiment_payoff
+from ..payoffs.base import DirectSum
+
+__all__ = ["ORCA", "ORCACertificate", "ORCAState"]
+
+_FAMILIES = ("piecewise", "gaussian_mixture")
+
+
+class ORCAState(NamedTuple):
+    """ORCA's state.
+
+    Attributes:
+        total: $\\sum_{s\\le t}\\pi(x_s, p_s, y_s)$, ``(d,)``.
+        count: $t$ (int32).
+        theta: the last round's parameters (warm start).
+        opt_state: the last round's Adam state (warm start).
+    """
+
+    total: Float[Array, " d"]
+    count: Int[Array, ""]
+    theta: Float[Array, " n"]
+    opt_state: Any
+
+    def mean(self) -> Float[Array, " d"]:
+        return self.total / jnp.maximum(self.count, 1).astype(self.total.dtype)
+
+
+class ORCACertificate(NamedTuple):
+    """ORCA's per-round certificate (computed before the outcome).
+
+    Attributes:
+        value: $\\ell_t = \\max_k \\mathbb E_{y\\sim q_k}\\langle c, \\pi(x, p_t, y)\\rangle$.
+        pointwise: $\\max_y \\langle c, \\pi(x, p_t, y)\\rangle$ over the dense check set.
+        loss_start: the objective at the warm start (before this round's Adam steps).
+        theta: the round's final parameters $\theta_t$.
+        opt_state: the round's final Adam state.
+
+    ``theta`` and ``opt_state`` ride in the certificate because the round protocol's only
+    channel from ``predict`` to ``update`` is the forecast: ``update`` stores them as the next
+    round's warm start. A full-history recorder keeps them ($3n + 1$ numbers per round).
+    """
+
+    value: Float[Array, ""]
+    pointwise: Float[Array, ""]
+    loss_start: Float[Array, ""]
+    theta: Float[Array, " n"]
+    opt_state: Any
+
+
+def _quantile_blocks(payoff):
+    if isinstance(payoff, QuantileCalibration):
+        return [payoff]
+    if isinstance(payoff, DirectSum):
+        return [b for blk in payoff.blocks for b in _quantile_blocks(blk)]
+    return []
+
+
+class ORCA(AbstractForecaster):
+    r"""Online Regression Calibration against an Adversary (paper 002, Algorithm 2).
+
+    Attributes:
+        payoff: the payoff (default :func:`~jcalib.payoffs.experiment_payoff`: quantile +
+            CRPS/MSE regret against the context's expert + moments 1, 2, blocks normalised).
+            It must implement ``expect_uniform``; outcomes are scalars in
+            ``[edges[0], edges[-1]]``.
+        edges: static tuple of bin edges (default 50 equal bins of $[0, 1]$).
+        n_steps: Adam steps per round (static, default 400).
+        learning_rate: Adam's step size (float, vmappable; default 0.05).
+        temperature: 0 for the exact inner max, $\tau > 0$ for $\tau$-log-sum-exp (float).
+        family: ``"piecewise"`` ($\theta$ = logits, one per bin) or ``"gaussian_mixture"``
+            (static).
+        n_components: Gaussians in the mixture family (static).
+        n_check: outcomes per bin of the pointwise certificate's check set (static).
+
+    Context: ``None``, the expert's forecast (a ``PiecewiseConstant`` on the same edges), or an
+    :class:`~jcalib.payoffs.ExpertContext` — whatever the payoff reads.
+
+    Example:
+        >>> import jax, jcalib
+        >>> from jcalib.natures import IIDInterval
+        >>> f = ORCA(payoff=jcalib.payoffs.QuantileCalibration(9), edges=uniform_edges(10), n_steps=50)
+        >>> traj = jcalib.play(f, IIDInterval.default(10), 20, jax.random.key(0))
+        >>> traj.certificate.value.shape
+        (20,)
+
+    References:
+        Paper 002, Algorithm 2, Eq. 8–9, §6 (L462–466); SPEC §3.
+    """
+
+    payoff: AbstractPayoff = eqx.field(default_factory=experiment_payoff)
+    edges: tuple = eqx.field(static=True, default=uniform_edges(50))
+    n_steps: int = eqx.field(static=True, default=400)
+    learning_rate: float = 0.05
+    temperature: float = 0.0
+    family: str = eqx.field(static=True, default="piecewise")
+    n_components: int = eqx.field(static=True, default=5)
+    n_check: int = eqx.field(static=True, default=8)
+
+    def __check_init__(self):
+        if not isinstance(self.payoff, AbstractPayoff):
+            raise ValueError(f"payoff must be an AbstractPayoff, got {type(self.payoff).__name__}")
+        e = np.asarray(self.edges, np.float64)
+        if e.ndim != 1 or len(e) < 2 or not np.all(np.diff(e) > 0):
+            raise ValueError("edges must be a strictly increasing tuple of at least 2 floats")
+        if not isinstance(self.n_steps, int) or self.n_steps < 0:
+            raise ValueError(f"n_steps must be a non-negative int, got {self.n_steps!r}")
+        if self.family not in _FAMILIES:
+            raise ValueError(f"family must be one of {_FAMILIES}, got {self.family!r}")
+        check_positive_int(self.n_components, "n_components")
+        check_positive_int(self.n_check, "n_check")
+        for name in ("learning_rate", "temperature"):
+            v = getattr(self, name)
+            if isinstance(v, (int, float)) and (not np.isfinite(v) or v < 0 or (name == "learning_rate" and v == 0)):
+                raise ValueError(f"{name} must be a finite positive float, got {v!r}")
+
+    # ----------------------------------------------------------------------------- family
+    @property
+    def n_bins(self) -> int:
+        return len(self.edges) - 1
+
+    @property
+    def n_params(self) -> int:
+        return self.n_bins if self.family == "piecewise" else 3 * self.n_components
+
+    def distribution(self, theta) -> PiecewiseConstant:
+        """$p_\\theta$ as a :class:`PiecewiseConstant` on ``edges``."""
+        if self.family == "piecewise":
+            return PiecewiseConstant.from_logits(theta, self.edges)
+        k = self.n_components
+        logw, mu, logs = theta[:k], theta[k : 2 * k], theta[2 * k :]
+        e = jnp.asarray(self.edges, theta.dtype)
+        cdf = jax.scipy.stats.norm.cdf((e[:, None] - mu[None, :]) / jnp.exp(logs)[None, :])  # (n+1, k)
+        mass = jnp.diff(cdf, axis=0) @ jax.nn.softmax(logw)  # (n,)
+        mass = mass + jnp.finfo(theta.dtype).tiny
+        return PiecewiseConstant(mass / jnp.sum(mass), self.edges)
+
+    def init_theta(self) -> Float[Array, " n"]:
+        fdt = jnp.result_type(float)
+        if self.family == "piecewise":
+            return jnp.zeros((self.n_bins,), fdt)  # uniform density
+        k = self.n_components
+        lo, hi = self.edges[0], self.edges[-1]
+        mu = jnp.asarray(lo + (hi - lo) * (np.arange(k) + 0.5) / k, fdt)
+        logs = jnp.full((k,), np.log((hi - lo) / k), fdt)
+        return jnp.concatenate([jnp.zeros((k,), fdt), mu, logs])
+
+    def _optimizer(self, dtype):
+        return optax.adam(jnp.asarray(self.learning_rate, dtype))
+
+    # --------------------------------------------------------------------------- protocol
+    def init(self, key: PRNGKeyArray) -> ORCAState:
+        theta = self.init_theta()
+        fdt = theta.dtype
+        from ..core.optim import standard_promotion
+
+        with standard_promotion():
+            opt_state = self._optimizer(fdt).init(theta)
+        return ORCAState(jnp.zeros((self.payoff.dim,), fdt), jnp.zeros((), jnp.int32), theta, opt_state)
+
+    def component_values(self, theta, c, x) -> Float[Array, " K"]:
+        """$v_k(\\theta) = \\mathbb E_{y\\sim q_k}\\langle c, \\pi(x, p_\\theta, y)\\rangle$ for each bin $k$."""
+        e = jnp.asarray(self.edges, theta.dtype)
+        V = self.payoff.expect_uniform(x, self.distribution(theta), e[:-1], e[1:])
+        return V @ c
+
+    def objective(self, theta, c, x) -> Float[Array, ""]:
+        """The inner max: exact, or $\\tau$-log-sum-exp when ``temperature`` $= \\tau > 0$."""
+        v = self.component_values(theta, c, x)
+        tau = jnp.asarray(self.temperature, v.dtype)
+        safe = jnp.where(tau > 0, tau, 1)
+        smooth = safe * jax.scipy.special.logsumexp(v / safe)
+        return jnp.where(tau > 0, smooth, jnp.max(v))
+
+    def check_points(self, p: PiecewiseConstant) -> Float[Array, " m"]:
+        """The outcomes of the pointwise certificate: a grid per bin and both sides of each quantile jump."""
+        e = np.asarray(self.edges, np.float64)
+        t = np.linspace(0, 1, self.n_check + 1)[:-1]
+        grid = (e[:-1, None] + np.diff(e)[:, None] * t[None, :]).reshape(-1)
+        pts = [jnp.asarray(np.r_[grid, e[-1]], p.dtype)]
+        eps = 1e-4 * (e[-1] - e[0])
+        for qb in _quantile_blocks(self.payoff):
+            q = p.quantile(qb.levels(p.dtype))
+            pts += [q, jnp.minimum(q + eps, e[-1])]
+        return jnp.concatenate(pts)
+
+    def predict(self, state: ORCAState, x, key: PRNGKeyArray) -> Forecast:
+        c = direction(self.payoff, state.mean())
+        opt = self._optimizer(state.theta.dtype)
+        res = optimise(lambda th: self.objective(th, c, x), state.theta, opt, self.n_steps, state=state.opt_state)
+        theta = res.params
+        p = self.distribution(theta)
+        value = jnp.max(self.component_values(theta, c, x))
+        ys = self.check_points(p)
+        pointwise = jnp.max(jax.vmap(lambda y: jnp.dot(c, self.payoff(x, p, y)))(ys))
+        start = res.losses[0] if self.n_steps > 0 else self.objective(theta, c, x)
+        return Forecast(p, p, ORCACertificate(value, pointwise, start, theta, res.state))
+
+    def check_outcome(self, y) -> Float[Array, ""]:
+        """Raise (inside jit, via ``eqx.error_if``) on a NaN outcome or one outside the edges."""
+        y = jnp.asarray(y)
+        if jnp.ndim(y) != 0:
+            raise ValueError(f"ORCA's outcome must be a scalar, got shape {jnp.shape(y)}")
+        bad = jnp.isnan(y) | (y < self.edges[0]) | (y > self.edges[-1])
+        return eqx.error_if(y, bad, f"outcome y is NaN or outside [{self.edges[0]}, {self.edges[-1]}]")
+
+    def update(self, state: ORCAState, x, forecast: Forecast, y) -> ORCAState:
+        y = self.check_outcome(y).astype(state.total.dtype)
+        pi = self.payoff(x, forecast.public, y).astype(state.total.dtype)
+        cert = forecast.certificate
+        return ORCAState(state.total + pi, state.count + 1, cert.theta, cert.opt_state)

@@ -1,0 +1,207 @@
+r"""The payoff protocol of Blackwell forecasting (paper 002, §3 and §4).
+
+A payoff $\pi(x, p, y) \in \mathbb R^d$ maps a context $x$, a forecast $p \in \Delta(\mathcal Y)$
+and an outcome $y$ to a vector whose running average $\bar\pi_T = \frac1T\sum_t \pi(x_t, p_t, y_t)$
+measures miscalibration: $\|\bar\pi_T\|_2$ (unnormalised by $d$). The paper's conditions
+(L211–215, SPEC §3):
+
+1. bounded: $B = \sup \|\pi\|_2^2 < \infty$ (the paper writes $\sup\|\pi\|$, but its eqs 14–15
+   use the square; :meth:`AbstractPayoff.bound` returns the square);
+2. consistent: $\mathbb E_{y\sim p}\,\pi(x, p, y) = 0$; regret payoffs are only
+   semi-consistent (Condition 4, $\le 0$ coordinatewise) and are driven through the positive
+   part of $\bar\pi$ (Proposition A.5): :attr:`AbstractPayoff.semi` marks those coordinates;
+3. continuous in $p$ (Wasserstein).
+
+Every payoff here is an equinox module with ``__call__(x, p, y) -> (d,)``, ``bound()``,
+``semi`` and, for real outcomes, ``expect_uniform(x, p, lo, hi) -> (K, d)``: the expected payoff
+when $y$ is uniform on each of $K$ intervals $[lo_k, hi_k]$ — the nature family of ORCA
+(paper 002, L462–464) and the quadrature behind consistency checks. The default computes it by
+Gauss–Legendre quadrature (exact for payoffs polynomial of degree $\le 2\cdot$``quad_nodes``$-1$
+in $y$ on each interval); payoffs with steps in $y$ override it in closed form (quantile
+calibration), which is what keeps ORCA's gradients non-zero.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+__all__ = [
+    "AbstractPayoff",
+    "DirectSum",
+    "ExpertContext",
+    "Recipe",
+    "direction",
+    "expect_under_bins",
+]
+
+
+class ExpertContext(NamedTuple):
+    """The context of recalibration (paper 002 §4.2, §6): an expert's forecast and features.
+
+    Attributes:
+        expert: the expert's forecast distribution (e.g. a ``PiecewiseConstant``).
+        features: any pytree of features (``None`` when there are none).
+    """
+
+    expert: Any
+    features: Any = None
+
+
+def _fdt():
+    return jnp.result_type(float)
+
+
+def _gauss_legendre(n: int):
+    nodes, weights = np.polynomial.legendre.leggauss(n)
+    return nodes, weights / 2.0  # weights of the uniform distribution on [-1, 1]
+
+
+class AbstractPayoff(eqx.Module):
+    """A vector payoff $\\pi(x, p, y)$ with its bound and (for real $y$) its bin expectations."""
+
+    @property
+    def dim(self) -> int:
+        """Length $d$ of the payoff vector (a Python int)."""
+        raise NotImplementedError  # abstract
+
+    def __call__(self, x: Any, p: Any, y: Any) -> Float[Array, " d"]:
+        raise NotImplementedError  # abstract
+
+    def bound(self) -> float:
+        """$B = \\sup_{x,p,y}\\|\\pi(x,p,y)\\|_2^2$ (a Python float)."""
+        raise NotImplementedError  # abstract
+
+    @property
+    def semi(self) -> np.ndarray:
+        """Boolean mask ``(d,)`` of semi-consistent (regret) coordinates (default: none)."""
+        return np.zeros(self.dim, bool)
+
+    quad_nodes = 3  # Gauss–Legendre nodes per interval in :meth:`expect_uniform`
+
+    def expect_uniform(self, x: Any, p: Any, lo: Float[Array, " K"], hi: Float[Array, " K"]) -> Float[Array, "K d"]:
+        """$\\mathbb E_{y\\sim U[lo_k, hi_k]}\\,\\pi(x, p, y)$ for each $k$ (Gauss–Legendre)."""
+        nodes, weights = _gauss_legendre(self.quad_nodes)
+        lo, hi = jnp.asarray(lo), jnp.asarray(hi)
+        fdt = lo.dtype
+        mid, half = (lo + hi) / 2, (hi - lo) / 2
+        ys = mid[:, None] + half[:, None] * jnp.asarray(nodes, fdt)[None, :]  # (K, n)
+        vals = jax.vmap(jax.vmap(lambda y: self(x, p, y)))(ys)  # (K, n, d)
+        return jnp.einsum("knd,n->kd", vals, jnp.asarray(weights, fdt))
+
+
+def expect_under_bins(payoff: AbstractPayoff, x, p, q_probs, edges) -> Float[Array, " d"]:
+    """$\\mathbb E_{y\\sim q}\\,\\pi(x, p, y)$ for $q$ piecewise constant with bin masses ``q_probs`` on ``edges``."""
+    e = jnp.asarray(edges, jnp.asarray(q_probs).dtype)
+    return jnp.asarray(q_probs) @ payoff.expect_uniform(x, p, e[:-1], e[1:])
+
+
+def direction(payoff: AbstractPayoff, mean: Float[Array, " d"]) -> Float[Array, " d"]:
+    """The vector Algorithm 1 makes a half-space for: $\\bar\\pi$, with the positive part taken on
+    the semi-consistent coordinates (Proposition A.5)."""
+    mask = jnp.asarray(payoff.semi)
+    return jnp.where(mask, jnp.maximum(mean, 0), mean)
+
+
+class DirectSum(AbstractPayoff):
+    r"""The direct sum $\pi = \bigoplus_i \pi^{(i)}/\sqrt{B_i}$ (paper 002, Prop. 4.4).
+
+    Each block is divided by the square root of its own bound, so each has bound 1 and the sum
+    has $B = n$ (the number of blocks). Algorithm 1 then gives every block
+    $\|\bar\pi^{(i)}_T\|^2 \le n B_i / T$ in the block's own (unnormalised) units.
+    ``normalise=False`` keeps the raw blocks ($B = \sum_i B_i$).
+
+    Attributes:
+        blocks: tuple of payoffs.
+        normalise: divide each block by $\sqrt{B_i}$ (Prop. 4.4).
+    """
+
+    blocks: tuple
+    normalise: bool = eqx.field(static=True, default=True)
+
+    def __check_init__(self):
+        if not isinstance(self.blocks, tuple) or not self.blocks:
+            raise ValueError("blocks must be a non-empty tuple of payoffs")
+        for b in self.blocks:
+            if not isinstance(b, AbstractPayoff):
+                raise ValueError(f"blocks must be payoffs, got {type(b).__name__}")
+
+    @property
+    def dim(self) -> int:
+        return sum(b.dim for b in self.blocks)
+
+    def scales(self) -> tuple[float, ...]:
+        """$1/\\sqrt{B_i}$ per block (1 when not normalised)."""
+        return tuple(1.0 / float(np.sqrt(b.bound())) if self.normalise else 1.0 for b in self.blocks)
+
+    def slices(self) -> tuple[slice, ...]:
+        """Where each block lives in the summed vector."""
+        out, i = [], 0
+        for b in self.blocks:
+            out.append(slice(i, i + b.dim))
+            i += b.dim
+        return tuple(out)
+
+    def __call__(self, x, p, y):
+        return jnp.concatenate([b(x, p, y) * s for b, s in zip(self.blocks, self.scales())])
+
+    def bound(self) -> float:
+        if self.normalise:
+            return float(len(self.blocks))
+        return float(sum(b.bound() for b in self.blocks))
+
+    @property
+    def semi(self) -> np.ndarray:
+        return np.concatenate([b.semi for b in self.blocks])
+
+    def expect_uniform(self, x, p, lo, hi):
+        return jnp.concatenate(
+            [b.expect_uniform(x, p, lo, hi) * s for b, s in zip(self.blocks, self.scales())], axis=-1
+        )
+
+
+class Recipe(AbstractPayoff):
+    r"""The general recipe $\pi(x,p,y) = c(x,p) \otimes (\mathbb E_{y'\sim p} w(y') - w(y))$ (paper 002, L187).
+
+    $w$ is the witness (what should match on average), $c$ the context function (the
+    conditioning events); the payoff is consistent by construction. Users write their own
+    calibration notion by choosing both.
+
+    Attributes:
+        context_fn: ``(x, p) -> (n_c,)``.
+        witness: ``y -> (n_w,)``.
+        expect_witness: ``p -> (n_w,)``, $\mathbb E_{y\sim p}w(y)$ (e.g. ``lambda p: p.expect(witness)``).
+        n_context, n_witness: the two lengths (static).
+        bound_value: $B \ge \sup\|c\|^2 \sup\|\mathbb E w - w\|^2$, given by the user.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> mean = Recipe(lambda x, p: jnp.ones(1), lambda y: jnp.stack([y]), lambda p: jnp.stack([p]),
+        ...               n_context=1, n_witness=1, bound_value=1.0)
+        >>> float(mean(None, jnp.asarray(0.3), jnp.asarray(1.0))[0])
+        -0.7
+    """
+
+    context_fn: Callable
+    witness: Callable
+    expect_witness: Callable
+    n_context: int = eqx.field(static=True)
+    n_witness: int = eqx.field(static=True)
+    bound_value: float = eqx.field(static=True)
+
+    @property
+    def dim(self) -> int:
+        return self.n_context * self.n_witness
+
+    def __call__(self, x, p, y):
+        c = jnp.asarray(self.context_fn(x, p))
+        w = jnp.asarray(self.expect_witness(p)) - jnp.asarray(self.witness(y))
+        return (c[:, None] * w[None, :]).reshape(-1)
+
+    def bound(self) -> float:
+        return float(self.bound_value)

@@ -1,0 +1,121 @@
+r"""Calibration payoffs for binary outcomes on a grid $\{0, 1/m, \dots, 1\}$ (paper 002 §3, App. C.2.1).
+
+- :class:`BinaryCalibration`: $\pi_v(p, y) = w_v(p)\,(p - y)$, $v = 0, \dots, m$, with
+  $w_v$ the tent partition of unity (the continuous "$\mathbb 1\{p\approx v\}$" of L103), or the
+  hard nearest-point indicator. Consistent: $\mathbb E_{y\sim p}\pi_v = w_v(p)(p - p) = 0$;
+  $B = \sup\sum_v w_v^2 (p-y)^2 \le 1$. (The sign "forecast minus outcome" matches the moment
+  payoffs; the paper's $y - v$ would not be consistent for $p \ne v$.)
+- :class:`MixedBinaryCalibration`: the payoff of a randomised forecaster that plays grid point
+  $v$ with probability $q(v)$: $\pi_v(q, y) = q(v)(v - y)$ (Kakade–Foster's quasi-deterministic
+  forecaster, App. C.2.1). Consistent in the sense $\mathbb E_{y\sim\bar q}\sum$… only up to the
+  grid spacing: $\langle c, \pi\rangle$ is within $\|c\|/m$ of the deterministic payoff's.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from .._validation import check_positive_int
+from ..core.types import Mixture
+from .base import AbstractPayoff
+
+__all__ = ["BinaryCalibration", "MixedBinaryCalibration", "tent_weights", "grid_index"]
+
+
+def tent_weights(p, m: int) -> Float[Array, " m+1"]:
+    """Tent (piecewise-linear) partition of unity on the grid $\\{0, 1/m, \\dots, 1\\}$ at $p$.
+
+    $w_v(p) = \\max(0, 1 - |m p - v|)$: at most two non-zero weights, summing to 1, with
+    $\\sum_v w_v(p)\\, v/m = p$ (barycentric coordinates of $p$ on its segment).
+    """
+    p = jnp.asarray(p)
+    v = jnp.arange(m + 1, dtype=p.dtype)
+    return jnp.maximum(0.0, 1.0 - jnp.abs(m * p - v))
+
+
+def grid_index(p, m: int):
+    """Index of the grid point nearest $p$ (int32)."""
+    p = jnp.asarray(p)
+    return jnp.clip(jnp.round(p * m), 0, m).astype(jnp.int32)
+
+
+class BinaryCalibration(AbstractPayoff):
+    r"""$\pi_v(x, p, y) = w_v(p)(p - y)$ over the grid $v \in \{0, 1/m, \dots, 1\}$ (paper 002, §3).
+
+    Attributes:
+        n_bins: $m$ (the grid has $m + 1$ points; static).
+        hard: use $w_v(p) = \mathbb 1\{v = \mathrm{round}(mp)\}$ instead of tents (discontinuous
+            in $p$: Condition 3 fails, and no deterministic oracle exists for it).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> pi = BinaryCalibration(4)
+        >>> [round(float(v), 3) for v in pi(None, jnp.asarray(0.3), jnp.asarray(1))]
+        [0.0, -0.14, -0.56, 0.0, 0.0]
+    """
+
+    n_bins: int = eqx.field(static=True)
+    hard: bool = eqx.field(static=True, default=False)
+
+    def __check_init__(self):
+        check_positive_int(self.n_bins, "n_bins")
+
+    @property
+    def dim(self) -> int:
+        return self.n_bins + 1
+
+    def weights(self, p):
+        if self.hard:
+            return (jnp.arange(self.n_bins + 1) == grid_index(p, self.n_bins)).astype(jnp.asarray(p).dtype)
+        return tent_weights(p, self.n_bins)
+
+    def __call__(self, x, p, y):
+        p = jnp.asarray(p)
+        return self.weights(p) * (p - jnp.asarray(y).astype(p.dtype))
+
+    def expect(self, x, p, q):
+        """$\\mathbb E_{y\\sim\\mathrm{Bernoulli}(q)}\\pi = w(p)(p - q)$."""
+        p = jnp.asarray(p)
+        return self.weights(p) * (p - jnp.asarray(q, p.dtype))
+
+    def bound(self) -> float:
+        return 1.0
+
+
+class MixedBinaryCalibration(AbstractPayoff):
+    r"""$\pi_v(q, y) = q(v)\,(v - y)$ for a mixed strategy $q$ over the grid (App. C.2.1, quasi-deterministic).
+
+    ``p`` is a :class:`~jcalib.core.Mixture` whose support are grid points $i/m$; $q(v)$ is the
+    total probability on $v$. $B = \sup\sum_v q(v)^2 (v - y)^2 \le 1$.
+
+    Attributes:
+        n_bins: $m$ (static).
+    """
+
+    n_bins: int = eqx.field(static=True)
+
+    def __check_init__(self):
+        check_positive_int(self.n_bins, "n_bins")
+
+    @property
+    def dim(self) -> int:
+        return self.n_bins + 1
+
+    def grid_probs(self, p: Mixture):
+        idx = grid_index(p.support, self.n_bins)
+        return jnp.zeros(self.n_bins + 1, p.probs.dtype).at[idx].add(p.probs)
+
+    def __call__(self, x, p: Mixture, y):
+        q = self.grid_probs(p)
+        v = jnp.arange(self.n_bins + 1, dtype=q.dtype) / self.n_bins
+        return q * (v - jnp.asarray(y).astype(q.dtype))
+
+    def bound(self) -> float:
+        return 1.0
+
+    @property
+    def semi(self) -> np.ndarray:
+        return np.zeros(self.dim, bool)

@@ -1,0 +1,99 @@
+r"""Decision calibration and swap regret for a utility $u(a, y, x)$ over $K$ actions (paper 002, §3).
+
+- :class:`DecisionCalibration`: $\pi_a = \mathbb E_{y\sim p} u(a, y, x) - u(a, y_t, x)$: the
+  forecast's predicted utility of every action matches the realised one on average.
+- :class:`SwapRegret`: $\pi_{a,a'} = \mathbb 1\{a' = \delta(p, x)\}\,(\mathbb E_{y\sim p}
+  u(a,y,x) - u(a,y_t,x))$, $\delta(p,x) = \arg\max_a \mathbb E_{y\sim p}u(a,y,x)$ the Bayes
+  action: calibration conditional on the recommended action, which bounds swap regret. The
+  indicator is discontinuous in $p$ (Condition 3 fails at ties); smooth it if an oracle needs it.
+
+Both are consistent: $\mathbb E_{y\sim p}\pi = 0$. The forecast $p$ is either a binary
+probability (a float: $\mathbb E_p u = p\,u(a,1,x) + (1-p)\,u(a,0,x)$) or a distribution with
+``expect`` (e.g. :class:`jcalib.distributions.PiecewiseConstant`, exact for utilities polynomial
+of low degree on each bin). ``utility(y, x)`` returns the ``(K,)`` utilities of all actions.
+There is no decision-calibration oracle in App. C: use ORCA.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._validation import check_positive_int
+from .base import AbstractPayoff
+
+__all__ = ["DecisionCalibration", "SwapRegret", "expected_utility"]
+
+
+def expected_utility(utility: Callable, p, x):
+    """$\\mathbb E_{y\\sim p} u(\\cdot, y, x)$, shape ``(K,)``."""
+    if hasattr(p, "expect"):
+        def fn(ys):
+            u = jax.vmap(jax.vmap(lambda y: utility(y, x)))(ys)  # (n, m, K)
+            return jnp.moveaxis(u, -1, 0)
+
+        return p.expect(fn)
+    p = jnp.asarray(p)
+    return p * utility(jnp.ones((), p.dtype), x) + (1 - p) * utility(jnp.zeros((), p.dtype), x)
+
+
+class DecisionCalibration(AbstractPayoff):
+    r"""$\pi_a(x, p, y) = \mathbb E_{y'\sim p}u(a,y',x) - u(a,y,x)$, $a = 1..K$ (paper 002, §3).
+
+    Attributes:
+        utility: ``(y, x) -> (K,)`` utilities of the $K$ actions.
+        n_actions: $K$ (static).
+        utility_range: $\sup u - \inf u$ (static); $B = K\cdot$ ``utility_range``$^2$.
+    """
+
+    utility: Callable
+    n_actions: int = eqx.field(static=True)
+    utility_range: float = eqx.field(static=True, default=1.0)
+
+    def __check_init__(self):
+        check_positive_int(self.n_actions, "n_actions")
+
+    @property
+    def dim(self) -> int:
+        return self.n_actions
+
+    def __call__(self, x, p, y):
+        eu = expected_utility(self.utility, p, x)
+        return eu - jnp.asarray(self.utility(jnp.asarray(y).astype(eu.dtype), x), eu.dtype)
+
+    def bound(self) -> float:
+        return float(self.n_actions * self.utility_range**2)
+
+
+class SwapRegret(AbstractPayoff):
+    r"""$\pi_{a,a'} = \mathbb 1\{a' = \delta(p,x)\}(\mathbb E_p u(a,\cdot,x) - u(a,y,x))$, flattened ``[a', a]`` (paper 002, §3).
+
+    Attributes:
+        utility: ``(y, x) -> (K,)``.
+        n_actions: $K$ (static).
+        utility_range: $\sup u - \inf u$ (static); $B = K\cdot$ ``utility_range``$^2$ (one row
+            $a'$ is non-zero).
+    """
+
+    utility: Callable
+    n_actions: int = eqx.field(static=True)
+    utility_range: float = eqx.field(static=True, default=1.0)
+
+    def __check_init__(self):
+        check_positive_int(self.n_actions, "n_actions")
+
+    @property
+    def dim(self) -> int:
+        return self.n_actions**2
+
+    def __call__(self, x, p, y):
+        eu = expected_utility(self.utility, p, x)
+        gap = eu - jnp.asarray(self.utility(jnp.asarray(y).astype(eu.dtype), x), eu.dtype)
+        row = jax.nn.one_hot(jnp.argmax(eu), self.n_actions, dtype=eu.dtype)
+        return (row[:, None] * gap[None, :]).reshape(-1)
+
+    def bound(self) -> float:
+        return float(self.n_actions * self.utility_range**2)
