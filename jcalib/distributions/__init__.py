@@ -7,10 +7,14 @@ closed-form CDF, quantile, moments and CRPS; :class:`MixtureDistribution` of sta
 """
 
 from .base import AbstractDistribution, check_outcomes
+from .gaussian import Gaussian
+from .mixture import MixtureDistribution
 from .piecewise import PiecewiseConstant, check_edges, probs_atol, uniform_edges
 
 __all__ = [
     "AbstractDistribution",
+    "Gaussian",
+    "MixtureDistribution",
     "PiecewiseConstant",
     "check_edges",
     "check_outcomes",

@@ -15,6 +15,7 @@ check inside traced code); :func:`check_outcomes` rejects NaN at the Python boun
 from __future__ import annotations
 
 import abc
+import functools
 
 import equinox as eqx
 import jax
@@ -111,6 +112,19 @@ class AbstractDistribution(eqx.Module):
         y = y.astype(self.dtype)
         shape = jnp.broadcast_shapes(y.shape, self.batch_shape)
         return jnp.broadcast_to(y, shape)
+
+
+def _jit(fn=None, *, static_argnames=None):
+    """``jax.jit`` for a distribution's method (``self`` is a pytree argument).
+
+    Called eagerly, a method then compiles once per batch shape instead of dispatching and
+    compiling each of its small operations; inside a user's ``jit``/``vmap``/``grad`` it is
+    inlined. Static arguments (a moment's order, a quadrature's size, an integrand) must be
+    hashable.
+    """
+    if fn is None:
+        return functools.partial(_jit, static_argnames=static_argnames)
+    return functools.wraps(fn)(jax.jit(fn, static_argnames=static_argnames))
 
 
 def _check_static_int(k, name: str, low: int = 0) -> int:

@@ -59,7 +59,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from .._validation import as_float_array
-from .base import AbstractDistribution, _batched, _check_static_int
+from .base import AbstractDistribution, _batched, _check_static_int, _jit
 
 __all__ = ["PiecewiseConstant", "uniform_edges", "check_edges", "probs_atol"]
 
@@ -235,6 +235,7 @@ class PiecewiseConstant(AbstractDistribution):
         return p, c_lo, c_hi, d_hi
 
     # ---------------------------------------------------------------------------------- methods
+    @_jit
     def cdf(self, y: ArrayLike) -> Float[Array, "..."]:
         r"""$F(y) = \sum_i p_i\,\mathrm{clip}((y - e_i)/w_i, 0, 1)$: 0 below ``low``, 1 above ``high``."""
         y = self._y(y)
@@ -243,6 +244,7 @@ class PiecewiseConstant(AbstractDistribution):
         t = jnp.clip((y[..., None] - self._c(e[:-1], y.ndim)) / self._c(np.diff(e), y.ndim), 0, 1)
         return jnp.sum(p * t, axis=-1)
 
+    @_jit
     def quantile(self, alpha: ArrayLike) -> Float[Array, "..."]:
         r"""The generalised inverse $Q(\alpha) = \inf\{y : F(y) \ge \alpha\}$ (module docstring).
 
@@ -269,10 +271,12 @@ class PiecewiseConstant(AbstractDistribution):
         q = a_i + w_i * jnp.clip(frac, 0, 1)
         return jnp.where((alpha >= 0) & (alpha <= 1), q, jnp.nan)
 
+    @_jit
     def mean(self) -> Float[Array, "..."]:
         r"""$\sum_i p_i (e_i + e_{i+1})/2$."""
         return self.probs @ jnp.asarray(self._mid, self.dtype)
 
+    @_jit(static_argnames=("k",))
     def moment(self, k: int) -> Float[Array, "..."]:
         r"""$\mathbb E[Y^k] = \sum_i p_i \frac{1}{k+1} \sum_{j=0}^k e_i^j e_{i+1}^{k-j}$, exact.
 
@@ -285,6 +289,7 @@ class PiecewiseConstant(AbstractDistribution):
         m = sum(a**j * b ** (k - j) for j in range(k + 1)) / (k + 1)
         return self.probs @ jnp.asarray(m, self.dtype)
 
+    @_jit
     def variance(self) -> Float[Array, "..."]:
         r"""$\sum_i p_i\,(w_i^2/12 + (m_i - \mu)^2)$ (law of total variance; no cancellation)."""
         nb = len(self.batch_shape)
@@ -293,6 +298,7 @@ class PiecewiseConstant(AbstractDistribution):
         dev = (mid - self.mean()[..., None]) ** 2
         return self.probs @ within + jnp.sum(self.probs * dev, axis=-1)
 
+    @_jit(static_argnames=("fn", "n_points"))
     def expect(self, fn, n_points: int = 8) -> Float[Array, "..."]:
         r"""$\mathbb E[f(Y)]$ by ``n_points``-point Gauss–Legendre quadrature on every bin.
 
@@ -316,6 +322,7 @@ class PiecewiseConstant(AbstractDistribution):
         shape = jnp.broadcast_shapes(v.shape, self.probs.shape)
         return jnp.sum(jnp.broadcast_to(self.probs, shape) * jnp.broadcast_to(v, shape), axis=-1)
 
+    @_jit
     def crps(self, y: ArrayLike) -> Float[Array, "..."]:
         r"""$\int (F(z) - 1[y \le z])^2 dz$ in closed form (module docstring); any real ``y``."""
         y = self._y(y)
@@ -331,6 +338,7 @@ class PiecewiseConstant(AbstractDistribution):
         right = (b - s) * (v**2 + v * d_hi + d_hi**2)
         return jnp.sum(left + right, axis=-1) / 3 + jnp.abs(y - ycl)
 
+    @_jit
     def log_prob(self, y: ArrayLike) -> Float[Array, "..."]:
         r"""$\log(p_i / w_i)$ for $y$ in bin $i = [e_i, e_{i+1})$ (the last bin closed).
 
@@ -354,6 +362,7 @@ class PiecewiseConstant(AbstractDistribution):
         u = jax.random.uniform(key, tuple(shape) + self.batch_shape, self.dtype)
         return self.quantile(u)
 
+    @_jit
     def entropy(self) -> Float[Array, "..."]:
         r"""Differential entropy $-\sum_i p_i \log(p_i / w_i)$ (with $0 \log 0 = 0$)."""
         p = self.probs
