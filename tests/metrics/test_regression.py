@@ -158,3 +158,17 @@ def test_crps_of_fine_piecewise_matches_properscoring_gaussian(x64):
     assert float(R.crps_score(d, y)) == pytest.approx(float(np.mean(want)), abs=1e-5)
     # and the PIT values are Φ(y)
     np.testing.assert_allclose(np.asarray(R.pit(d, y)), scipy.stats.norm.cdf(y), atol=1e-6)
+
+
+def test_gaussian_pit_and_crps_match_properscoring_and_scipy(x64):
+    ps = pytest.importorskip("properscoring")
+    from jcalib.distributions import Gaussian
+
+    rng = np.random.default_rng(7)
+    loc, scale = rng.normal(size=20), rng.uniform(0.2, 3.0, size=20)
+    y = rng.normal(size=20) * 2
+    d = Gaussian(jnp.asarray(loc), jnp.asarray(scale))
+    np.testing.assert_allclose(np.asarray(R.pit(d, y)), scipy.stats.norm.cdf(y, loc, scale), rtol=1e-12, atol=1e-15)
+    assert float(R.crps_score(d, y)) == pytest.approx(float(np.mean(ps.crps_gaussian(y, loc, scale))), rel=1e-12)
+    u = np.asarray(R.pit(d, y))
+    assert float(R.quantile_calibration_error(u)) == pytest.approx(ref.qce(u), rel=1e-12)
