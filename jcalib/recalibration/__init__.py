@@ -26,6 +26,8 @@ from .kernel import (
 from .isotonic import (
     IsotonicParams,
     IsotonicRecalibrator,
+    OnlineIsotonic,
+    OnlineIsotonicState,
     isotonic_apply,
     isotonic_fit,
     online_isotonic,
@@ -80,6 +82,8 @@ __all__: list[str] = [
     "vector_scaling_fit",
     "IsotonicParams",
     "IsotonicRecalibrator",
+    "OnlineIsotonic",
+    "OnlineIsotonicState",
     "isotonic_apply",
     "isotonic_fit",
     "online_isotonic",

@@ -91,3 +91,39 @@ def test_float32_and_bad_input():
         online_isotonic(np.full((3, 3), 0.5), np.array([0.1, 0.2]))
     with pytest.raises(ValueError, match="y"):
         online_isotonic_probs(np.full((2, 2), 0.5), np.array([0.1, np.nan]), (0.0, 0.5, 1.0))
+
+
+def _replay(T=16, n=8, seed=0):
+    from jcalib.distributions import PiecewiseConstant, uniform_edges
+    from jcalib.natures import Replay
+
+    rng = np.random.default_rng(seed)
+    probs = jnp.asarray(rng.dirichlet(np.ones(n) * 2, size=T), jnp.result_type(float))
+    probs = probs / jnp.sum(probs, axis=1, keepdims=True)
+    y = jnp.asarray(rng.beta(2.0, 5.0, size=T), jnp.result_type(float))
+    return Replay(y, PiecewiseConstant(probs, uniform_edges(n)), outcomes="real"), probs, y, uniform_edges(n)
+
+
+def test_online_isotonic_forecaster_conformance():
+    from conformance import check_forecaster
+
+    from jcalib.recalibration import OnlineIsotonic
+
+    nature, _, _, edges = _replay()
+    check_forecaster((OnlineIsotonic(edges, capacity=16), OnlineIsotonic(edges, capacity=16, prior_weight=2.0)), nature, "interval")
+
+
+def test_online_isotonic_forecaster_equals_the_vectorised_baseline(x64):
+    import jcalib
+    from jcalib.recalibration import OnlineIsotonic
+
+    T = 40
+    nature, probs, y, edges = _replay(T, 10, seed=3)
+    traj = jcalib.play(OnlineIsotonic(edges, capacity=T), nature, T, jax.random.key(0))
+    want = online_isotonic_probs(probs, y, edges)
+    np.testing.assert_allclose(np.asarray(traj.forecast.probs), np.asarray(want), atol=1e-12)
+    # a window shorter than T fits on the most recent rounds only: it differs
+    short = jcalib.play(OnlineIsotonic(edges, capacity=5), nature, T, jax.random.key(0))
+    assert not np.allclose(np.asarray(short.forecast.probs[-1]), np.asarray(want[-1]))
+    with pytest.raises(ValueError, match="prior_weight"):
+        OnlineIsotonic(edges, prior_weight=-1.0)
