@@ -122,6 +122,10 @@ class ORCA(AbstractForecaster):
             (static).
         n_components: Gaussians in the mixture family (static).
         n_check: outcomes per bin of the pointwise certificate's check set (static).
+        warm_optimizer: carry Adam's state from round to round (static; else a fresh Adam
+            state each round from the warm-started $\theta$).
+        logit_bound: $L$, logits are kept centred in $[-L, L]$ after every Adam step (float;
+            see :meth:`project`).
 
     Context: ``None``, the expert's forecast (a ``PiecewiseConstant`` on the same edges), or an
     :class:`~jcalib.payoffs.ExpertContext` — whatever the payoff reads.
@@ -142,10 +146,12 @@ class ORCA(AbstractForecaster):
     edges: tuple = eqx.field(static=True, default=uniform_edges(50))
     n_steps: int = eqx.field(static=True, default=400)
     learning_rate: float = 0.05
-    temperature: float = 0.0
+    temperature: float = 0.1
     family: str = eqx.field(static=True, default="piecewise")
     n_components: int = eqx.field(static=True, default=5)
     n_check: int = eqx.field(static=True, default=8)
+    logit_bound: float = 2.0
+    warm_optimizer: bool = eqx.field(static=True, default=True)
 
     def __check_init__(self):
         if not isinstance(self.payoff, AbstractPayoff):
@@ -159,9 +165,9 @@ class ORCA(AbstractForecaster):
             raise ValueError(f"family must be one of {_FAMILIES}, got {self.family!r}")
         check_positive_int(self.n_components, "n_components")
         check_positive_int(self.n_check, "n_check")
-        for name in ("learning_rate", "temperature"):
+        for name in ("learning_rate", "temperature", "logit_bound"):
             v = getattr(self, name)
-            if isinstance(v, (int, float)) and (not np.isfinite(v) or v < 0 or (name == "learning_rate" and v == 0)):
+            if isinstance(v, (int, float)) and (not np.isfinite(v) or v < 0 or (name != "temperature" and v == 0)):
                 raise ValueError(f"{name} must be a finite positive float, got {v!r}")
 
     # ----------------------------------------------------------------------------- family
@@ -195,6 +201,20 @@ class ORCA(AbstractForecaster):
         logs = jnp.full((k,), np.log((hi - lo) / k), fdt)
         return jnp.concatenate([jnp.zeros((k,), fdt), mu, logs])
 
+    def project(self, theta):
+        """Keep the logits centred and in $[-L, L]$, $L$ = ``logit_bound`` (piecewise family only).
+
+        Departure from the paper (which does not say how it parametrises): without a bound, Adam
+        drives the logits of a sharp minimax forecast to $\\pm\\infty$, where the softmax's
+        gradients vanish and every later round is stuck at that forecast (observed: the first
+        outcome's bin takes all the mass and the certificate never falls again). With the bound
+        every bin keeps mass $\\ge e^{-2L}/n$ relative to the largest.
+        """
+        if self.family != "piecewise":
+            return theta
+        L = jnp.asarray(self.logit_bound, theta.dtype)
+        return jnp.clip(theta - jnp.mean(theta), -L, L)
+
     def _optimizer(self, dtype):
         return optax.adam(jnp.asarray(self.learning_rate, dtype))
 
@@ -215,8 +235,13 @@ class ORCA(AbstractForecaster):
         return V @ c
 
     def objective(self, theta, c, x) -> Float[Array, ""]:
-        """The inner max: exact, or $\\tau$-log-sum-exp when ``temperature`` $= \\tau > 0$."""
-        v = self.component_values(theta, c, x)
+        """The inner max over components of $v_k/\\|c\\|$: exact, or $\\tau$-log-sum-exp when ``temperature`` $= \\tau > 0$.
+
+        $c$ is scaled to unit norm (the minimiser does not change), so the temperature and the
+        learning rate mean the same thing in every round.
+        """
+        nrm = jnp.linalg.norm(c)
+        v = self.component_values(theta, c / jnp.where(nrm > 0, nrm, 1), x)
         tau = jnp.asarray(self.temperature, v.dtype)
         safe = jnp.where(tau > 0, tau, 1)
         smooth = safe * jax.scipy.special.logsumexp(v / safe)
@@ -237,7 +262,15 @@ class ORCA(AbstractForecaster):
     def predict(self, state: ORCAState, x, key: PRNGKeyArray) -> Forecast:
         c = direction(self.payoff, state.mean())
         opt = self._optimizer(state.theta.dtype)
-        res = optimise(lambda th: self.objective(th, c, x), state.theta, opt, self.n_steps, state=state.opt_state)
+        opt_state = state.opt_state
+        if not self.warm_optimizer:
+            from ..core.optim import standard_promotion
+
+            with standard_promotion():
+                opt_state = opt.init(state.theta)
+        res = optimise(
+            lambda th: self.objective(th, c, x), state.theta, opt, self.n_steps, state=opt_state, project=self.project
+        )
         theta = res.params
         p = self.distribution(theta)
         value = jnp.max(self.component_values(theta, c, x))

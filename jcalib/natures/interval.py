@@ -95,6 +95,8 @@ class HalfSpaceAdversary(AbstractNature):
         n_grid: grid size (static).
         lo, hi: the outcome range (static).
         binary: outcomes in {0, 1} (static).
+        context_value: a fixed context revealed every round (e.g. the quantile grid $Q_t(a_i)$
+            of adaptive conformal inference), ``None`` for none.
     """
 
     payoff: AbstractPayoff
@@ -102,6 +104,10 @@ class HalfSpaceAdversary(AbstractNature):
     lo: float = eqx.field(static=True, default=0.0)
     hi: float = eqx.field(static=True, default=1.0)
     binary: bool = eqx.field(static=True, default=False)
+    context_value: object = None
+
+    def context(self, state, key):
+        return self.context_value
 
     def __check_init__(self):
         check_positive_int(self.n_grid, "n_grid")

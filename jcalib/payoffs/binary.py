@@ -69,7 +69,7 @@ class BinaryCalibration(AbstractPayoff):
 
     def weights(self, p):
         if self.hard:
-            return (jnp.arange(self.n_bins + 1) == grid_index(p, self.n_bins)).astype(jnp.asarray(p).dtype)
+            return (jnp.arange(self.n_bins + 1, dtype=jnp.int32) == grid_index(p, self.n_bins)).astype(jnp.asarray(p).dtype)
         return tent_weights(p, self.n_bins)
 
     def __call__(self, x, p, y):

@@ -40,7 +40,7 @@ __all__ = [
 
 def _exceed(x, y, dtype):
     """$e(a_i) = \\mathbb 1\\{y \\le Q(a_i)\\}$ with $e(a_0) = 0$, $e(a_M) = 1$."""
-    e = (jnp.asarray(y) <= jnp.asarray(x)).astype(dtype)
+    e = (jnp.asarray(y).astype(dtype) <= jnp.asarray(x).astype(dtype)).astype(dtype)
     return e.at[0].set(0).at[-1].set(1)
 
 
@@ -110,7 +110,7 @@ class SmoothConformalPayoff(AbstractPayoff):
         x = jnp.asarray(x, alpha.dtype)
         levels = jnp.arange(self.n_actions + 1, dtype=alpha.dtype) / self.n_actions
         q = jnp.interp(alpha, levels, x)
-        e = jnp.where(alpha <= 0, 0.0, jnp.where(alpha >= 1, 1.0, (jnp.asarray(y) <= q).astype(alpha.dtype)))
+        e = jnp.where(alpha <= 0, 0.0, jnp.where(alpha >= 1, 1.0, (jnp.asarray(y).astype(alpha.dtype) <= q).astype(alpha.dtype)))
         return tent_weights(alpha, self.n_actions) * (e - jnp.asarray(self.beta, alpha.dtype))
 
     def bound(self) -> float:

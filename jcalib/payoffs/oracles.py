@@ -110,26 +110,47 @@ class KakadeFoster(AbstractOracle):
     $\langle c, \pi\rangle = \sum_v w_v c_v (v - f) \le \|c\|_2/m$ (Lemma C.6's $\epsilon$).
     Outcomes may be binary or in $[0,1]$ (mean calibration).
 
+    ``sum_payoff`` generalises the deterministic oracle to any payoff of the form
+    $\pi(f, y) = a(f)(f - y)$ with $a$ piecewise linear between the grid points $i/m$ — e.g. a
+    :class:`~jcalib.payoffs.DirectSum` of :class:`BinaryCalibration` blocks whose grids divide
+    $m$ (Prop. 4.4): $g_i = \langle c, a(i/m)\rangle$ with $a(f) = \pi(f, f - 1)$, then
+    :func:`tent_root` of $g$.
+
     Attributes:
         n_bins: $m$ (static).
         quasi: quasi-deterministic (randomised over two neighbouring vertices) (static).
+        sum_payoff: optional payoff of the form above (deterministic oracle only).
     """
 
     n_bins: int = eqx.field(static=True)
     quasi: bool = eqx.field(static=True, default=False)
+    sum_payoff: AbstractPayoff | None = None
 
     def __check_init__(self):
         check_positive_int(self.n_bins, "n_bins")
+        if self.quasi and self.sum_payoff is not None:
+            raise ValueError("sum_payoff needs the deterministic oracle (quasi=False)")
 
     @property
     def payoff(self):
+        if self.sum_payoff is not None:
+            return self.sum_payoff
         return MixedBinaryCalibration(self.n_bins) if self.quasi else BinaryCalibration(self.n_bins)
+
+    def _slope(self, x, f):
+        f = jnp.asarray(f)
+        return self.payoff(x, f, f - 1)  # a(f) (f - (f - 1)) = a(f)
 
     def __call__(self, c, x, key):
         c = jnp.asarray(c)
-        f, i, t = tent_root(c)
+        if self.sum_payoff is not None:
+            grid = jnp.arange(self.n_bins + 1, dtype=c.dtype) / self.n_bins
+            g_grid = jax.vmap(lambda f: jnp.dot(self._slope(x, f), c))(grid)
+            f, _, _ = tent_root(g_grid)
+        else:
+            f, i, t = tent_root(c)
         if not self.quasi:
-            g = jnp.dot(self.payoff.weights(f), c)
+            g = jnp.dot(self._slope(x, f), c)
             cert = jnp.maximum(g * f, g * (f - 1))  # max over y in {0, 1} of g (f - y): linear in y
             return Forecast(f, f, cert)
         m = self.n_bins
@@ -370,9 +391,10 @@ class MomentOracle(AbstractOracle):
             det = jnp.linalg.det(M3)
             ok = jnp.abs(det) > 1e-12 * (1 + jnp.max(jnp.abs(cc)) ** 2)
             lam = jnp.linalg.solve(jnp.where(ok, M3, jnp.eye(3, dtype=dt)), jnp.array([0.0, 0.0, 1.0], dt))
-            lam = jnp.where(ok, lam, jnp.full(3, 1 / 3, dt))
+            lam = jnp.where(ok & jnp.all(jnp.isfinite(lam)), lam, jnp.full(3, 1 / 3, dt))
             lam = jnp.clip(lam, 0, None)
-            return lam / jnp.sum(lam)
+            tot = jnp.sum(lam)
+            return jnp.where(tot > 0, lam / jnp.where(tot > 0, tot, 1), jnp.full(3, 1 / 3, dt))
 
         tri_w = jax.vmap(tri_weights)(tris)
         k = jnp.arange(m)
@@ -411,7 +433,7 @@ class MomentOracle(AbstractOracle):
         c = jnp.asarray(c)
         idx, w = self.candidates(c)
         f, certs = self._certs(c, idx, w)
-        best = jnp.argmin(certs)
+        best = jnp.argmin(jnp.where(jnp.isfinite(certs), certs, jnp.inf))
         fb = f[best]
         if not self.quasi:
             # recompute from the payoff's own (Freudenthal) weights at f: the published number

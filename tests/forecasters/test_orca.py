@@ -1,0 +1,176 @@
+"""ORCA (paper 002, Algorithm 2): its objective against a brute-force NumPy reference, non-zero
+gradients where point-mass natures give none, what the certificates certify, QCE on i.i.d. data
+falling toward the calibrated floor, conformance, bad input."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conformance import check_forecaster
+from reference.orca import component_values as ref_component_values
+
+import jcalib
+from jcalib.distributions import PiecewiseConstant, uniform_edges
+from jcalib.forecasters import ORCA
+from jcalib.natures import IIDInterval, OverconfidentGaussian
+from jcalib.payoffs import ExpertContext, QuantileCalibration, experiment_payoff
+
+E10 = uniform_edges(10)
+
+
+def small(**kw):
+    kw = {"payoff": experiment_payoff(9), "edges": E10, "n_steps": 60, **kw}
+    return ORCA(**kw)
+
+
+def qce_sum(probs, y, edges, n_levels):
+    u = np.asarray(jax.vmap(lambda p, yy: PiecewiseConstant(p, edges).cdf(yy))(probs, y))
+    lv = np.arange(1, n_levels + 1) / (n_levels + 1)
+    return float(np.sum((np.mean(u[:, None] <= lv, 0) - lv) ** 2))
+
+
+def test_objective_matches_brute_force_reference(x64):
+    f = small()
+    rng = np.random.default_rng(0)
+    theta = jnp.asarray(rng.normal(size=10))
+    expert = PiecewiseConstant.from_logits(jnp.asarray(rng.normal(size=10)), E10)
+    c = jnp.asarray(rng.normal(size=f.payoff.dim))
+    got = np.asarray(f.component_values(theta, c, ExpertContext(expert)))
+    want = ref_component_values(np.asarray(f.distribution(theta).probs), np.asarray(expert.probs), E10, np.asarray(c), 9)
+    # 2e-3: the reference integrates step functions with a 400-point midpoint rule per bin
+    np.testing.assert_allclose(got, want, atol=2e-3 * np.abs(want).max())
+
+
+def test_gradients_are_non_zero_where_point_masses_give_none(x64):
+    f = ORCA(payoff=QuantileCalibration(9), edges=E10, n_steps=1)
+    theta = jnp.asarray(np.random.default_rng(1).normal(size=10))
+    c = jnp.asarray(np.random.default_rng(2).normal(size=9))
+    g = jax.grad(lambda t: f.objective(t, c, None))(theta)
+    assert float(jnp.linalg.norm(g)) > 1e-3
+    exact = eqx.tree_at(lambda m: m.temperature, f, 0.0)
+    assert float(jnp.linalg.norm(jax.grad(lambda t: exact.objective(t, c, None))(theta))) > 1e-3
+    # the trap of SPEC §3: with point-mass natures (y at bin midpoints) the quantile block is
+    # piecewise constant in θ, and so is every component's value: zero gradient
+    mids = jnp.asarray((np.asarray(E10[:-1]) + np.asarray(E10[1:])) / 2)
+
+    def point_mass_objective(t):
+        p = f.distribution(t)
+        return jnp.max(jax.vmap(lambda y: jnp.dot(c, f.payoff(None, p, y)))(mids))
+
+    assert float(jnp.linalg.norm(jax.grad(point_mass_objective)(theta))) == 0.0
+
+
+def test_certificates(x64):
+    f = small(n_steps=80)
+    nat = OverconfidentGaussian(edges=E10)
+    T = 60
+    traj = jcalib.play(f, nat, T, jax.random.key(0))
+    cert = traj.certificate
+    # replay the state to get c_{t-1} and the realised inner products
+    def step(state, inp):
+        x, fc_value, y, theta = inp
+        c = jcalib.payoffs.direction(f.payoff, state.mean())
+        pi = f.payoff(x, fc_value, y)
+        v = f.component_values(theta, c, x)
+        new = state._replace(total=state.total + pi, count=state.count + 1)
+        return new, (jnp.dot(c, pi), jnp.max(v))
+
+    _, (realised, vmax) = jax.lax.scan(step, f.init(jax.random.key(0)), (traj.x, traj.forecast, traj.y, cert.theta))
+    realised, vmax = np.asarray(realised), np.asarray(vmax)
+    np.testing.assert_allclose(np.asarray(cert.value), vmax, rtol=1e-9, atol=1e-12)  # ℓ_t as published
+    # the pointwise certificate bounds the realised inner product (up to the payoff's variation
+    # between neighbouring check points: 1e-3 of ||c||-scale values here)
+    assert np.all(realised <= np.asarray(cert.pointwise) + 1e-3)
+    ok = np.asarray(cert.pointwise) <= 0
+    assert np.all(realised[ok] <= 1e-3)
+    print(f"\nORCA certificates, T={T}: median ℓ_t = {np.median(vmax):.4f}, "
+          f"fraction ℓ_t <= 0: {np.mean(vmax <= 0):.2f}, fraction pointwise <= 0: {np.mean(ok):.2f}")
+
+
+def test_l_nonpositive_certifies_the_nature_family(x64):
+    # ℓ_t <= 0 means every mixture of the uniform-on-bin components — e.g. the i.i.d. truth —
+    # has E<c, π> <= 0: check it against the truth's own expectation each round
+    nat = IIDInterval.default(10)
+    f = ORCA(payoff=QuantileCalibration(9), edges=E10, n_steps=100)
+    traj = jcalib.play(f, nat, 40, jax.random.key(1))
+    state = f.init(jax.random.key(0))
+    truth = np.asarray(nat.probs)
+    for t in range(40):
+        c = jcalib.payoffs.direction(f.payoff, state.mean())
+        v = np.asarray(f.component_values(traj.certificate.theta[t], c, None))
+        assert truth @ v <= float(traj.certificate.value[t]) + 1e-12
+        pi = f.payoff(None, jax.tree_util.tree_map(lambda a: a[t], traj.forecast), traj.y[t])
+        state = state._replace(total=state.total + pi, count=state.count + 1)
+
+
+def test_qce_falls_toward_the_calibrated_floor():
+    # i.i.d. outcomes from a fixed density; QCE in sum form over 9 levels: a calibrated i.i.d.
+    # forecaster has E[T·QCE] = Σ α(1-α) = 1.65. Measured T·QCE at T = 300: see the print.
+    f = ORCA(payoff=QuantileCalibration(9), edges=E10, n_steps=100)
+    T = 300
+    traj = jcalib.play(f, IIDInterval.default(10), T, jax.random.key(0))
+    tq = [T_ * qce_sum(traj.forecast.probs[:T_], traj.y[:T_], E10, 9) for T_ in (50, 300)]
+    floor = float(np.sum(np.arange(1, 10) / 10 * (1 - np.arange(1, 10) / 10)))
+    uniform = T * qce_sum(jnp.full((T, 10), 0.1), traj.y, E10, 9)
+    print(f"\nT·QCE at T = 50, 300: {tq}; calibrated floor {floor:.2f}; uniform forecast {uniform:.2f}")
+    assert tq[-1] <= 3 * floor  # near the floor (a calibrated forecaster's expected value)
+    assert tq[-1] < uniform / 5
+
+
+@pytest.mark.slow
+def test_qce_falls_toward_the_floor_50_bins():
+    E = uniform_edges(50)
+    f = ORCA(payoff=QuantileCalibration(99), edges=E)
+    T = 1000
+    traj = jcalib.play(f, IIDInterval.default(50), T, jax.random.key(0))
+    q = qce_sum(traj.forecast.probs, traj.y, E, 99)
+    print(f"\n50 bins, 99 levels, 400 steps: QCE at T = {T}: {q:.4f} (floor 16.665/T = {16.665 / T:.4f})")
+    assert q <= 3 * 16.665 / T
+
+
+@pytest.mark.slow
+def test_recalibrating_an_overconfident_expert():
+    E = uniform_edges(50)
+    nat = OverconfidentGaussian()
+    f = ORCA()
+    T = 400
+    traj = jcalib.play(f, nat, T, jax.random.key(0))
+    q_orca = qce_sum(traj.forecast.probs, traj.y, E, 99)
+    q_expert = qce_sum(traj.x.expert.probs, traj.y, E, 99)
+    print(f"\nQCE expert {q_expert:.4f} -> ORCA {q_orca:.4f}")
+    assert q_orca < q_expert / 2
+
+
+def test_gaussian_mixture_family():
+    f = ORCA(payoff=QuantileCalibration(9), edges=E10, n_steps=5, family="gaussian_mixture", n_components=3)
+    theta = f.init_theta()
+    c = jnp.asarray(np.random.default_rng(3).normal(size=9), theta.dtype)
+    assert float(jnp.linalg.norm(jax.grad(lambda t: f.objective(t, c, None))(theta))) > 0
+    traj = jcalib.play(f, IIDInterval.default(10), 4, jax.random.key(0))
+    np.testing.assert_allclose(np.asarray(traj.forecast.probs.sum(-1)), 1, rtol=1e-5)
+
+
+def test_conformance(x64):
+    # in float64: Adam's iterates amplify the ulp-level differences between the batched and the
+    # unbatched programs (float32: ~3e-6 relative after a few rounds, over conformance's 1e-6)
+    E5 = uniform_edges(5)
+    pair = tuple(ORCA(payoff=experiment_payoff(3), edges=E5, n_steps=3, learning_rate=lr) for lr in (0.05, 0.02))
+    check_forecaster(pair, OverconfidentGaussian(edges=E5), space="interval")
+
+
+def test_bad_input():
+    f = ORCA(payoff=QuantileCalibration(9), edges=E10, n_steps=2)
+    state = f.init(jax.random.key(0))
+    fc = f.predict(state, None, jax.random.key(0))
+    for bad in (1.5, -0.1, float("nan")):
+        with pytest.raises(Exception, match="outside"):
+            jax.block_until_ready(jax.jit(f.update)(state, None, fc, jnp.asarray(bad)))
+    with pytest.raises(ValueError, match="family"):
+        ORCA(family="other")
+    with pytest.raises(ValueError, match="edges"):
+        ORCA(edges=(0.0, 0.5, 0.5, 1.0))
+    with pytest.raises(ValueError, match="learning_rate"):
+        ORCA(learning_rate=-1.0)
+    with pytest.raises(ValueError, match="scalar"):
+        f.update(state, None, fc, jnp.zeros(2))

@@ -1,0 +1,196 @@
+"""Paper 002's payoffs: consistency E_{y~p} π(x, p, y) = 0 by quadrature on random p, the bounds B,
+Eq. 19's linearisation against a literal reference, direct sums (Prop. 4.4), the recipe, bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from reference.payoffs import binary_payoff, freudenthal_dense, pc_cdf, quantile_payoff_eq19
+
+from jcalib.distributions import PiecewiseConstant, uniform_edges
+from jcalib.payoffs import (
+    BinaryCalibration,
+    DecisionCalibration,
+    DirectSum,
+    ExpertContext,
+    ExpertRegret,
+    MomentCalibration,
+    MomentGridCalibration,
+    QuantileCalibration,
+    Recipe,
+    SwapRegret,
+    expect_under_bins,
+    experiment_payoff,
+    freudenthal,
+    linearised_quantile,
+)
+
+EDGES = uniform_edges(12)
+
+
+def random_pc(key, edges=EDGES, sharp=2.0):
+    return PiecewiseConstant.from_logits(sharp * jax.random.normal(key, (len(edges) - 1,)), edges)
+
+
+def utility(y, x):
+    # three actions: a newsvendor-like piecewise-linear utility and a quadratic one
+    return jnp.stack([y, 0.5 - jnp.abs(y - 0.5), 1 - (y - 0.3) ** 2])
+
+
+INTERVAL_PAYOFFS = [
+    QuantileCalibration(19),
+    MomentCalibration((1, 2)),
+    DecisionCalibration(utility, 3, 1.0),
+    SwapRegret(utility, 3, 1.0),
+    DirectSum((QuantileCalibration(9), MomentCalibration((1, 2)))),
+]
+
+
+@pytest.mark.parametrize("payoff", INTERVAL_PAYOFFS, ids=lambda p: type(p).__name__)
+def test_consistency_on_random_forecasts(x64, payoff):
+    for s in range(5):
+        p = random_pc(jax.random.key(s))
+        mean = expect_under_bins(payoff, None, p, p.probs, EDGES)
+        # 1e-10: per-bin Gauss–Legendre is exact for these payoffs (polynomial of degree <= 2
+        # in y between breakpoints that are edges or quantiles handled in closed form)
+        np.testing.assert_allclose(np.asarray(mean), 0, atol=1e-10)
+
+
+def test_consistency_by_brute_quadrature(x64):
+    # independent of expect_uniform: a 200,000-point midpoint rule over y ~ p
+    p = random_pc(jax.random.key(7))
+    y = (np.arange(200_000) + 0.5) / 200_000
+    dens = np.asarray(p.probs)[np.minimum((y * 12).astype(int), 11)] * 12
+    for payoff in (QuantileCalibration(19), MomentCalibration((1, 2))):
+        vals = np.asarray(jax.vmap(lambda yy: payoff(None, p, yy))(jnp.asarray(y)))
+        mean = (vals * dens[:, None]).mean(0)
+        # 1e-4: midpoint rule on step functions of y, error O(jumps/n)
+        np.testing.assert_allclose(mean, 0, atol=1e-4)
+
+
+def test_regret_is_semi_consistent(x64):
+    payoff = ExpertRegret(("crps", "mse"))
+    assert payoff.semi.all()
+    for s in range(5):
+        p, e = random_pc(jax.random.key(s)), random_pc(jax.random.key(100 + s))
+        mean = expect_under_bins(payoff, ExpertContext(e), p, p.probs, EDGES)
+        assert np.all(np.asarray(mean) <= 1e-12)
+        # and the expert in the context is what is compared against: against itself, 0
+        same = expect_under_bins(payoff, p, p, p.probs, EDGES)
+        np.testing.assert_allclose(np.asarray(same), 0, atol=1e-12)
+
+
+def test_binary_consistency_and_parity(x64):
+    pi = BinaryCalibration(7)
+    for p in np.linspace(0, 1, 23):
+        np.testing.assert_allclose(np.asarray(pi.expect(None, p, p)), 0, atol=1e-15)
+        for y in (0, 1):
+            got = pi(None, jnp.asarray(p), jnp.asarray(y, jnp.int32))
+            np.testing.assert_allclose(np.asarray(got), binary_payoff(p, y, 7), atol=1e-14)
+    hard = BinaryCalibration(7, hard=True)
+    assert float(jnp.sum(hard.weights(jnp.asarray(0.33)))) == 1.0
+
+
+def _sup_norm2(payoff, forecasts, ys, x=None):
+    return max(float(jnp.sum(payoff(x, p, y) ** 2)) for p in forecasts for y in ys)
+
+
+def test_bounds_hold_and_are_tight(x64):
+    ys = jnp.linspace(0, 1, 41)
+    sharp = [PiecewiseConstant(jnp.eye(12)[k], EDGES) for k in (0, 11)]
+    forecasts = [random_pc(jax.random.key(s), sharp=6.0) for s in range(6)] + sharp
+    q = QuantileCalibration(19)
+    s = _sup_norm2(q, forecasts, ys)
+    assert s <= q.bound() + 1e-12 and s >= 0.9 * q.bound()
+    m = MomentCalibration((1, 2))
+    s = _sup_norm2(m, forecasts, ys)
+    assert s <= m.bound() + 1e-12 and s >= 0.8 * m.bound()  # B = 2 needs a point mass at an end
+    r = ExpertRegret(("crps", "mse"))
+    ctx = ExpertContext(sharp[0])
+    assert _sup_norm2(r, forecasts, ys, ctx) <= r.bound()
+    b = BinaryCalibration(5)
+    assert max(float(jnp.sum(b(None, p, y) ** 2)) for p in jnp.linspace(0, 1, 51) for y in (0, 1)) <= b.bound()
+    g = MomentGridCalibration(4)
+    fs = jax.random.uniform(jax.random.key(3), (50, 2))
+    assert max(float(jnp.sum(g(None, f, y) ** 2)) for f in fs for y in ys) <= g.bound()
+
+
+def test_eq19_linearisation_matches_literal_reference():
+    alphas = np.linspace(0.01, 0.99, 99)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        a, b = np.sort(rng.uniform(0, 1, 2))
+        if rng.random() < 0.3:
+            b = a  # continuous at y
+        got = np.asarray(linearised_quantile(jnp.asarray(a), jnp.asarray(b), jnp.asarray(alphas)))
+        np.testing.assert_allclose(got, quantile_payoff_eq19(a, b, alphas), atol=1e-6)
+
+
+def test_quantile_payoff_matches_reference_cdf(x64):
+    p = random_pc(jax.random.key(1))
+    q = QuantileCalibration(9)
+    for y in np.linspace(0, 1, 17):
+        u = pc_cdf(np.asarray(p.probs), EDGES, y)
+        want = (u <= np.arange(1, 10) / 10) - np.arange(1, 10) / 10
+        np.testing.assert_allclose(np.asarray(q(None, p, jnp.asarray(y))), want, atol=1e-12)
+
+
+def test_direct_sum_normalises_blocks():
+    q, m = QuantileCalibration(9), MomentCalibration((1, 2))
+    s = DirectSum((q, m))
+    assert s.dim == q.dim + m.dim and s.bound() == 2.0
+    p = random_pc(jax.random.key(0))
+    y = jnp.asarray(0.4)
+    v = s(None, p, y)
+    np.testing.assert_allclose(np.asarray(v[:9]), np.asarray(q(None, p, y)) / np.sqrt(q.bound()), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(v[9:]), np.asarray(m(None, p, y)) / np.sqrt(m.bound()), rtol=1e-6)
+    raw = DirectSum((q, m), normalise=False)
+    assert raw.bound() == pytest.approx(q.bound() + m.bound())
+    e = experiment_payoff()
+    assert e.dim == 99 + 2 + 2 and e.bound() == 3.0
+    assert e.semi.sum() == 2
+
+
+def test_recipe_is_the_moment_payoff(x64):
+    p = random_pc(jax.random.key(2))
+    rec = Recipe(
+        lambda x, p: jnp.ones(1), lambda y: jnp.stack([y, y * y]), lambda p: jnp.stack([p.mean(), p.moment(2)]),
+        n_context=1, n_witness=2, bound_value=2.0,
+    )
+    mom = MomentCalibration((1, 2))
+    for y in (0.0, 0.3, 1.0):
+        np.testing.assert_allclose(np.asarray(rec(None, p, jnp.asarray(y))), np.asarray(mom(None, p, jnp.asarray(y))))
+    np.testing.assert_allclose(np.asarray(expect_under_bins(rec, None, p, p.probs, EDGES)), 0, atol=1e-12)
+
+
+def test_binary_decision_payoffs_are_consistent(x64):
+    u = lambda y, x: jnp.stack([y, 1 - y, 0.5 + 0 * y])  # noqa: E731
+    for p in (0.1, 0.5, 0.8):
+        d = DecisionCalibration(u, 3)
+        e = p * d(None, jnp.asarray(p), jnp.asarray(1.0)) + (1 - p) * d(None, jnp.asarray(p), jnp.asarray(0.0))
+        np.testing.assert_allclose(np.asarray(e), 0, atol=1e-12)
+
+
+def test_freudenthal_matches_reference(x64):
+    for f in jax.random.uniform(jax.random.key(0), (30, 2)).tolist() + [[0, 0], [1, 1], [1, 0], [0.5, 1]]:
+        idx, w = freudenthal(jnp.asarray(f), 5)
+        dense = np.zeros(36)
+        np.add.at(dense, np.asarray(idx), np.asarray(w))
+        np.testing.assert_allclose(dense, freudenthal_dense(f, 5), atol=1e-12)
+        V = np.stack(np.meshgrid(np.arange(6) / 5, np.arange(6) / 5, indexing="ij"), -1).reshape(-1, 2)
+        np.testing.assert_allclose(dense @ V, f, atol=1e-12)  # barycentric: reproduces f
+
+
+def test_bad_inputs_raise():
+    with pytest.raises(ValueError, match="n_levels"):
+        QuantileCalibration(0)
+    with pytest.raises(ValueError, match="lo < hi"):
+        MomentCalibration((1,), 1.0, 0.0)
+    with pytest.raises(ValueError, match="losses"):
+        ExpertRegret(("log",))
+    with pytest.raises(ValueError, match="blocks"):
+        DirectSum(())
+    with pytest.raises(ValueError, match="sum to 1"):
+        PiecewiseConstant(jnp.full(12, 0.1), EDGES)
+    with pytest.raises(ValueError, match="NaN"):
+        PiecewiseConstant(jnp.full(12, jnp.nan), EDGES)
