@@ -268,8 +268,8 @@ class IsotonicRecalibrator:
     Example:
         >>> import jax.numpy as jnp
         >>> r = IsotonicRecalibrator().fit(jnp.array([0.1, 0.2, 0.9]))
-        >>> [round(v, 4) for v in r.transform(jnp.array([0.15, 0.5])).tolist()]
-        [0.5, 0.8095]
+        >>> tuple(round(v, 4) for v in r.transform(jnp.array([0.15, 0.5])).tolist())
+        (0.5, 0.8095)
     """
 
     params_: IsotonicParams | None = None
