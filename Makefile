@@ -35,6 +35,7 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/aosa_throughput.py
 	$(PY) benchmarks/decision_calibration.py
 	$(PY) benchmarks/kernel_audit.py
+	$(PY) benchmarks/orca_throughput.py
 
 docs: $(VENV)/.installed-docs
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict

@@ -110,7 +110,12 @@ class AbstractDistribution(eqx.Module):
         """``y`` in this distribution's dtype, broadcast against the batch shape."""
         y = jnp.asarray(y)
         y = y.astype(self.dtype)
-        shape = jnp.broadcast_shapes(y.shape, self.batch_shape)
+        try:
+            shape = jnp.broadcast_shapes(y.shape, self.batch_shape)
+        except ValueError as e:
+            raise ValueError(
+                f"the outcome/level of shape {y.shape} does not broadcast against the batch shape {self.batch_shape}"
+            ) from e
         return jnp.broadcast_to(y, shape)
 
 

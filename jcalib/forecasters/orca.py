@@ -52,7 +52,7 @@ from ..payoffs.base import AbstractPayoff, direction
 from ..payoffs.interval import QuantileCalibration, experiment_payoff
 from ..payoffs.base import DirectSum
 
-__all__ = ["ORCA", "ORCACertificate", "ORCAState"]
+__all__ = ["ORCA", "ORCACertificate", "ORCAState", "ExpertMeanCells"]
 
 _FAMILIES = ("piecewise", "gaussian_mixture")
 
@@ -122,6 +122,10 @@ class ORCA(AbstractForecaster):
             (static).
         n_components: Gaussians in the mixture family (static).
         n_check: outcomes per bin of the pointwise certificate's check set (static).
+        start: ``"warm"`` (default): start each round's Adam from the previous round's
+            $\theta$ (reconstructed, SPEC §3); ``"expert"``: from the context expert's own
+            logits $\log p_e$ (Algorithm 2's "initialize $p_{\theta_t}$" each round; the
+            natural start for recalibration) with a fresh Adam state (static).
         warm_optimizer: carry Adam's state from round to round (static; else a fresh Adam
             state each round from the warm-started $\theta$).
         logit_bound: $L$, logits are kept centred in $[-L, L]$ after every Adam step (float;
@@ -152,6 +156,7 @@ class ORCA(AbstractForecaster):
     n_check: int = eqx.field(static=True, default=8)
     logit_bound: float = 2.0
     warm_optimizer: bool = eqx.field(static=True, default=True)
+    start: str = eqx.field(static=True, default="warm")
 
     def __check_init__(self):
         if not isinstance(self.payoff, AbstractPayoff):
@@ -161,6 +166,10 @@ class ORCA(AbstractForecaster):
             raise ValueError("edges must be a strictly increasing tuple of at least 2 floats")
         if not isinstance(self.n_steps, int) or self.n_steps < 0:
             raise ValueError(f"n_steps must be a non-negative int, got {self.n_steps!r}")
+        if self.start not in ("warm", "expert"):
+            raise ValueError(f"start must be 'warm' or 'expert', got {self.start!r}")
+        if self.start == "expert" and self.family != "piecewise":
+            raise ValueError("start='expert' needs family='piecewise'")
         if self.family not in _FAMILIES:
             raise ValueError(f"family must be one of {_FAMILIES}, got {self.family!r}")
         check_positive_int(self.n_components, "n_components")
@@ -256,20 +265,30 @@ class ORCA(AbstractForecaster):
         eps = 1e-4 * (e[-1] - e[0])
         for qb in _quantile_blocks(self.payoff):
             q = p.quantile(qb.levels(p.dtype))
-            pts += [q, jnp.minimum(q + eps, e[-1])]
+            # both sides of each jump, eps away from it: at y = Q(α) exactly the indicator
+            # 1{F(y) <= α} flips with the last ulp of F (batched and unbatched programs differ)
+            pts += [jnp.maximum(q - eps, e[0]), jnp.minimum(q + eps, e[-1])]
         return jnp.concatenate(pts)
 
     def predict(self, state: ORCAState, x, key: PRNGKeyArray) -> Forecast:
         c = direction(self.payoff, state.mean())
         opt = self._optimizer(state.theta.dtype)
         opt_state = state.opt_state
-        if not self.warm_optimizer:
+        theta0 = state.theta
+        if self.start == "expert":
+            # Algorithm 2 initialises θ_t each round: from the expert's own density (logits
+            # log p_e, bounded), with a fresh Adam state
+            from ..payoffs.interval import ExpertRegret
+
+            pe = ExpertRegret.expert_of(x).probs.astype(theta0.dtype)
+            theta0 = self.project(jnp.log(jnp.maximum(pe, jnp.finfo(theta0.dtype).tiny)))
+        if not self.warm_optimizer or self.start == "expert":
             from ..core.optim import standard_promotion
 
             with standard_promotion():
-                opt_state = opt.init(state.theta)
+                opt_state = opt.init(theta0)
         res = optimise(
-            lambda th: self.objective(th, c, x), state.theta, opt, self.n_steps, state=opt_state, project=self.project
+            lambda th: self.objective(th, c, x), theta0, opt, self.n_steps, state=opt_state, project=self.project
         )
         theta = res.params
         p = self.distribution(theta)
@@ -292,3 +311,31 @@ class ORCA(AbstractForecaster):
         pi = self.payoff(x, forecast.public, y).astype(state.total.dtype)
         cert = forecast.certificate
         return ORCAState(state.total + pi, state.count + 1, cert.theta, cert.opt_state)
+
+
+class ExpertMeanCells(eqx.Module):
+    r"""Cells of the expert's forecast space for per-cell recalibration (paper 002 §5.2, App. D).
+
+    ``cell(x) = min(floor(n (mean(e) - lo)/(hi - lo)), n - 1)`` with $e$ the expert's forecast
+    (``x.expert`` of an :class:`~jcalib.payoffs.ExpertContext`, or ``x`` itself): a partition
+    of the expert's forecasts by their mean, for
+    ``Partitioned(ORCA(...), n_cells, ExpertMeanCells(n_cells))``.
+
+    Attributes:
+        n_cells: number of cells (static).
+        lo, hi: the outcome range (static).
+    """
+
+    n_cells: int = eqx.field(static=True)
+    lo: float = eqx.field(static=True, default=0.0)
+    hi: float = eqx.field(static=True, default=1.0)
+
+    def __check_init__(self):
+        check_positive_int(self.n_cells, "n_cells")
+
+    def __call__(self, x) -> Int[Array, ""]:
+        from ..payoffs.interval import ExpertRegret
+
+        m = jnp.asarray(ExpertRegret.expert_of(x).mean())
+        c = jnp.floor((m - self.lo) / (self.hi - self.lo) * self.n_cells).astype(jnp.int32)
+        return jnp.clip(c, 0, self.n_cells - 1)

@@ -16,6 +16,7 @@ from .grid import (
     freudenthal,
 )
 from .interval import (
+    DistributionCalibration,
     ExpertRegret,
     MomentCalibration,
     QuantileCalibration,
@@ -44,6 +45,7 @@ __all__: list[str] = [
     "ConformalPayoff",
     "DecisionCalibration",
     "DirectSum",
+    "DistributionCalibration",
     "ExpertContext",
     "ExpertRegret",
     "KakadeFoster",

@@ -53,8 +53,9 @@ class BinaryCalibration(AbstractPayoff):
     Example:
         >>> import jax.numpy as jnp
         >>> pi = BinaryCalibration(4)
-        >>> [round(float(v), 3) for v in pi(None, jnp.asarray(0.3), jnp.asarray(1))]
-        [0.0, -0.14, -0.56, 0.0, 0.0]
+        >>> v = pi(None, jnp.asarray(0.3), jnp.asarray(1))   # tents at 1/4 and 2/4, times p - y
+        >>> round(float(v[1]), 3), round(float(v[2]), 3), round(float(v.sum()), 3)
+        (-0.56, -0.14, -0.7)
     """
 
     n_bins: int = eqx.field(static=True)

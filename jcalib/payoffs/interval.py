@@ -24,6 +24,7 @@ from .._validation import check_positive_int
 from .base import AbstractPayoff, DirectSum, ExpertContext
 
 __all__ = [
+    "DistributionCalibration",
     "ExpertRegret",
     "MomentCalibration",
     "QuantileCalibration",
@@ -244,3 +245,101 @@ class QuantileStepPayoff(AbstractPayoff):
 
     def bound(self) -> float:
         return _sup_quantile_norm2(np.arange(1, self.n_levels + 1) / (self.n_levels + 1))
+
+
+def _compositions(n_ticks: int, n_cells: int) -> np.ndarray:
+    """All non-decreasing integer vectors $0 \\le s_1 \\le \\dots \\le s_{M-1} \\le N$ (cumulative pmf ticks)."""
+    out = [[]]
+    for _ in range(n_cells - 1):
+        out = [v + [k] for v in out for k in range(v[-1] if v else 0, n_ticks + 1)]
+    return np.asarray(out, np.int64).reshape(-1, n_cells - 1)
+
+
+class DistributionCalibration(AbstractPayoff):
+    r"""$\pi_v(x, p, y) = w_v(p)\,(F_p - F_{\delta_y})$ over a discretisation of $\Delta(\mathcal Y)$ (App. B, C.2.3).
+
+    The outcome range is cut into $M$ cells (``cell_edges``); a forecast is summarised by its
+    cell masses, a point of the simplex $\Delta_M$, whose grid with $N$ ticks
+    (masses in $\{0, 1/N, \dots, 1\}$) has $\binom{N+M-1}{M-1}$ vertices. $w_v(p)$ are the
+    barycentric weights of $p$ in the Freudenthal triangulation of the cumulative coordinates
+    $s_i = N\sum_{j\le i} p_j$ (at most $M$ non-zero; continuous in $p$); $F_p - F_{\delta_y}$ is
+    the CDF difference at the $M-1$ interior cell edges. Consistent; $B \le M - 1$.
+
+    **Cost**: the payoff has $(M-1)\binom{N+M-1}{M-1}$ coordinates — exponential in $M$ (the
+    paper's remark that distribution calibration is computationally hard). Construction raises a
+    ``ValueError`` beyond ``max_dim`` coordinates (default $10^6$). There is no practical oracle
+    for $M > 2$ (App. C.2.3's fixed point needs a search over the simplices); use ORCA with it
+    when the cells are unions of ORCA's bins (the payoff is then constant in $y$ on each bin).
+
+    Attributes:
+        cell_edges: static tuple of $M + 1$ increasing floats.
+        n_ticks: $N$ (static).
+        max_dim: the size limit (static).
+    """
+
+    cell_edges: tuple = eqx.field(static=True, converter=lambda e: tuple(float(v) for v in e))
+    n_ticks: int = eqx.field(static=True)
+    max_dim: int = eqx.field(static=True, default=10**6)
+
+    def __check_init__(self):
+        e = np.asarray(self.cell_edges, np.float64)
+        if e.ndim != 1 or len(e) < 3 or not np.all(np.diff(e) > 0):
+            raise ValueError("cell_edges must be a strictly increasing tuple of at least 3 floats")
+        check_positive_int(self.n_ticks, "n_ticks")
+        from math import comb
+
+        size = (len(e) - 2) * comb(self.n_ticks + len(e) - 2, len(e) - 2)
+        if size > self.max_dim:
+            raise ValueError(
+                f"distribution calibration with M = {len(e) - 1} cells and N = {self.n_ticks} ticks has "
+                f"{size} coordinates (> max_dim = {self.max_dim}): the cost is exponential in M"
+            )
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.cell_edges) - 1
+
+    @property
+    def n_vertices(self) -> int:
+        from math import comb
+
+        return comb(self.n_ticks + self.n_cells - 1, self.n_cells - 1)
+
+    @property
+    def dim(self) -> int:
+        return (self.n_cells - 1) * self.n_vertices
+
+    def _lookup(self):
+        comps = _compositions(self.n_ticks, self.n_cells)
+        base = (self.n_ticks + 1) ** np.arange(self.n_cells - 2, -1, -1)
+        table = np.full((self.n_ticks + 1) ** (self.n_cells - 1), -1, np.int64)
+        table[comps @ base] = np.arange(len(comps))
+        return table, base
+
+    def weights(self, p) -> tuple:
+        """``(idx, w)``: the $M$ vertices (flat indices) and barycentric weights of ``p``'s cell masses."""
+        F = jnp.asarray(p.cdf(jnp.asarray(self.cell_edges[1:-1], p.dtype)))  # (M-1,)
+        s = jnp.clip(F * self.n_ticks, 0, self.n_ticks)
+        fl = jnp.clip(jnp.floor(s), 0, self.n_ticks - 1)
+        r = s - fl
+        # Freudenthal: add unit vectors in decreasing order of r (ties: larger index first, which
+        # keeps every vertex non-decreasing, i.e. a valid pmf)
+        k = self.n_cells - 1
+        order = jnp.lexsort((-jnp.arange(k), -r))
+        rs = r[order]
+        lam = jnp.concatenate([1 - rs[:1], rs[:-1] - rs[1:], rs[-1:]])  # (M,)
+        steps = jnp.cumsum(jax.nn.one_hot(order, k, dtype=jnp.int32), axis=0)  # (M-1, M-1)
+        verts = fl.astype(jnp.int32)[None, :] + jnp.concatenate([jnp.zeros((1, k), jnp.int32), steps])
+        table, base = self._lookup()
+        idx = jnp.asarray(table, jnp.int32)[verts @ jnp.asarray(base, jnp.int32)]
+        return idx, lam
+
+    def __call__(self, x, p, y):
+        z = jnp.asarray(self.cell_edges[1:-1], p.dtype)
+        diff = jnp.asarray(p.cdf(z)) - (jnp.asarray(y).astype(p.dtype) <= z).astype(p.dtype)  # (M-1,)
+        idx, lam = self.weights(p)
+        W = jnp.zeros((self.n_vertices,), p.dtype).at[idx].add(lam)
+        return (W[:, None] * diff[None, :]).reshape(-1)
+
+    def bound(self) -> float:
+        return float(self.n_cells - 1)

@@ -14,6 +14,7 @@ from reference.distributions import (
     piecewise_expect,
 )
 
+from jcalib import scoring
 from jcalib.core import Mixture
 from jcalib.distributions import PiecewiseConstant, check_outcomes, probs_atol, uniform_edges
 
@@ -76,6 +77,8 @@ def test_crps_of_a_uniform_density():
     ys = np.linspace(0, 1, 11)
     np.testing.assert_allclose(d.crps(jnp.asarray(ys, jnp.float32)), ys**2 - ys + 1 / 3, rtol=1e-5, atol=1e-6)
     assert d.crps(0.5).dtype == jnp.float32
+    # jcalib.scoring.crps delegates to the distribution
+    np.testing.assert_allclose(scoring.crps(d, 0.25), 0.25**2 - 0.25 + 1 / 3, rtol=1e-5)
 
 
 def test_crps_of_a_narrow_bin_tends_to_absolute_error(x64):
@@ -314,6 +317,8 @@ def test_bad_input():
         PiecewiseConstant.uniform(3).moment(-1)
     with pytest.raises(ValueError, match="y"):
         check_outcomes([0.1, np.nan])
+    with pytest.raises(ValueError, match="batch shape"):
+        PiecewiseConstant(jnp.full((4, 3), 1 / 3), e).cdf(jnp.zeros(5))
     # the sum tolerance: 1e-5 in float32 (a softmax's round-off passes, a real error does not)
     assert probs_atol(50, jnp.float32) == 1e-5
     PiecewiseConstant(jnp.asarray([0.5, 0.25, 0.25 + 5e-6]), e)

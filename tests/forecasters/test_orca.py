@@ -94,14 +94,17 @@ def test_l_nonpositive_certifies_the_nature_family(x64):
     nat = IIDInterval.default(10)
     f = ORCA(payoff=QuantileCalibration(9), edges=E10, n_steps=100)
     traj = jcalib.play(f, nat, 40, jax.random.key(1))
-    state = f.init(jax.random.key(0))
     truth = np.asarray(nat.probs)
-    for t in range(40):
+
+    def step(state, inp):
+        p, y, theta = inp
         c = jcalib.payoffs.direction(f.payoff, state.mean())
-        v = np.asarray(f.component_values(traj.certificate.theta[t], c, None))
-        assert truth @ v <= float(traj.certificate.value[t]) + 1e-12
-        pi = f.payoff(None, jax.tree_util.tree_map(lambda a: a[t], traj.forecast), traj.y[t])
-        state = state._replace(total=state.total + pi, count=state.count + 1)
+        v = f.component_values(theta, c, None)
+        pi = f.payoff(None, p, y)
+        return state._replace(total=state.total + pi, count=state.count + 1), v
+
+    _, vs = jax.lax.scan(step, f.init(jax.random.key(0)), (traj.forecast, traj.y, traj.certificate.theta))
+    assert np.all(np.asarray(vs) @ truth <= np.asarray(traj.certificate.value) + 1e-12)
 
 
 def test_qce_falls_toward_the_calibrated_floor():
@@ -147,8 +150,9 @@ def test_gaussian_mixture_family():
     theta = f.init_theta()
     c = jnp.asarray(np.random.default_rng(3).normal(size=9), theta.dtype)
     assert float(jnp.linalg.norm(jax.grad(lambda t: f.objective(t, c, None))(theta))) > 0
-    traj = jcalib.play(f, IIDInterval.default(10), 4, jax.random.key(0))
-    np.testing.assert_allclose(np.asarray(traj.forecast.probs.sum(-1)), 1, rtol=1e-5)
+    state = f.init(jax.random.key(0))._replace(total=c, count=jnp.ones((), jnp.int32))
+    fc = eqx.filter_jit(f.predict)(state, None, jax.random.key(0))
+    np.testing.assert_allclose(float(fc.value.probs.sum()), 1, rtol=1e-5)
 
 
 def test_conformance(x64):
@@ -174,3 +178,24 @@ def test_bad_input():
         ORCA(learning_rate=-1.0)
     with pytest.raises(ValueError, match="scalar"):
         f.update(state, None, fc, jnp.zeros(2))
+
+
+def test_per_cell_recalibration_runs_one_orca_per_cell():
+    from jcalib.forecasters import Partitioned
+    from jcalib.forecasters.orca import ExpertMeanCells
+
+    inner = ORCA(payoff=experiment_payoff(3), edges=uniform_edges(5), n_steps=3)
+    f = Partitioned(inner, 3, ExpertMeanCells(3))
+    nat = OverconfidentGaussian(edges=uniform_edges(5))
+    fs = f.init(jax.random.key(0))
+    ns = nat.init(jax.random.key(1))
+    x = nat.context(ns, jax.random.key(2))
+    cell = int(ExpertMeanCells(3)(x))
+
+    @eqx.filter_jit
+    def round_(fs, x):
+        return f.update(fs, x, f.predict(fs, x, jax.random.key(3)), jnp.asarray(0.5))
+
+    fs2 = round_(fs, x)
+    counts = np.asarray(fs2.cells.count)
+    assert counts[cell] == 1 and counts.sum() == 1  # only the active cell's instance moved

@@ -33,7 +33,8 @@ def test_conformance_overconfident():
 
 
 def test_conformance_adversary():
-    f = BlackwellForecaster.from_oracle(KakadeFoster(8))
+    # against a randomised forecaster: the adversary reads the published Mixture
+    f = BlackwellForecaster.from_oracle(KakadeFoster(8, quasi=True))
     check_nature((HalfSpaceAdversary(f.payoff, n_grid=11),) * 2, f, space="interval")
 
 

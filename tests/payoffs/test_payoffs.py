@@ -12,6 +12,7 @@ from jcalib.payoffs import (
     BinaryCalibration,
     DecisionCalibration,
     DirectSum,
+    DistributionCalibration,
     ExpertContext,
     ExpertRegret,
     MomentCalibration,
@@ -43,6 +44,7 @@ INTERVAL_PAYOFFS = [
     DecisionCalibration(utility, 3, 1.0),
     SwapRegret(utility, 3, 1.0),
     DirectSum((QuantileCalibration(9), MomentCalibration((1, 2)))),
+    DistributionCalibration((0.0, 0.25, 0.5, 1.0), 4),
 ]
 
 
@@ -92,7 +94,8 @@ def test_binary_consistency_and_parity(x64):
 
 
 def _sup_norm2(payoff, forecasts, ys, x=None):
-    return max(float(jnp.sum(payoff(x, p, y) ** 2)) for p in forecasts for y in ys)
+    norms = jax.jit(jax.vmap(lambda p, y: jnp.sum(payoff(x, p, y) ** 2), in_axes=(None, 0)))
+    return max(float(jnp.max(norms(p, ys))) for p in forecasts)
 
 
 def test_bounds_hold_and_are_tight(x64):
@@ -109,10 +112,9 @@ def test_bounds_hold_and_are_tight(x64):
     ctx = ExpertContext(sharp[0])
     assert _sup_norm2(r, forecasts, ys, ctx) <= r.bound()
     b = BinaryCalibration(5)
-    assert max(float(jnp.sum(b(None, p, y) ** 2)) for p in jnp.linspace(0, 1, 51) for y in (0, 1)) <= b.bound()
+    assert _sup_norm2(b, list(jnp.linspace(0, 1, 51)), jnp.array([0, 1], jnp.int32)) <= b.bound()
     g = MomentGridCalibration(4)
-    fs = jax.random.uniform(jax.random.key(3), (50, 2))
-    assert max(float(jnp.sum(g(None, f, y) ** 2)) for f in fs for y in ys) <= g.bound()
+    assert _sup_norm2(g, list(jax.random.uniform(jax.random.key(3), (20, 2))), ys) <= g.bound()
 
 
 def test_eq19_linearisation_matches_literal_reference():
@@ -194,3 +196,20 @@ def test_bad_inputs_raise():
         PiecewiseConstant(jnp.full(12, 0.1), EDGES)
     with pytest.raises(ValueError, match="NaN"):
         PiecewiseConstant(jnp.full(12, jnp.nan), EDGES)
+
+
+def test_distribution_calibration_weights_and_cost(x64):
+    from jcalib.payoffs.interval import _compositions
+
+    d = DistributionCalibration((0.0, 0.25, 0.5, 1.0), 4)
+    assert d.n_vertices == 15 and d.dim == 30  # C(4 + 2, 2) pmfs on 3 cells, 2 CDF points each
+    V = _compositions(4, 3) / 4
+    for s in range(5):
+        p = random_pc(jax.random.key(s))
+        idx, lam = d.weights(p)
+        assert np.all(np.asarray(lam) >= -1e-12) and float(lam.sum()) == pytest.approx(1.0)
+        # barycentric: the vertices' cumulative masses average to p's
+        np.testing.assert_allclose(np.asarray(lam) @ V[np.asarray(idx)], np.asarray(p.cdf(jnp.array([0.25, 0.5]))), atol=1e-12)
+        assert float(jnp.sum(d(None, p, jnp.asarray(0.3)) ** 2)) <= d.bound()
+    with pytest.raises(ValueError, match="exponential"):
+        DistributionCalibration(tuple(np.linspace(0, 1, 12)), 20)
