@@ -152,7 +152,7 @@ def run_experts(series_names, expert_names, horizon: int, warmup, progress: bool
     return runs
 
 
-def orca_sweep(streams, edges, n_steps: int, learning_rate: float, key, progress: bool, payoff=None, logit_bound=None):
+def orca_sweep(streams, edges, n_steps: int, learning_rate: float, key, progress: bool, payoff=None, logit_bound=None, start=None):
     """ORCA on every stream at once: ONE ``jcalib.sweep`` over ``Replay(y, expert forecast)``
     natures (stacked, so all streams must have one length). Returns the forecasts' masses,
     shape ``(n_streams, T, n_bins)``, and the per-round certificate values."""
@@ -168,6 +168,8 @@ def orca_sweep(streams, edges, n_steps: int, learning_rate: float, key, progress
     kwargs = {} if payoff is None else {"payoff": payoff}
     if logit_bound is not None:
         kwargs["logit_bound"] = logit_bound
+    if start is not None:
+        kwargs["start"] = start
     f = ORCA(edges=edges, n_steps=n_steps, learning_rate=learning_rate, **kwargs)
     chunk = next(c for c in (50, 40, 25, 24, 20, 16, 12, 10, 8, 6, 5, 4, 3, 2, 1) if T % c == 0 and c <= T)
     traj = jcalib.sweep(f, natures, T, key, record="full", chunk=chunk, progress=progress)
@@ -273,6 +275,8 @@ def parse(argv=None):
     ap.add_argument("--steps", type=int, default=None, help="ORCA's Adam steps per round (default 400; --quick 10)")
     ap.add_argument("--lr", type=float, default=0.05, help="ORCA's Adam learning rate (reconstructed; default 0.05)")
     ap.add_argument("--logit-bound", type=float, default=None, help="ORCA's logit bound (default: ORCA's own)")
+    ap.add_argument("--start", choices=("warm", "expert"), default=None,
+                    help="ORCA's start each round: previous round's parameters or the expert's logits (default: ORCA's own)")
     ap.add_argument("--experts", nargs="+", default=list(TABLE_EXPERTS), help=f"experts among {EXPERTS}")
     ap.add_argument("--series", nargs="+", default=list(SERIES), help="series among wind, sunspots")
     ap.add_argument("--no-sklearn", action="store_true", help="skip the scikit-learn isotonic timing and parity check")
@@ -329,7 +333,7 @@ def main(argv=None) -> dict:
     # ORCA: the 8 runs in one sweep
     t0 = time.perf_counter()
     orca, cert = orca_sweep([experts[k] for k in keys], edges, args.steps, args.lr, jax.random.key(args.seed), progress,
-                             logit_bound=args.logit_bound)
+                             logit_bound=args.logit_bound, start=args.start)
     timing["orca_s"] = time.perf_counter() - t0
     timing["orca_runs"] = len(keys)
     timing["orca_adam_steps"] = args.steps
