@@ -29,6 +29,19 @@ from .weighted import (
     two_action_decision_calibration_error,
     weighted_calibration_error,
 )
+from .regression import (
+    QCE_LEVELS,
+    central_interval_coverage,
+    crps_score,
+    pinball_loss,
+    pit,
+    pit_histogram,
+    pit_uniformity,
+    qce_calibrated_expectation,
+    quantile_calibration_error,
+    quantile_frequencies,
+    smape,
+)
 
 __all__: list[str] = [
     "DecisionCalibrationResult",
@@ -68,4 +81,15 @@ __all__: list[str] = [
     "average_regret",
     "calibration_from_buckets",
     "eps_calibration",
+    "QCE_LEVELS",
+    "central_interval_coverage",
+    "crps_score",
+    "pinball_loss",
+    "pit",
+    "pit_histogram",
+    "pit_uniformity",
+    "qce_calibrated_expectation",
+    "quantile_calibration_error",
+    "quantile_frequencies",
+    "smape",
 ]

@@ -23,6 +23,16 @@ from .kernel import (
     projected_smooth_auditor,
     sigmoid_auditor,
 )
+from .isotonic import (
+    IsotonicParams,
+    IsotonicRecalibrator,
+    OnlineIsotonic,
+    OnlineIsotonicState,
+    isotonic_apply,
+    isotonic_fit,
+    online_isotonic,
+    online_isotonic_probs,
+)
 from .scaling import (
     DirichletCalibrator,
     MatrixScaling,
@@ -70,4 +80,12 @@ __all__: list[str] = [
     "temperature_scaling_fit",
     "vector_scaling_apply",
     "vector_scaling_fit",
+    "IsotonicParams",
+    "IsotonicRecalibrator",
+    "OnlineIsotonic",
+    "OnlineIsotonicState",
+    "isotonic_apply",
+    "isotonic_fit",
+    "online_isotonic",
+    "online_isotonic_probs",
 ]

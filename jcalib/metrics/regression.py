@@ -1,0 +1,358 @@
+r"""Calibration and accuracy metrics of predictive distributions for real outcomes (paper 002 §6;
+SPEC §3 "Experiments" and §6).
+
+A forecast of a real outcome $y_t$ is a distribution $p_t$ with CDF $F_t$. Most calibration
+metrics here are functions of the **PIT values** $u_t = F_t(y_t)$ (probability integral
+transform): a forecaster is quantile-calibrated when $\Pr(u_t \le q) = q$ for every level $q$.
+So the functions take PIT values (compute them with :func:`pit`, or ``dist.cdf(y)``) and are
+pure ``jax.numpy`` of arrays: jit- and vmap-able, differentiable where the quantity is (not the
+indicator counts).
+
+| function | definition | normalised? |
+| --- | --- | --- |
+| :func:`quantile_frequencies` | $f_q = \sum_t w_t 1[u_t \le q] / \sum_t w_t$ | yes (a frequency) |
+| :func:`quantile_calibration_error` ``form="sum"`` | $\sum_{q \in Q} (f_q - q)^2$ (paper 002 §6) | a **sum** over the 99 levels |
+| :func:`quantile_calibration_error` ``form="mean_abs"`` | $\frac{1}{|Q|}\sum_{q\in Q} |f_q - q|$ | mean over levels |
+| :func:`pit_uniformity` | Kolmogorov–Smirnov $\sup_u |\hat G(u) - u|$ of the PIT values | yes |
+| :func:`pit_histogram` | bin frequencies of the PIT values | yes (sums to 1) |
+| :func:`central_interval_coverage` | share of $y_t$ inside the central ``level`` interval | yes |
+| :func:`smape` | $\frac1T\sum_t |y_t - \hat y_t| / ((|y_t| + |\hat y_t|)/2)$ (paper 002 §6) | yes, in $[0, 2]$ |
+| :func:`pinball_loss` | mean pinball loss of predicted quantiles | yes |
+| :func:`crps_score` | mean CRPS, closed form by the distribution's own ``crps`` | yes |
+
+$Q = \{0.01, 0.02, \dots, 0.99\}$ by default (:data:`QCE_LEVELS`). For a calibrated forecaster
+with i.i.d. PIT values, $\mathbb E[f_q] = q$ and $\mathrm{Var}[f_q] = q(1-q)/T$, so the sum-form
+QCE has expectation $\sum_q q(1-q)/T \approx 16.665/T$ — it is not zero at finite $T$
+(SPEC §3); :func:`qce_calibrated_expectation` returns that value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from .._validation import as_float_array, check_positive_int, check_weights, is_concrete
+from ..scoring import pinball
+
+__all__ = [
+    "QCE_LEVELS",
+    "central_interval_coverage",
+    "crps_score",
+    "pinball_loss",
+    "pit",
+    "pit_histogram",
+    "pit_uniformity",
+    "qce_calibrated_expectation",
+    "quantile_calibration_error",
+    "quantile_frequencies",
+    "smape",
+]
+
+#: The 99 test levels of paper 002 §6: 0.01, 0.02, …, 0.99 (as float64 NumPy; cast on use).
+QCE_LEVELS = np.round(np.arange(1, 100) / 100.0, 2)
+
+
+def _levels(levels, dtype):
+    lv = QCE_LEVELS if levels is None else levels
+    arr = as_float_array(lv, "levels")
+    if arr.ndim != 1 or arr.shape[0] < 1:
+        raise ValueError(f"levels must be a non-empty 1-D array, got shape {tuple(arr.shape)}")
+    if is_concrete(arr):
+        v = np.asarray(arr)
+        if not np.all(np.isfinite(v)) or np.any(v < 0) or np.any(v > 1):
+            raise ValueError("levels must lie in [0, 1]")
+    return arr.astype(dtype)
+
+
+def _pit_inputs(pit_values, sample_weight):
+    u = as_float_array(pit_values, "pit_values")
+    if u.ndim != 1 or u.shape[0] < 1:
+        raise ValueError(f"pit_values must be a non-empty 1-D array, got shape {tuple(u.shape)}")
+    if is_concrete(u):
+        v = np.asarray(u)
+        if not np.all(np.isfinite(v)):
+            raise ValueError("pit_values contains NaN or infinite values")
+        if np.any(v < 0) or np.any(v > 1):
+            raise ValueError(f"pit_values must lie in [0, 1]; found {float(v[(v < 0) | (v > 1)][0])!r}")
+    w = check_weights(sample_weight, u.shape[0])
+    w = jnp.ones_like(u) if w is None else w.astype(u.dtype)
+    if is_concrete(w) and not bool(jnp.sum(w) > 0):
+        raise ValueError("sample_weight sums to zero; at least one round needs positive weight")
+    return u, w
+
+
+def pit(dist: Any, y: Float[Array, " T"]) -> Float[Array, " T"]:
+    r"""PIT values $u_t = F_t(y_t)$ of a batch of forecasts.
+
+    Args:
+        dist: a distribution module (``jcalib.distributions``) of batch shape ``(T,)`` (one
+            forecast per round) or ``()`` (one forecast for every round), with a ``cdf`` method.
+        y: outcomes, shape ``(T,)``.
+
+    Returns:
+        ``(T,)`` values in [0, 1].
+    """
+    if not hasattr(dist, "cdf"):
+        raise ValueError(f"pit needs a distribution with a cdf method, got {type(dist).__name__}")
+    y = as_float_array(y, "y")
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {tuple(y.shape)}")
+    if is_concrete(y) and not bool(jnp.all(jnp.isfinite(y))):
+        raise ValueError("y contains NaN or infinite values")
+    return dist.cdf(y)
+
+
+def quantile_frequencies(
+    pit_values: Float[Array, " T"],
+    levels: Float[Array, " Q"] | None = None,
+    sample_weight: Float[Array, " T"] | None = None,
+) -> Float[Array, " Q"]:
+    r"""The reliability curve: $f_q = \sum_t w_t\,1[u_t \le q] / \sum_t w_t$ for each level $q$.
+
+    Paper 002 §6 calls $f_{q,T}$ "the frequency of the event $F_{p_t}(y_t) \le q$ up to day T".
+    A quantile-calibrated forecaster has $f_q \approx q$.
+
+    Args:
+        pit_values: $u_t = F_t(y_t)$, shape ``(T,)``.
+        levels: the levels $q$ (default :data:`QCE_LEVELS`).
+        sample_weight: optional non-negative weights, shape ``(T,)``.
+
+    Returns:
+        ``(Q,)`` frequencies (normalised by the total weight).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> quantile_frequencies(jnp.array([0.1, 0.4, 0.6, 0.9]), jnp.array([0.5])).tolist()
+        [0.5]
+    """
+    u, w = _pit_inputs(pit_values, sample_weight)
+    q = _levels(levels, u.dtype)
+    hit = (u[None, :] <= q[:, None]).astype(u.dtype)
+    return hit @ w / jnp.sum(w)
+
+
+def quantile_calibration_error(
+    pit_values: Float[Array, " T"],
+    levels: Float[Array, " Q"] | None = None,
+    sample_weight: Float[Array, " T"] | None = None,
+    *,
+    form: str = "sum",
+) -> Float[Array, ""]:
+    r"""Quantile calibration error (QCE) of a sequence of forecasts.
+
+    ``form="sum"`` (paper 002 §6, the number in its Table 1):
+    $$\mathrm{QCE} = \sum_{q \in Q} (f_{q,T} - q)^2,\qquad Q = \{0.01, \dots, 0.99\},$$
+    a **sum** over the levels of squared gaps (not a mean; a calibrated i.i.d. forecaster
+    scores about $16.665/T$, see :func:`qce_calibrated_expectation`).
+
+    ``form="mean_abs"``: $\frac{1}{|Q|}\sum_{q \in Q} |f_{q,T} - q|$, the mean absolute gap
+    (the "calibration error" of Kuleshov, Fenner, Ermon 2018 with absolute instead of squared
+    gaps), in [0, 1].
+
+    Args:
+        pit_values: $u_t = F_t(y_t)$, shape ``(T,)``.
+        levels: the levels (default :data:`QCE_LEVELS`).
+        sample_weight: optional weights, shape ``(T,)``.
+        form: ``"sum"`` or ``"mean_abs"``.
+
+    Returns:
+        Scalar.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> u = (jnp.arange(100) + 0.5) / 100   # perfectly spread PIT values
+        >>> round(float(quantile_calibration_error(u)), 6)
+        0.0
+    """
+    if form not in ("sum", "mean_abs"):
+        raise ValueError(f"form must be 'sum' or 'mean_abs', got {form!r}")
+    u, w = _pit_inputs(pit_values, sample_weight)
+    q = _levels(levels, u.dtype)
+    gap = quantile_frequencies(u, q, w) - q
+    return jnp.sum(gap**2) if form == "sum" else jnp.mean(jnp.abs(gap))
+
+
+def qce_calibrated_expectation(T: int, levels: Float[Array, " Q"] | None = None) -> float:
+    r"""$\mathbb E[\mathrm{QCE}] = \sum_{q} q(1-q)/T$ for $T$ i.i.d. uniform PIT values (sum form).
+
+    With the default 99 levels this is $16.665/T$ (SPEC §3): the floor below which no
+    forecaster's QCE is meaningfully "better calibrated" at horizon $T$.
+
+    Example:
+        >>> round(qce_calibrated_expectation(1000), 6)
+        0.016665
+    """
+    T = check_positive_int(T, "T")
+    q = np.asarray(QCE_LEVELS if levels is None else levels, np.float64)
+    return float(np.sum(q * (1 - q)) / T)
+
+
+def pit_uniformity(pit_values: Float[Array, " T"]) -> Float[Array, ""]:
+    r"""Kolmogorov–Smirnov distance of the PIT values from Uniform[0, 1]:
+    $D = \sup_u |\hat G_T(u) - u| = \max_i \max(i/T - u_{(i)},\; u_{(i)} - (i-1)/T)$
+    with $u_{(1)} \le \dots \le u_{(T)}$ sorted (the statistic of ``scipy.stats.kstest``).
+
+    Normalised, in [0, 1]; $\sqrt T\, D$ has the Kolmogorov distribution under uniformity
+    (reject at 5% when $\sqrt T D > 1.358$ for large $T$).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> float(pit_uniformity(jnp.array([0.5])))
+        0.5
+    """
+    u, _ = _pit_inputs(pit_values, None)
+    n = u.shape[0]
+    s = jnp.sort(u)
+    i = jnp.arange(1, n + 1, dtype=u.dtype)
+    return jnp.max(jnp.maximum(i / n - s, s - (i - 1) / n))
+
+
+def pit_histogram(
+    pit_values: Float[Array, " T"],
+    n_bins: int = 10,
+    sample_weight: Float[Array, " T"] | None = None,
+) -> Float[Array, " n_bins"]:
+    r"""Share of (weighted) PIT values in each of ``n_bins`` equal bins of [0, 1]
+    (bins $[k/n, (k+1)/n)$, the last one closed). Sums to 1; a calibrated forecaster's
+    histogram is flat at $1/n$; a U shape means over-confidence, a hump under-confidence.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> pit_histogram(jnp.array([0.1, 0.2, 0.7, 1.0]), 2).tolist()
+        [0.5, 0.5]
+    """
+    n_bins = check_positive_int(n_bins, "n_bins")
+    u, w = _pit_inputs(pit_values, sample_weight)
+    idx = jnp.clip(jnp.floor(u * n_bins).astype(jnp.int32), 0, n_bins - 1)
+    counts = jax.ops.segment_sum(w, idx, num_segments=n_bins)
+    return counts / jnp.sum(w)
+
+
+def central_interval_coverage(
+    pit_values: Float[Array, " T"],
+    level: float = 0.9,
+    sample_weight: Float[Array, " T"] | None = None,
+) -> Float[Array, ""]:
+    r"""Share of outcomes inside the forecasts' central ``level`` interval
+    $[F_t^{-1}(\frac{1-c}{2}), F_t^{-1}(\frac{1+c}{2})]$, computed from PIT values as
+    $\sum_t w_t 1[\frac{1-c}{2} \le u_t \le \frac{1+c}{2}] / \sum_t w_t$ (the same event for a
+    continuous, strictly increasing CDF on the interval). A calibrated forecaster covers ≈ c.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> float(central_interval_coverage(jnp.array([0.01, 0.5, 0.97, 0.6]), 0.9))
+        0.5
+    """
+    if not isinstance(level, (int, float)) or not 0 < float(level) < 1:
+        raise ValueError(f"level must be a number in (0, 1), got {level!r}")
+    u, w = _pit_inputs(pit_values, sample_weight)
+    lo, hi = (1 - level) / 2, (1 + level) / 2
+    inside = ((u >= lo) & (u <= hi)).astype(u.dtype)
+    return jnp.sum(w * inside) / jnp.sum(w)
+
+
+def _real_pair(y, pred, name_pred):
+    y = as_float_array(y, "y")
+    p = as_float_array(pred, name_pred)
+    dt = jnp.result_type(y.dtype, p.dtype)
+    y, p = y.astype(dt), p.astype(dt)
+    if y.ndim != 1 or y.shape[0] < 1:
+        raise ValueError(f"y must be a non-empty 1-D array, got shape {tuple(y.shape)}")
+    if p.shape[0] != y.shape[0]:
+        raise ValueError(f"{name_pred} needs the leading axis of y ({y.shape[0]}), got shape {tuple(p.shape)}")
+    for arr, nm in ((y, "y"), (p, name_pred)):
+        if is_concrete(arr) and not bool(jnp.all(jnp.isfinite(arr))):
+            raise ValueError(f"{nm} contains NaN or infinite values")
+    return y, p
+
+
+def smape(
+    y: Float[Array, " T"],
+    y_hat: Float[Array, " T"],
+    sample_weight: Float[Array, " T"] | None = None,
+) -> Float[Array, ""]:
+    r"""Symmetric mean absolute percentage error (paper 002 §6):
+    $$\mathrm{SMAPE} = \frac1T \sum_t \frac{|y_t - \hat y_t|}{(|y_t| + |\hat y_t|)/2},$$
+    with $\hat y_t$ the mean of the forecast $p_t$. Normalised, in $[0, 2]$. A round with
+    $y_t = \hat y_t = 0$ scores 0 (the 0/0 is taken as a perfect forecast); a round with
+    $y_t = 0 \ne \hat y_t$ scores 2, whatever $\hat y_t$ — so series with many zeros (a single
+    wind site's calm hours) have a large SMAPE that no forecaster can lower.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> float(smape(jnp.array([1.0, 0.0]), jnp.array([3.0, 0.0])))
+        0.5
+    """
+    y, p = _real_pair(y, y_hat, "y_hat")
+    if p.ndim != 1:
+        raise ValueError(f"y_hat must be 1-D, got shape {tuple(p.shape)}")
+    w = check_weights(sample_weight, y.shape[0])
+    w = jnp.ones_like(y) if w is None else w.astype(y.dtype)
+    den = (jnp.abs(y) + jnp.abs(p)) / 2
+    num = jnp.abs(y - p)
+    term = jnp.where(den > 0, num / jnp.where(den > 0, den, 1), 0)
+    return jnp.sum(w * term) / jnp.sum(w)
+
+
+def pinball_loss(
+    quantiles: Float[Array, "T Q"],
+    y: Float[Array, " T"],
+    levels: Float[Array, " Q"],
+    sample_weight: Float[Array, " T"] | None = None,
+) -> Float[Array, ""]:
+    r"""Mean pinball (quantile) loss over rounds and levels:
+    $\frac{1}{|Q|}\sum_{\alpha\in Q} \frac{\sum_t w_t\,\rho_\alpha(y_t - \hat q_{t,\alpha})}{\sum_t w_t}$,
+    $\rho_\alpha(u) = u(\alpha - 1[u<0])$ (:func:`jcalib.scoring.pinball`). Twice its average
+    over all levels in (0, 1) is the CRPS, so with many levels it approximates
+    :func:`crps_score` / 2.
+
+    Args:
+        quantiles: predicted quantiles $\hat q_{t,\alpha}$, shape ``(T, Q)``.
+        y: outcomes, shape ``(T,)``.
+        levels: the levels $\alpha$, shape ``(Q,)``.
+        sample_weight: optional weights, shape ``(T,)``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> round(float(pinball_loss(jnp.array([[0.0]]), jnp.array([1.0]), jnp.array([0.9]))), 6)
+        0.9
+    """
+    y, qs = _real_pair(y, quantiles, "quantiles")
+    lv = _levels(levels, y.dtype)
+    if qs.ndim != 2 or qs.shape[1] != lv.shape[0]:
+        raise ValueError(f"quantiles must have shape (T, {lv.shape[0]}), got {tuple(qs.shape)}")
+    w = check_weights(sample_weight, y.shape[0])
+    w = jnp.ones_like(y) if w is None else w.astype(y.dtype)
+    loss = pinball(qs, y[:, None], lv[None, :])
+    return jnp.mean(w @ loss) / jnp.sum(w)
+
+
+def crps_score(dist: Any, y: Float[Array, " T"], sample_weight: Float[Array, " T"] | None = None) -> Float[Array, ""]:
+    r"""Mean continuous ranked probability score $\frac{\sum_t w_t\,\mathrm{CRPS}(F_t, y_t)}{\sum_t w_t}$,
+    $\mathrm{CRPS}(F, y) = \int (F(z) - 1[y \le z])^2\,dz$, each term in closed form by the
+    distribution's own ``crps`` (piecewise-constant densities and Gaussians in
+    :mod:`jcalib.distributions`, through :func:`jcalib.scoring.crps`). Lower is better; in the
+    outcome's units.
+
+    Args:
+        dist: a distribution module of batch shape ``(T,)`` or ``()``.
+        y: outcomes, shape ``(T,)``.
+        sample_weight: optional weights.
+    """
+    from ..scoring import crps as _crps
+
+    if not hasattr(dist, "crps"):
+        raise ValueError(f"crps_score needs a distribution with a crps method, got {type(dist).__name__}")
+    y = as_float_array(y, "y")
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {tuple(y.shape)}")
+    if is_concrete(y) and not bool(jnp.all(jnp.isfinite(y))):
+        raise ValueError("y contains NaN or infinite values")
+    s = _crps(dist, y)
+    w = check_weights(sample_weight, y.shape[0])
+    w = jnp.ones_like(s) if w is None else w.astype(s.dtype)
+    return jnp.sum(w * s) / jnp.sum(w)
