@@ -232,7 +232,7 @@ def figure(rows, pits, series_names, expert_names, path: Path, extra=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from jcalib.plots_regression import quantile_reliability_curve
+    from jcalib.plots import quantile_reliability_curve
 
     get = {(r["series"], r["expert"], r["method"]): r for r in rows}
     fig, axes = plt.subplots(2, len(series_names), figsize=(5.2 * len(series_names), 8.4), squeeze=False)

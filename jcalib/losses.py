@@ -49,7 +49,7 @@ from ._validation import (
     is_concrete,
 )
 from .metrics import smooth_ece
-from .metrics.smooth import _MIN_SIGMA, _smece_sigma, _static_max  # private: smECE at a fixed σ
+from .metrics.smooth import smooth_ece_at_bandwidth
 from .metrics.decision import decision_objective
 from .recalibration.kernel import kernel_matmul, multinomial_kernel
 
@@ -119,12 +119,11 @@ def _smece_loss(p, labels, w):
     ``smooth_ece`` finds σ* by bisection (11 evaluations); the value it returns is the
     evaluation at σ*, and σ* is piecewise constant in the forecasts. Differentiating through the
     bisection would carry all 11 evaluations into the backward pass; here σ* comes from the
-    metric without gradient and only the evaluation at σ* (the metric's own ``_smece_sigma``) is
+    metric without gradient and only the evaluation at σ* (``smooth_ece_at_bandwidth``) is
     differentiated: the same value and the same gradient, at about a third of the cost."""
     y = labels.astype(p.dtype)
     _, sigma = smooth_ece(lax.stop_gradient(p), labels, lax.stop_gradient(w), return_bandwidth=True)
-    e_max, n_max = _static_max(_MIN_SIGMA)
-    return _smece_sigma(p, p - y, w, lax.stop_gradient(sigma), e_max, n_max)
+    return smooth_ece_at_bandwidth(p, p - y, w, lax.stop_gradient(sigma))
 
 
 def _unit_mass(w):

@@ -8,7 +8,7 @@ from .decision import (
 )
 from .binary import binned_ece, brier, ece, ece_from_counts, log_loss, lp_calibration_error
 from .online import average_regret, calibration_from_buckets, eps_calibration
-from .smooth import smooth_calibration_error, smooth_ece
+from .smooth import smooth_calibration_error, smooth_ece, smooth_ece_at_bandwidth
 from .distance import (
     CalibratedWitness,
     CalibrationDistance,
@@ -61,6 +61,7 @@ __all__: list[str] = [
     "lower_distance_to_calibration",
     "smooth_calibration_error",
     "smooth_ece",
+    "smooth_ece_at_bandwidth",
     "accuracy",
     "classwise_ece",
     "confidence_ece",

@@ -16,7 +16,7 @@ from jaxtyping import Array, Float, Int
 from .._validation import check_binary_inputs
 from ._groups import group_sums
 
-__all__ = ["smooth_calibration_error", "smooth_ece"]
+__all__ = ["smooth_calibration_error", "smooth_ece", "smooth_ece_at_bandwidth"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -178,6 +178,20 @@ def _smece_sigma(p, resid, w, sigma, Emax, Nmax):
     dens = _interp(tgrid, _reflected_smooth(p, w, sigma, E, Emax), E) + _KDE_EPS
     mask = k < N
     return jnp.sum(jnp.where(mask, jnp.abs(ys / dens) * dens, 0)) / jnp.sum(jnp.where(mask, dens, 0))
+
+
+def smooth_ece_at_bandwidth(
+    probs: Float[Array, " n"], residuals: Float[Array, " n"], weights: Float[Array, " n"], sigma
+) -> Float[Array, ""]:
+    r"""smECE$_\sigma$ at a given bandwidth $\sigma \ge 2^{-9}$ (Błasiok–Nakkiran 2023), no checks.
+
+    The kernel-smoothed residual $\hat r_\sigma$ and density $\hat\delta_\sigma$ on [0, 1],
+    $\mathrm{smECE}_\sigma = \int |\hat r_\sigma(t)|\,dt / \int \hat\delta_\sigma(t)\,dt$ on
+    relplot's grid; :func:`smooth_ece` is this at the fixed point $\mathrm{smECE}_\sigma = \sigma$.
+    Differentiable in ``probs``, ``residuals`` (usually ``probs - labels``) and ``weights``;
+    training losses (:mod:`jcalib.losses`) differentiate it at the metric's own $\sigma$.
+    """
+    return _smece_sigma(probs, residuals, weights, sigma, *_static_max(_MIN_SIGMA))
 
 
 def smooth_ece(
