@@ -419,24 +419,6 @@ def _stack(modules: Sequence[eqx.Module], what: str):
     return eqx.combine(stacked, statics[0]), len(modules)
 
 
-def _mesh():
-    return Mesh(np.array(jax.devices()), ("batch",))
-
-
-def _pad_axis0(tree, n_to: int):
-    def pad(a):
-        extra = n_to - a.shape[0]
-        return a if extra == 0 else jnp.concatenate([a, jnp.repeat(a[:1], extra, axis=0)])
-
-    arrays, static = eqx.partition(tree, eqx.is_array)
-    return eqx.combine(jax.tree_util.tree_map(pad, arrays), static)
-
-
-def _shard_axis0(tree, sharding):
-    arrays, static = eqx.partition(tree, eqx.is_array)
-    return eqx.combine(jax.device_put(arrays, sharding), static)
-
-
 def sweep(
     forecaster: AbstractForecaster | Sequence[AbstractForecaster],
     natures: AbstractNature | Sequence[AbstractNature],
@@ -477,10 +459,16 @@ def sweep(
     Memory: array fields are stacked once per module and shared across seeds (a ``Replay`` of
     length T is stored N times, not N × n_seeds times).
 
-    Several devices: the seed axis is padded to a multiple of the device count and sharded; the
-    numbers are identical to a single-device run. For several hosts, call
-    ``jax.distributed.initialize()`` first in every process; ``jax.devices()`` then spans all
-    hosts and the same mesh shards the seeds across them.
+    Several devices: the seed axis is padded to a multiple of the device count and sharded
+    along a 1-D mesh named ``"batch"``; the numbers are identical to a single-device run (a
+    CPU's cores become devices with ``XLA_FLAGS=--xla_force_host_platform_device_count=N``).
+
+    Several processes or hosts (``jax.distributed.initialize(...)`` called first in every
+    process, see the "Scaling out" docs page): the seeds are split evenly over the processes,
+    each process runs its shard on its local devices without communicating, and the shards are
+    gathered at the end, so every process returns the full result — bit for bit what one
+    process returns. With ``checkpoint``, each process keeps its own file
+    (``<checkpoint>.process<p>-of-<P>``).
     """
     T = check_positive_int(T, "T")
     n_seeds = check_positive_int(n_seeds, "n_seeds")
@@ -498,14 +486,37 @@ def sweep(
     fb, F = _stack(f_list, "forecasters") if f_seq else (as_traced_module(f_list[0]), 1)
     nb, N = _stack(n_list, "natures")
 
-    n_dev = len(jax.devices())
-    S = n_seeds + (-n_seeds) % n_dev
+    # Seeds are split evenly over processes, then over each process's devices: process p runs
+    # seeds [p·S/P, (p+1)·S/P) with no communication until the final gather. Seed s always
+    # uses split(key, n_seeds)[s], so the numbers do not depend on P or on the device count.
+    n_proc, proc = jax.process_count(), jax.process_index()
+    devices = jax.local_devices()
+    unit = n_proc * len(devices)
+    S = n_seeds + (-n_seeds) % unit
     keys = jax.random.split(key, n_seeds)
     if S > n_seeds:
         keys = jnp.concatenate([keys, jnp.repeat(keys[:1], S - n_seeds, axis=0)])
-    if n_dev > 1:
-        keys = jax.device_put(keys, NamedSharding(_mesh(), PartitionSpec("batch")))
-    out = _run(fb, nb, recorder, keys, T, chunk, progress, checkpoint, (F if f_seq else None, N, S))
-    # outputs have axes (F?, N, S, ...): drop the padded seeds
+    S_local = S // n_proc
+    keys = keys[proc * S_local:(proc + 1) * S_local]
+    if len(devices) > 1:
+        keys = jax.device_put(keys, NamedSharding(Mesh(np.array(devices), ("batch",)), PartitionSpec("batch")))
+    if checkpoint is not None and n_proc > 1:
+        checkpoint = f"{os.fspath(checkpoint)}.process{proc}-of-{n_proc}"
+    out = _run(fb, nb, recorder, keys, T, chunk, progress, checkpoint, (F if f_seq else None, N, S_local))
+    # outputs have axes (F?, N, S, ...)
     seed_axis = 2 if f_seq else 1
+    if n_proc > 1:
+        out = _gather_seeds(out, seed_axis)
+    # drop the padded seeds
     return jax.tree_util.tree_map(lambda x: jax.lax.slice_in_dim(jnp.asarray(x), 0, n_seeds, axis=seed_axis), out)
+
+
+def _gather_seeds(out, seed_axis: int):
+    """Every process's shard of the seed axis, concatenated in process order, on every process."""
+    from jax.experimental import multihost_utils
+
+    def gather(x):
+        front = np.moveaxis(np.asarray(x), seed_axis, 0)
+        return np.moveaxis(np.asarray(multihost_utils.process_allgather(front, tiled=True)), 0, seed_axis)
+
+    return jax.tree_util.tree_map(gather, out)
