@@ -114,9 +114,14 @@ def _block_keys(stream, b):
 
 
 def _init(forecaster, nature, recorder, key):
+    """The carry before round 0, and the four round streams (context, forecast, outcome, update)."""
     kf, kn, kx, kp, ky, ku = jax.random.split(key, 6)
     carry = _Carry(forecaster.init(kf), nature.init(kn), recorder.init())
     return carry, jnp.stack([kx, kp, ky, ku])
+
+
+def _streams(key):
+    return jnp.stack(list(jax.random.split(key, 6)[2:]))
 
 
 def _one_round(forecaster, nature, recorder, c: _Carry, t, keys):
@@ -198,19 +203,37 @@ def _nest(fn, layout, forecaster, nature, arg_kinds: tuple):
     return fn
 
 
-@eqx.filter_jit
 def _init_all(forecaster, nature, recorder, keys, layout):
-    return _nest(lambda f, n, k: _init(f, n, recorder, k), layout, forecaster, nature, ("seed",))(forecaster, nature, keys)
+    return _nest(lambda f, n, k: _init(f, n, recorder, k)[0], layout, forecaster, nature, ("seed",))(forecaster, nature, keys)
 
 
 @eqx.filter_jit
-def _chunk_all(forecaster, nature, recorder, streams, carry, t0, n, length: int, layout):
-    """One compiled chunk: ``n <= length`` rounds from ``t0`` (both traced) for the whole batch."""
+def _chunk_all(forecaster, nature, recorder, keys, carry, fresh, t0, n, length: int, layout):
+    """One compiled chunk: ``n <= length`` rounds from ``t0`` (all traced) for the whole batch.
 
-    def one(f, nat, st, c):
-        return _scan_rounds(f, nat, recorder, st, c, t0, n, length)
+    With ``fresh`` (traced), the players' and recorder's init replaces ``carry`` first (a
+    ``lax.cond``: the first call of a run initialises, later calls skip it), so a run compiles
+    one program, not an init program and a chunk program. The round streams are re-derived
+    from the seed keys at each call (three threefry hashes per sequence).
+    """
 
-    return _nest(one, layout, forecaster, nature, ("all", "all"))(forecaster, nature, streams, carry)
+    def one(f, nat, k, c):
+        c = jax.lax.cond(fresh, lambda c: _init(f, nat, recorder, k)[0], lambda c: c, c)
+        return _scan_rounds(f, nat, recorder, _streams(k), c, t0, n, length)
+
+    return _nest(one, layout, forecaster, nature, ("seed", "all"))(forecaster, nature, keys, carry)
+
+
+def _placeholder(like):
+    """Zeros shaped like ``like`` (a tree of ShapeDtypeStructs): the carry a first chunk ignores."""
+
+    def zeros(s):
+        if jax.dtypes.issubdtype(s.dtype, jax.dtypes.prng_key):
+            data = jax.eval_shape(jax.random.key_data, s)
+            return jax.random.wrap_key_data(jnp.zeros(data.shape, data.dtype), impl=jax.random.key_impl(s))
+        return jnp.zeros(s.shape, s.dtype)
+
+    return jax.tree_util.tree_map(zeros, like)
 
 
 @eqx.filter_jit
@@ -272,10 +295,10 @@ def _load_checkpoint(path, carry_like, fingerprint, outs_like):
         return carry, int(data["t"]), outs
 
 
-def _out_struct(forecaster, nature, recorder, carry, streams, layout):
+def _out_struct(forecaster, nature, recorder, keys, carry, layout):
     """The per-round outputs' structure (one round), for reading outputs back from a checkpoint."""
     one = jnp.ones((), jnp.int32)
-    _, outs = jax.eval_shape(lambda: _chunk_all(forecaster, nature, recorder, streams, carry, 0 * one, one, 1, layout))
+    _, outs = eqx.filter_eval_shape(_chunk_all, forecaster, nature, recorder, keys, carry, one > 0, 0 * one, one, 1, layout)
     if not jax.tree_util.tree_leaves(outs):
         return None
     return outs
@@ -305,17 +328,20 @@ def _concat(pieces: list, axis: int):
 
 
 def _run(forecaster, nature, recorder: AbstractRecorder, keys, T, chunk, progress, checkpoint, layout):
-    """Init, then ``ceil(T / chunk)`` calls of one compiled chunk of ``chunk`` rounds, then finalise."""
+    """``ceil(T / chunk)`` calls of one compiled chunk of ``chunk`` rounds (the first also
+    initialises), then finalise."""
     n_batch = sum(a is not None for a in layout)
     round_axis = n_batch
-    carry, streams = _init_all(forecaster, nature, recorder, keys, layout)
+    carry = _placeholder(eqx.filter_eval_shape(_init_all, forecaster, nature, recorder, keys, layout))
+    fresh = True
     start, pieces = 0, []
     fingerprint = None
     if checkpoint is not None:
         fingerprint = _fingerprint(forecaster, nature, recorder, keys, T, layout)
         if os.path.exists(checkpoint):
-            like = _out_struct(forecaster, nature, recorder, carry, streams, layout)
+            like = _out_struct(forecaster, nature, recorder, keys, carry, layout)
             carry, start, saved = _load_checkpoint(checkpoint, carry, fingerprint, like)
+            fresh = False
             if saved is not None:
                 pieces.append(saved)
     n_chunks = math.ceil((T - start) / chunk)
@@ -324,8 +350,9 @@ def _run(forecaster, nature, recorder: AbstractRecorder, keys, T, chunk, progres
     t = start
     while t < T:
         n = min(chunk, T - t)
-        carry, outs = _chunk_all(forecaster, nature, recorder, streams, carry, jnp.asarray(t, jnp.int32),
+        carry, outs = _chunk_all(forecaster, nature, recorder, keys, carry, jnp.asarray(fresh), jnp.asarray(t, jnp.int32),
                                  jnp.asarray(n, jnp.int32), chunk, layout)
+        fresh = False
         if jax.tree_util.tree_leaves(outs):
             # the buffer holds `chunk` rows; a last partial chunk filled the first n
             pieces.append(_first_rows(outs, n, round_axis))

@@ -273,9 +273,9 @@ def test_sweep_shares_unbatched_data_across_seeds():
         nb, _ = drivers._stack([jcalib.natures.Replay(y)] * 2, "natures")
         keys = jax.random.split(KEY, S)
         rec, fm, layout = GridCounts(10), drivers.as_traced_module(f), (None, 2, S)
-        carry, streams = drivers._init_all(fm, nb, rec, keys, layout)
+        carry = drivers._placeholder(eqx.filter_eval_shape(drivers._init_all, fm, nb, rec, keys, layout))
         n = jnp.int32(T)
-        compiled = drivers._chunk_all.lower(fm, nb, rec, streams, carry, 0 * n, n, T, layout).compile()
+        compiled = drivers._chunk_all.lower(fm, nb, rec, keys, carry, n > 0, 0 * n, n, T, layout).compile()
         mem = compiled.compiled.memory_analysis()  # equinox wraps jax's Compiled
         sizes[S] = mem.temp_size_in_bytes + mem.argument_size_in_bytes + mem.output_size_in_bytes
     # a per-seed copy would add 31 x 2 x T x 4 bytes = 5 MB; allow 0.5 MB for per-seed state
