@@ -511,7 +511,10 @@ def sweep(
     recorder = resolve_recorder(record, f_list[0], grid)
     chunk = _chunk_length(T, chunk)
     fb, F = _stack(f_list, "forecasters") if f_seq else (as_traced_module(f_list[0]), 1)
-    nb, N = _stack(n_list, "natures")
+    n_seq = isinstance(natures, (list, tuple))
+    # a single nature is not stacked: no natures axis of size 1 inside the program (its gathers
+    # and scatters would carry an extra index); the axis is added to the result
+    nb, N = _stack(n_list, "natures") if n_seq else (as_traced_module(n_list[0]), None)
 
     # Seeds are split evenly over processes, then over each process's devices: process p runs
     # seeds [p·S/P, (p+1)·S/P) with no communication until the final gather. Seed s always
@@ -530,6 +533,8 @@ def sweep(
     if checkpoint is not None and n_proc > 1:
         checkpoint = f"{os.fspath(checkpoint)}.process{proc}-of-{n_proc}"
     out = _run(fb, nb, recorder, keys, T, chunk, progress, checkpoint, (F if f_seq else None, N, S_local))
+    if not n_seq:
+        out = jax.tree_util.tree_map(lambda x: jnp.expand_dims(jnp.asarray(x), 1 if f_seq else 0), out)
     # outputs have axes (F?, N, S, ...)
     seed_axis = 2 if f_seq else 1
     if n_proc > 1:

@@ -118,7 +118,7 @@ def test_round_keys_read_their_bits_once_and_hash_the_rest():
     from jcalib.core.drivers import ROUND_KEY_IMPL, _block_keys
 
     keys = _block_keys(jax.random.key(3), 5)
-    assert keys.shape == (128,) and jax.random.key_impl(keys).name == "jcalib_round"
+    assert keys.shape == (128,) and jax.random.key_impl(keys) == ROUND_KEY_IMPL
     words = np.asarray(jax.random.key_data(keys))
     bits = np.asarray(jax.vmap(lambda k: jax.random.bits(k, (), jnp.uint32))(keys))
     np.testing.assert_array_equal(bits, words[:, 0])
@@ -133,7 +133,6 @@ def test_round_keys_read_their_bits_once_and_hash_the_rest():
     many = jnp.concatenate([_block_keys(jax.random.key(1), b) for b in range(40)])  # 5120 keys
     freq = float(jnp.mean(jax.vmap(lambda kk: jax.random.bernoulli(kk, 0.3))(many)))
     assert abs(freq - 0.3) < 0.02  # 3 sd of a 5120-draw frequency is 0.019
-    assert ROUND_KEY_IMPL is not None
 
 
 def test_summary_matches_full_history():
