@@ -1,8 +1,9 @@
 """Almost-One-Step-Ahead throughput: ``jcalib.sweep`` against the baselines a researcher would
 otherwise write, all measured in this one run.
 
-Rounds per second = B·T / wall time (median of repeats after a warm-up call); the compile time
-(first call minus the median) is reported separately. Baselines, each on the same B sequences:
+Rounds per second = B·T / wall time (median of repeats after a warm-up call; the
+implementations take turns within each repeat); the compile time (first call minus the median)
+is reported separately. Baselines, each on the same B sequences:
 
 - ``numba``: the per-sequence loop compiled with numba (``pip install jcalib[bench]``), a
   xorshift64 RNG per sequence, ``prange`` over sequences on ``--threads`` threads (the
@@ -171,17 +172,29 @@ def main(argv=None):
             s = jcalib.sweep(f, nature, T, key, n_seeds=B, record="summary", progress=False)
             jax.block_until_ready(s)
 
-        first, t_jax = timed(run_jax, args.repeats)
-        r_jax = B * T / t_jax
-        r_nb = r_np = float("nan")
+        # warm-up (the compile) first, then the implementations take turns in every repeat, so
+        # that a burst of load on a shared machine hits all of them alike
+        t0 = time.perf_counter()
+        run_jax()
+        first = time.perf_counter() - t0
+        impls = {"jax": run_jax}
         if aosa_numba is not None:
             aosa_numba(2, 10, m, 0.3, 0)  # compile
-            _, t_nb = timed(lambda: aosa_numba(B, T, m, 0.3, 1), args.repeats)
-            r_nb = B * T / t_nb
+            impls["numba"] = lambda: aosa_numba(B, T, m, 0.3, 1)
         if not args.no_numpy:
-            np_repeats = max(1, min(args.repeats, 3 if B >= 4096 else args.repeats))
-            _, t_np = timed(lambda: aosa_numpy(B, T, m, 0.3, rng), np_repeats)
-            r_np = B * T / t_np
+            impls["numpy"] = lambda: aosa_numpy(B, T, m, 0.3, rng)
+        times = {k: [] for k in impls}
+        for r in range(args.repeats):
+            for k, fn in impls.items():
+                if k == "numpy" and B >= 4096 and r >= 2:
+                    continue  # the slow baseline: 2 repeats suffice
+                t0 = time.perf_counter()
+                fn()
+                times[k].append(time.perf_counter() - t0)
+        t_jax = statistics.median(times["jax"])
+        r_jax = B * T / t_jax
+        r_nb = B * T / statistics.median(times["numba"]) if "numba" in times else float("nan")
+        r_np = B * T / statistics.median(times["numpy"]) if "numpy" in times else float("nan")
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"{B:>7} {r_jax:>11.3e} {first - t_jax:>10.2f} {r_nb:>11.3e} {r_np:>11.3e} {py_rate:>11.3e} "
               f"{r_jax / r_nb:>8.2f} {r_jax / r_np:>8.1f} {r_jax / py_rate:>9.1f} {rss:>8.0f}", flush=True)
