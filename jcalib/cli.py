@@ -114,7 +114,7 @@ def _study_one(fname, forecaster, nature_names, natures, T, key, n_seeds, distan
         cert = np.where(np.asarray(s.info_counts).sum(-1) > 0, np.asarray(s.info_l1) + info_ece, np.nan)
         atoms = lambda ni, si: (*(np.asarray(a) for a in M.atoms_from_counts(counts[ni, si], ones[ni, si], m)), None)  # noqa: E731
     else:
-        traj = sweep(forecaster, batch, T, key, n_seeds=n_seeds)
+        traj = sweep(forecaster, batch, T, key, n_seeds=n_seeds, progress=False)
         ece = np.asarray(jax.vmap(jax.vmap(M.ece))(traj.forecast, traj.y))
         cert = np.full(ece.shape, np.nan)
         p, y = np.asarray(traj.forecast), np.asarray(traj.y)
