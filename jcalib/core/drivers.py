@@ -1,14 +1,21 @@
-"""Drivers own the loops: :func:`play` is one ``lax.scan``; :func:`sweep` vmaps it over
-forecasters × natures × seeds and shards that batch over every local device.
+"""Drivers own the loops: :func:`play` runs the rounds as compiled chunks of ``lax`` loops;
+:func:`sweep` vmaps it over forecasters × natures × seeds, shards the seeds over every local
+device, and splits them over processes under ``jax.distributed``.
 
 Keys: the run key is split once into (forecaster-init, nature-init) and four round streams
-(context, forecast, outcome, nature-update); round ``t`` draws from each stream with
-``fold_in(stream, t)``. So a run's numbers do not depend on how it is chunked, nor on how many
-devices share a sweep.
+(context, forecast, outcome, nature-update). Each stream's random bits come in blocks aligned
+to absolute round indices: block ``b`` (rounds ``[b·BLOCK, (b+1)·BLOCK)``) is ``BLOCK`` threefry
+hashes under ``fold_in(stream, b)``, and round ``t`` gets one hash's two words as its key (of
+:data:`ROUND_KEY_IMPL`, whose first small draw reads those words without hashing again). So a
+run's numbers do not depend on how it is chunked, nor on how many devices or processes share a
+sweep.
 
 Compilation: Python numbers in a module's non-static fields are turned into arrays before the
 compiled functions see them, so ``Bernoulli(0.3)`` and ``Bernoulli(0.4)`` share one compiled
-program; only shape-fixing (static) fields, the recorder, T and the chunk length recompile.
+program. A run is one program per (forecaster, nature, recorder, chunk length, batch shape):
+``T`` only sets how many times the chunk is called (the start round and the number of rounds
+are traced, and the first call initialises), so every horizon reuses it. Shape-fixing (static)
+fields recompile.
 """
 
 from __future__ import annotations
@@ -400,8 +407,11 @@ def play(
             :class:`~jcalib.core.Trajectory` with a leading axis of length T) or
             ``"summary"`` (paper 000's :class:`~jcalib.recorders.GridSummary`, memory O(m)).
         grid: the grid size m for ``record="summary"`` (default: ``forecaster.value_grid``).
-        chunk: scan this many rounds per compiled call (memory O(chunk) for a history, O(1)
-            for summaries); default: all T rounds in one ``lax.scan``.
+        chunk: rounds per compiled call (memory O(chunk) for a history, O(1) for
+            summaries). One compiled chunk serves every ``T``: a last partial chunk runs fewer
+            iterations of the same program. Default: ``T`` rounded up to a power of two,
+            between :data:`BLOCK` and :data:`DEFAULT_CHUNK` (2048); pass a fixed ``chunk`` to
+            share one program across all horizons.
         progress: show a progress bar between chunks (default: when there are several chunks).
         checkpoint: a file path; with ``chunk``, the carry (and the history so far) is saved
             after every chunk, and a run started again with the same arguments resumes from it
