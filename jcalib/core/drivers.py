@@ -234,13 +234,8 @@ def _chunk_all(forecaster, nature, recorder, keys, carry, fresh, t0, n, length: 
 def _placeholder(like):
     """Zeros shaped like ``like`` (a tree of ShapeDtypeStructs): the carry a first chunk ignores."""
 
-    def zeros(s):
-        if jax.dtypes.issubdtype(s.dtype, jax.dtypes.prng_key):
-            data = jax.eval_shape(jax.random.key_data, s)
-            return jax.random.wrap_key_data(jnp.zeros(data.shape, data.dtype), impl=jax.random.key_impl(s))
-        return jnp.zeros(s.shape, s.dtype)
-
-    return jax.tree_util.tree_map(zeros, like)
+    # jnp.zeros also makes (all-zero) key arrays, for states that hold keys
+    return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), like)
 
 
 @eqx.filter_jit

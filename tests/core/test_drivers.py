@@ -95,6 +95,26 @@ def test_numbers_do_not_depend_on_chunk_across_blocks(chunk):
         chex.assert_trees_all_equal(got, ref)
 
 
+class _KeyInState(AbstractForecaster):
+    """Carries its own PRNG key in its state (the first chunk's placeholder carry holds a key)."""
+
+    def init(self, key):
+        return key
+
+    def predict(self, state, x, key):
+        v = jax.random.uniform(state, ())
+        return Forecast(v, v)
+
+    def update(self, state, x, forecast, y):
+        return jax.random.split(state)[0]
+
+
+def test_state_holding_a_key_runs_in_chunks():
+    ref = jcalib.play(_KeyInState(), Coin(), 40, KEY)
+    chex.assert_trees_all_equal(jcalib.play(_KeyInState(), Coin(), 40, KEY, chunk=9, progress=False), ref)
+    assert len(np.unique(np.asarray(ref.forecast))) == 40
+
+
 def test_one_compiled_chunk_for_every_horizon():
     """T enters only as the number of chunk calls: with a fixed chunk, new horizons (longer,
     shorter, not multiples of the chunk) compile nothing."""
