@@ -276,11 +276,6 @@ def _reliability(out_dir, T, key):
 
 def _demo(args) -> int:
     t0 = time.perf_counter()
-    if args.compile_cache:
-        # the demo is compile-bound (each (forecaster, T) is one program that runs for well under
-        # a second); a second `make demo` reads the compiled programs back instead
-        jax.config.update("jax_compilation_cache_dir", args.compile_cache)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     key = jax.random.key(args.seed)
     rows = distance_study(args.T, args.seeds, key, distance_seeds=args.distance_seeds, progress=not args.no_progress)
     paths = write_report(rows, args.out, title="jcalib demo: online calibration, paper 000")
@@ -306,9 +301,6 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=0, help="master PRNG seed")
     d.add_argument("--out", default=os.path.join("results", "demo"), help="output folder (default: results/demo)")
     d.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    d.add_argument("--compile-cache", default=os.path.join("results", ".jax_cache"),
-                   help="persistent cache of compiled programs, reused by later runs ('' to disable; "
-                        "default: results/.jax_cache)")
     d.set_defaults(func=_demo)
     return p
 
