@@ -33,6 +33,7 @@ test-all: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-test
 	$(PY) benchmarks/aosa_throughput.py
+	$(PIP) install --quiet -e ".[bench]" && $(PY) benchmarks/aosa_throughput.py --B 1024 --devices 2
 	$(PY) benchmarks/decision_calibration.py
 	$(PY) benchmarks/kernel_audit.py
 	$(PY) benchmarks/approachability_throughput.py

@@ -16,7 +16,7 @@ import sys
 import time
 import dataclasses
 import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -114,7 +114,7 @@ def _study_one(fname, forecaster, nature_names, natures, T, key, n_seeds, distan
         cert = np.where(np.asarray(s.info_counts).sum(-1) > 0, np.asarray(s.info_l1) + info_ece, np.nan)
         atoms = lambda ni, si: (*(np.asarray(a) for a in M.atoms_from_counts(counts[ni, si], ones[ni, si], m)), None)  # noqa: E731
     else:
-        traj = sweep(forecaster, batch, T, key, n_seeds=n_seeds)
+        traj = sweep(forecaster, batch, T, key, n_seeds=n_seeds, progress=False)
         ece = np.asarray(jax.vmap(jax.vmap(M.ece))(traj.forecast, traj.y))
         cert = np.full(ece.shape, np.nan)
         p, y = np.asarray(traj.forecast), np.asarray(traj.y)
@@ -138,6 +138,7 @@ def distance_study(
     natures_for: Callable[[int], dict] = default_natures,
     distance_seeds: int | None = None,
     progress: bool = True,
+    threads: int = 2,
 ) -> list[_Run]:
     """Play every forecaster against every nature for every T and ``n_seeds`` seeds.
 
@@ -148,20 +149,29 @@ def distance_study(
     (Theorem 1's triangle inequality; AOSA only, NaN for others) and the bound 2√T+1.
     ``distance_seeds`` limits the host-side distance computation to the first seeds of each
     pair (default: all); it runs in a worker process while the next sweeps compile and run.
+    ``threads`` jobs (default 2) compile and run at a time.
     """
     Ts = list(Ts)
     distance_seeds = n_seeds if distance_seeds is None else distance_seeds
     jobs = [(T, fn, f) for T in Ts for fn, f in forecasters_for(T).items()]
     rows: list[_Run] = []
     futures = []
-    bar = tqdm(jobs, desc="forecaster x T", disable=not progress, leave=False)
+    bar = tqdm(total=len(jobs), desc="forecaster x T", disable=not progress, leave=False)
+    # Each job compiles its own program (grid sizes and replay lengths change with T) and then
+    # runs for well under a second: two jobs at a time overlap one's tracing (Python) with the
+    # other's compilation. Rows are collected in job order, so the output does not change.
     # spawn, not fork: this process already runs JAX's threads
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        for i, (T, fname, f) in enumerate(bar):
-            bar.set_postfix_str(f"T={T} {fname}")
+    with ThreadPoolExecutor(max_workers=threads) as study, \
+            ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending = []
+        for i, (T, fname, f) in enumerate(jobs):
             natures = natures_for(T)
-            new, tasks = _study_one(fname, f, list(natures), list(natures.values()), T, jax.random.fold_in(key, i),
-                                    n_seeds, distance_seeds)
+            pending.append(study.submit(_study_one, fname, f, list(natures), list(natures.values()), T,
+                                        jax.random.fold_in(key, i), n_seeds, distance_seeds))
+        for (T, fname, _), fut in zip(jobs, pending):
+            new, tasks = fut.result()
+            bar.set_postfix_str(f"T={T} {fname}")
+            bar.update(1)
             futures += [(len(rows) + j, pool.submit(_distance, *args)) for j, args in tasks]
             rows += new
         bar.close()
@@ -251,11 +261,15 @@ def _reliability(out_dir, T, key):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 4.2))
-    for ax, (nname, nature) in zip(axes, [("Markov", N.Markov(0.05, 0.1)), ("Max calibration error", N.MaxCalibrationError(n_bins=F.aosa_bins(T)))]):
-        for fname in ("AOSA", "Foster", "Running frequency"):
-            f = default_forecasters(T)[fname]
-            traj = sweep(f, nature, T, key, n_seeds=1)
-            plots.reliability_diagram(np.asarray(traj.forecast).ravel(), np.asarray(traj.y).ravel(), n_bins=10, ax=ax, label=fname)
+    named = [("Markov", N.Markov(0.05, 0.1)), ("Max calibration error", N.MaxCalibrationError(n_bins=F.aosa_bins(T)))]
+    for fname in ("AOSA", "Foster", "Running frequency"):
+        f = default_forecasters(T)[fname]
+        # both natures in one compiled sweep (a Switch gives every member the same keys, so each
+        # trajectory is the one a sweep against that nature alone plays)
+        traj = sweep(f, N.Switch.all_of([n for _, n in named]), T, key, n_seeds=1, progress=False)
+        for i, ax in enumerate(axes):
+            plots.reliability_diagram(np.asarray(traj.forecast[i]).ravel(), np.asarray(traj.y[i]).ravel(), n_bins=10, ax=ax, label=fname)
+    for ax, (nname, _) in zip(axes, named):
         ax.set_title(f"{nname}, T = {T}", fontsize="small")
     return plots.save(axes[0], os.path.join(out_dir, "reliability.png"))
 

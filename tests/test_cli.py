@@ -45,6 +45,16 @@ def test_study_rows_cover_every_combination(rows):
             assert np.isnan(r.certificate)
 
 
+def test_study_rows_do_not_depend_on_threads():
+    """Jobs run two at a time by default; the rows come back in job order with equal numbers."""
+    kw = dict(forecasters_for=_forecasters, natures_for=_natures, distance_seeds=1, progress=False)
+    one = cli.distance_study([20], 2, jax.random.key(1), threads=1, **kw)
+    two = cli.distance_study([20], 2, jax.random.key(1), threads=2, **kw)
+    assert [(r.forecaster, r.nature, r.seed) for r in one] == [(r.forecaster, r.nature, r.seed) for r in two]
+    np.testing.assert_array_equal([r.ece for r in one], [r.ece for r in two])
+    np.testing.assert_array_equal([r.dist_upper for r in one], [r.dist_upper for r in two])
+
+
 def test_report_files(rows, tmp_path):
     paths = cli.write_report(rows, str(tmp_path), title="tiny")
     with open(paths["table"]) as fh:

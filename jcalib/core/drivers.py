@@ -1,18 +1,26 @@
-"""Drivers own the loops: :func:`play` is one ``lax.scan``; :func:`sweep` vmaps it over
-forecasters × natures × seeds and shards that batch over every local device.
+"""Drivers own the loops: :func:`play` runs the rounds as compiled chunks of ``lax`` loops;
+:func:`sweep` vmaps it over forecasters × natures × seeds, shards the seeds over every local
+device, and splits them over processes under ``jax.distributed``.
 
 Keys: the run key is split once into (forecaster-init, nature-init) and four round streams
-(context, forecast, outcome, nature-update); round ``t`` draws from each stream with
-``fold_in(stream, t)``. So a run's numbers do not depend on how it is chunked, nor on how many
-devices share a sweep.
+(context, forecast, outcome, nature-update). Each stream's random bits come in blocks aligned
+to absolute round indices: block ``b`` (rounds ``[b·BLOCK, (b+1)·BLOCK)``) is ``BLOCK`` threefry
+hashes under ``fold_in(stream, b)``, and round ``t`` gets one hash's two words as its key (of
+:data:`ROUND_KEY_IMPL`, whose first small draw reads those words without hashing again). So a
+run's numbers do not depend on how it is chunked, nor on how many devices or processes share a
+sweep.
 
 Compilation: Python numbers in a module's non-static fields are turned into arrays before the
 compiled functions see them, so ``Bernoulli(0.3)`` and ``Bernoulli(0.4)`` share one compiled
-program; only shape-fixing (static) fields, the recorder, T and the chunk length recompile.
+program. A run is one program per (forecaster, nature, recorder, chunk length, batch shape):
+``T`` only sets how many times the chunk is called (the start round and the number of rounds
+are traced, and the first call initialises), so every horizon reuses it. Shape-fixing (static)
+fields recompile.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -20,6 +28,7 @@ from typing import Any, NamedTuple, Sequence
 
 import equinox as eqx
 import jax
+import jax.extend.random
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
@@ -53,34 +62,117 @@ def as_traced_module(module):
     return jax.tree_util.tree_map(conv, module)
 
 
+# ---- random numbers: round keys cut from blocks of threefry output ------------------------------
+
+BLOCK = 128
+"""Rounds per block of random bits: block ``b`` of a stream covers rounds ``[b·BLOCK, (b+1)·BLOCK)``."""
+
+DEFAULT_CHUNK = 2048
+"""Rounds per compiled call when ``chunk`` is not given (a multiple of :data:`BLOCK`)."""
+
+_THREEFRY = jax.extend.random.threefry_prng_impl
+
+
+def _round_random_bits(key, bit_width: int, shape):
+    # A round key's two words are themselves uniform threefry output (see _block_keys), so a
+    # draw of at most 64 bits (a Bernoulli or a uniform, in float32 or float64) reads them as
+    # they are; a larger draw hashes them as a threefry key.
+    size = math.prod(shape)
+    if bit_width == 64 and size == 1:
+        hi, lo = (jax.lax.convert_element_type(w, jnp.uint64) for w in (key[0], key[1]))
+        return ((hi << jnp.uint64(32)) | lo).reshape(shape)
+    if bit_width <= 32 and size == 1:
+        return jax.lax.convert_element_type(key[0], jnp.dtype(f"uint{bit_width}")).reshape(shape)
+    if bit_width == 32 and size == 2:
+        return key.reshape(shape)
+    return _THREEFRY.random_bits(key, bit_width, shape)
+
+
+ROUND_KEY_IMPL = jax.extend.random.define_prng_impl(
+    key_shape=(2,),
+    seed=_THREEFRY.seed,
+    split=_THREEFRY.split,
+    random_bits=_round_random_bits,
+    fold_in=_THREEFRY.fold_in,
+    name="jcalib_round",
+    tag="rnd",
+)
+"""The PRNG implementation of the per-round keys that ``play``/``sweep`` hand to the players.
+
+A round key holds 64 bits of threefry output. Its first draw of at most 64 bits (e.g.
+``jax.random.bernoulli(key, p)``, ``jax.random.uniform(key)``) *is* those bits, without another
+hash; ``split``, ``fold_in`` and larger draws are threefry's, keyed by the two words. So the
+common case — one Bernoulli outcome per round — costs half a threefry hash per round (drawn in
+blocks) instead of two hashes per round (a ``fold_in`` and the draw). ``jax.random.poisson``
+accepts only threefry keys: there, use ``jax.random.wrap_key_data(jax.random.key_data(key))``.
+"""
+
+
+def _block_keys(stream, b):
+    """The round keys of block ``b`` of ``stream``: ``BLOCK`` keys from ``BLOCK`` threefry hashes.
+
+    Block ``b`` hashes the counters ``0..2·BLOCK-1`` under ``fold_in(stream, b)``; round
+    ``b·BLOCK + i`` gets the two output words of the ``i``-th hash. A round's key depends only on
+    the stream and the round's absolute index, never on chunking, batching or devices.
+    """
+    kd = jax.random.key_data(jax.random.fold_in(stream, b))
+    words = jax.extend.random.threefry_2x32(kd, jnp.arange(2 * BLOCK, dtype=jnp.uint32))
+    return jax.random.wrap_key_data(words.reshape(2, BLOCK).T, impl=ROUND_KEY_IMPL)
+
+
 def _init(forecaster, nature, recorder, key):
+    """The carry before round 0, and the four round streams (context, forecast, outcome, update)."""
     kf, kn, kx, kp, ky, ku = jax.random.split(key, 6)
     carry = _Carry(forecaster.init(kf), nature.init(kn), recorder.init())
-    return carry, (kx, kp, ky, ku)
+    return carry, jnp.stack([kx, kp, ky, ku])
 
 
-def _round_keys(rkeys, t0, length: int):
-    """Round t draws fold_in(stream, t) from each stream: independent of chunking and batching."""
-    ts = t0 + jnp.arange(length, dtype=jnp.int32)
-    return ts, tuple(jax.vmap(jax.random.fold_in, in_axes=(None, 0))(k, ts) for k in rkeys)
+def _streams(key):
+    return jnp.stack(list(jax.random.split(key, 6)[2:]))
 
 
-def _scan_rounds(forecaster, nature, recorder, rkeys, carry: _Carry, t0, length: int):
-    """Rounds t0, …, t0+length-1 as one lax.scan."""
+def _one_round(forecaster, nature, recorder, c: _Carry, t, keys):
+    kx, kp, ky, ku = keys
+    x = nature.context(c.nstate, kx)
+    fc = forecaster.predict(c.fstate, x, kp)
+    y = nature.outcome(c.nstate, x, fc.public, ky)
+    info = forecaster.info(c.fstate, x, fc, y)
+    rstate, out = recorder.step(c.rstate, Round(t, x, fc, y, info))
+    new = _Carry(forecaster.update(c.fstate, x, fc, y), nature.update(c.nstate, x, fc, y, ku), rstate)
+    return new, out
 
-    def body(c: _Carry, inp):
-        t, (kx, kp, ky, ku) = inp
-        x = nature.context(c.nstate, kx)
-        fc = forecaster.predict(c.fstate, x, kp)
-        y = nature.outcome(c.nstate, x, fc.public, ky)
-        info = forecaster.info(c.fstate, x, fc, y)
-        rstate, out = recorder.step(c.rstate, Round(t, x, fc, y, info))
-        new = _Carry(forecaster.update(c.fstate, x, fc, y), nature.update(c.nstate, x, fc, y, ku), rstate)
-        return new, out
 
-    # A stream no player uses is dropped by XLA: a deterministic forecaster against a Bernoulli
-    # nature costs two hashes per round.
-    return jax.lax.scan(body, carry, _round_keys(rkeys, t0, length))
+def _scan_rounds(forecaster, nature, recorder, streams, carry: _Carry, t0, n, length: int):
+    """Rounds ``t0, …, t0+n-1`` (``n <= length``, both traced) as loops over blocks and rounds.
+
+    Returns the carry and the per-round outputs in a buffer of ``length`` rows (row ``t - t0``;
+    rows past ``n`` are zeros). ``length`` fixes the program; ``t0`` and ``n`` do not, so every
+    horizon T reuses one compiled chunk, and a last partial chunk runs fewer iterations of the
+    same program instead of compiling another.
+    """
+    one = functools.partial(_one_round, forecaster, nature, recorder)
+    t_like = jnp.zeros((), jnp.int32)
+    key_like = _block_keys(streams[0], 0)[0]
+    _, out_like = jax.eval_shape(one, carry, t_like, (key_like,) * 4)
+    buf = jax.tree_util.tree_map(lambda o: jnp.zeros((length,) + o.shape, o.dtype), out_like)
+    end = t0 + n
+
+    def block(b, state):
+        # A stream no player uses is dropped by XLA (its block is never hashed): a deterministic
+        # forecaster against a Bernoulli nature hashes one block per BLOCK rounds.
+        bkeys = [_block_keys(s, b) for s in streams]
+
+        def round_(t, state):
+            c, buf = state
+            c, out = one(c, t, tuple(k[t - b * BLOCK] for k in bkeys))
+            buf = jax.tree_util.tree_map(lambda a, o: jax.lax.dynamic_update_index_in_dim(a, o, t - t0, 0), buf, out)
+            return c, buf
+
+        lo = jnp.maximum(t0, b * BLOCK)
+        hi = jnp.minimum(end, (b + 1) * BLOCK)
+        return jax.lax.fori_loop(lo, hi, round_, state)
+
+    return jax.lax.fori_loop(t0 // BLOCK, (end + BLOCK - 1) // BLOCK, block, (carry, buf))
 
 
 def _check_modules(forecaster, nature):
@@ -118,29 +210,32 @@ def _nest(fn, layout, forecaster, nature, arg_kinds: tuple):
     return fn
 
 
-@eqx.filter_jit
-def _play_all(forecaster, nature, recorder, keys, T: int, layout):
-    """Init and all T rounds in one compiled program (the single-chunk case)."""
-
-    def one(f, n, k):
-        carry, rkeys = _init(f, n, recorder, k)
-        carry, outs = _scan_rounds(f, n, recorder, rkeys, carry, jnp.int32(0), T)
-        return carry.rstate, outs
-
-    return _nest(one, layout, forecaster, nature, ("seed",))(forecaster, nature, keys)
-
-
-@eqx.filter_jit
 def _init_all(forecaster, nature, recorder, keys, layout):
-    return _nest(lambda f, n, k: _init(f, n, recorder, k), layout, forecaster, nature, ("seed",))(forecaster, nature, keys)
+    return _nest(lambda f, n, k: _init(f, n, recorder, k)[0], layout, forecaster, nature, ("seed",))(forecaster, nature, keys)
 
 
 @eqx.filter_jit
-def _chunk_all(forecaster, nature, recorder, rkeys, carry, t0, length: int, layout):
-    def one(f, n, rk, c):
-        return _scan_rounds(f, n, recorder, rk, c, t0, length)
+def _chunk_all(forecaster, nature, recorder, keys, carry, fresh, t0, n, length: int, layout):
+    """One compiled chunk: ``n <= length`` rounds from ``t0`` (all traced) for the whole batch.
 
-    return _nest(one, layout, forecaster, nature, ("all", "all"))(forecaster, nature, rkeys, carry)
+    With ``fresh`` (traced), the players' and recorder's init replaces ``carry`` first (a
+    ``lax.cond``: the first call of a run initialises, later calls skip it), so a run compiles
+    one program, not an init program and a chunk program. The round streams are re-derived
+    from the seed keys at each call (three threefry hashes per sequence).
+    """
+
+    def one(f, nat, k, c):
+        c = jax.lax.cond(fresh, lambda c: _init(f, nat, recorder, k)[0], lambda c: c, c)
+        return _scan_rounds(f, nat, recorder, _streams(k), c, t0, n, length)
+
+    return _nest(one, layout, forecaster, nature, ("seed", "all"))(forecaster, nature, keys, carry)
+
+
+def _placeholder(like):
+    """Zeros shaped like ``like`` (a tree of ShapeDtypeStructs): the carry a first chunk ignores."""
+
+    # jnp.zeros also makes (all-zero) key arrays, for states that hold keys
+    return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), like)
 
 
 @eqx.filter_jit
@@ -202,9 +297,10 @@ def _load_checkpoint(path, carry_like, fingerprint, outs_like):
         return carry, int(data["t"]), outs
 
 
-def _out_struct(forecaster, nature, recorder, keys, carry, rkeys, layout):
+def _out_struct(forecaster, nature, recorder, keys, carry, layout):
     """The per-round outputs' structure (one round), for reading outputs back from a checkpoint."""
-    _, outs = jax.eval_shape(lambda: _chunk_all(forecaster, nature, recorder, rkeys, carry, jnp.int32(0), 1, layout))
+    one = jnp.ones((), jnp.int32)
+    _, outs = eqx.filter_eval_shape(_chunk_all, forecaster, nature, recorder, keys, carry, one > 0, 0 * one, one, 1, layout)
     if not jax.tree_util.tree_leaves(outs):
         return None
     return outs
@@ -213,20 +309,41 @@ def _out_struct(forecaster, nature, recorder, keys, carry, rkeys, layout):
 # ---- the run loop -------------------------------------------------------------------------------
 
 
+def _traced(tree) -> bool:
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
+
+
+def _first_rows(outs, n: int, axis: int):
+    """The first n rounds of a chunk's output buffer: on the host, or in the graph when ``play``
+    itself is being traced (``jax.jit(lambda k: play(..., k))``)."""
+    if _traced(outs):
+        return jax.tree_util.tree_map(lambda a: jax.lax.slice_in_dim(a, 0, n, axis=axis), outs)
+    return jax.tree_util.tree_map(lambda a: np.asarray(a).take(np.arange(n), axis=axis), jax.device_get(outs))
+
+
+def _concat(pieces: list, axis: int):
+    if len(pieces) == 1:
+        return pieces[0]
+    if _traced(pieces):
+        return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=axis), *pieces)
+    return stack_outputs(pieces, axis)
+
+
 def _run(forecaster, nature, recorder: AbstractRecorder, keys, T, chunk, progress, checkpoint, layout):
+    """``ceil(T / chunk)`` calls of one compiled chunk of ``chunk`` rounds (the first also
+    initialises), then finalise."""
     n_batch = sum(a is not None for a in layout)
     round_axis = n_batch
-    if chunk >= T and checkpoint is None:
-        rstate, outs = _play_all(forecaster, nature, recorder, keys, T, layout)
-        return _finalise_all(recorder, rstate, outs, n_batch)
-    carry, rkeys = _init_all(forecaster, nature, recorder, keys, layout)
+    carry = _placeholder(eqx.filter_eval_shape(_init_all, forecaster, nature, recorder, keys, layout))
+    fresh = True
     start, pieces = 0, []
     fingerprint = None
     if checkpoint is not None:
         fingerprint = _fingerprint(forecaster, nature, recorder, keys, T, layout)
         if os.path.exists(checkpoint):
-            like = _out_struct(forecaster, nature, recorder, keys, carry, rkeys, layout)
+            like = _out_struct(forecaster, nature, recorder, keys, carry, layout)
             carry, start, saved = _load_checkpoint(checkpoint, carry, fingerprint, like)
+            fresh = False
             if saved is not None:
                 pieces.append(saved)
     n_chunks = math.ceil((T - start) / chunk)
@@ -234,20 +351,31 @@ def _run(forecaster, nature, recorder: AbstractRecorder, keys, T, chunk, progres
     bar = tqdm(total=T, initial=start, unit="round", disable=not show, leave=False)
     t = start
     while t < T:
-        length = min(chunk, T - t)
-        carry, outs = _chunk_all(forecaster, nature, recorder, rkeys, carry, jnp.asarray(t, jnp.int32), length, layout)
+        n = min(chunk, T - t)
+        carry, outs = _chunk_all(forecaster, nature, recorder, keys, carry, jnp.asarray(fresh), jnp.asarray(t, jnp.int32),
+                                 jnp.asarray(n, jnp.int32), chunk, layout)
+        fresh = False
         if jax.tree_util.tree_leaves(outs):
-            pieces.append(jax.device_get(outs))
-        t += length
-        bar.update(length)
+            # the buffer holds `chunk` rows; a last partial chunk filled the first n
+            pieces.append(_first_rows(outs, n, round_axis))
+        t += n
+        bar.update(n)
         if checkpoint is not None:
-            so_far = stack_outputs(pieces, round_axis) if pieces else None
+            so_far = _concat(pieces, round_axis) if pieces else None
             if so_far is not None:
                 pieces = [so_far]
             _save_checkpoint(checkpoint, carry, t, fingerprint, so_far)
     bar.close()
-    outs = stack_outputs(pieces, round_axis) if pieces else None
+    outs = _concat(pieces, round_axis) if pieces else None
     return _finalise_all(recorder, carry.rstate, outs, n_batch)
+
+
+def _chunk_length(T: int, chunk) -> int:
+    if chunk is None:
+        # T rounded up to a power of two (at least BLOCK, at most DEFAULT_CHUNK): a few programs
+        # cover every horizon (short runs stop the loops early) and a history's buffer is < 2T
+        return min(DEFAULT_CHUNK, max(BLOCK, 1 << (T - 1).bit_length()))
+    return check_positive_int(chunk, "chunk")
 
 
 def play(
@@ -274,8 +402,11 @@ def play(
             :class:`~jcalib.core.Trajectory` with a leading axis of length T) or
             ``"summary"`` (paper 000's :class:`~jcalib.recorders.GridSummary`, memory O(m)).
         grid: the grid size m for ``record="summary"`` (default: ``forecaster.value_grid``).
-        chunk: scan this many rounds per compiled call (memory O(chunk) for a history, O(1)
-            for summaries); default: all T rounds in one ``lax.scan``.
+        chunk: rounds per compiled call (memory O(chunk) for a history, O(1) for
+            summaries). One compiled chunk serves every ``T``: a last partial chunk runs fewer
+            iterations of the same program. Default: ``T`` rounded up to a power of two,
+            between :data:`BLOCK` and :data:`DEFAULT_CHUNK` (2048); pass a fixed ``chunk`` to
+            share one program across all horizons.
         progress: show a progress bar between chunks (default: when there are several chunks).
         checkpoint: a file path; with ``chunk``, the carry (and the history so far) is saved
             after every chunk, and a run started again with the same arguments resumes from it
@@ -295,7 +426,7 @@ def play(
     T = check_positive_int(T, "T")
     _check_modules(forecaster, nature)
     recorder = resolve_recorder(record, forecaster, grid)
-    chunk = T if chunk is None else check_positive_int(chunk, "chunk")
+    chunk = _chunk_length(T, chunk)
     f, n = as_traced_module(forecaster), as_traced_module(nature)
     return _run(f, n, recorder, key, T, chunk, progress, checkpoint, (None, None, None))
 
@@ -318,24 +449,6 @@ def _stack(modules: Sequence[eqx.Module], what: str):
         raise ValueError(f"{what} in one sweep must have array fields of equal shapes (e.g. replays of one length)")
     stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *[p[0] for p in parts])
     return eqx.combine(stacked, statics[0]), len(modules)
-
-
-def _mesh():
-    return Mesh(np.array(jax.devices()), ("batch",))
-
-
-def _pad_axis0(tree, n_to: int):
-    def pad(a):
-        extra = n_to - a.shape[0]
-        return a if extra == 0 else jnp.concatenate([a, jnp.repeat(a[:1], extra, axis=0)])
-
-    arrays, static = eqx.partition(tree, eqx.is_array)
-    return eqx.combine(jax.tree_util.tree_map(pad, arrays), static)
-
-
-def _shard_axis0(tree, sharding):
-    arrays, static = eqx.partition(tree, eqx.is_array)
-    return eqx.combine(jax.device_put(arrays, sharding), static)
 
 
 def sweep(
@@ -378,10 +491,16 @@ def sweep(
     Memory: array fields are stacked once per module and shared across seeds (a ``Replay`` of
     length T is stored N times, not N × n_seeds times).
 
-    Several devices: the seed axis is padded to a multiple of the device count and sharded; the
-    numbers are identical to a single-device run. For several hosts, call
-    ``jax.distributed.initialize()`` first in every process; ``jax.devices()`` then spans all
-    hosts and the same mesh shards the seeds across them.
+    Several devices: the seed axis is padded to a multiple of the device count and sharded
+    along a 1-D mesh named ``"batch"``; the numbers are identical to a single-device run (a
+    CPU's cores become devices with ``XLA_FLAGS=--xla_force_host_platform_device_count=N``).
+
+    Several processes or hosts (``jax.distributed.initialize(...)`` called first in every
+    process, see the "Scaling out" docs page): the seeds are split evenly over the processes,
+    each process runs its shard on its local devices without communicating, and the shards are
+    gathered at the end, so every process returns the full result — bit for bit what one
+    process returns. With ``checkpoint``, each process keeps its own file
+    (``<checkpoint>.process<p>-of-<P>``).
     """
     T = check_positive_int(T, "T")
     n_seeds = check_positive_int(n_seeds, "n_seeds")
@@ -395,18 +514,46 @@ def sweep(
     for n in n_list:
         _check_modules(f_list[0], n)
     recorder = resolve_recorder(record, f_list[0], grid)
-    chunk = T if chunk is None else check_positive_int(chunk, "chunk")
+    chunk = _chunk_length(T, chunk)
     fb, F = _stack(f_list, "forecasters") if f_seq else (as_traced_module(f_list[0]), 1)
-    nb, N = _stack(n_list, "natures")
+    n_seq = isinstance(natures, (list, tuple))
+    # a single nature is not stacked: no natures axis of size 1 inside the program (its gathers
+    # and scatters would carry an extra index); the axis is added to the result
+    nb, N = _stack(n_list, "natures") if n_seq else (as_traced_module(n_list[0]), None)
 
-    n_dev = len(jax.devices())
-    S = n_seeds + (-n_seeds) % n_dev
+    # Seeds are split evenly over processes, then over each process's devices: process p runs
+    # seeds [p·S/P, (p+1)·S/P) with no communication until the final gather. Seed s always
+    # uses split(key, n_seeds)[s], so the numbers do not depend on P or on the device count.
+    n_proc, proc = jax.process_count(), jax.process_index()
+    devices = jax.local_devices()
+    unit = n_proc * len(devices)
+    S = n_seeds + (-n_seeds) % unit
     keys = jax.random.split(key, n_seeds)
     if S > n_seeds:
         keys = jnp.concatenate([keys, jnp.repeat(keys[:1], S - n_seeds, axis=0)])
-    if n_dev > 1:
-        keys = jax.device_put(keys, NamedSharding(_mesh(), PartitionSpec("batch")))
-    out = _run(fb, nb, recorder, keys, T, chunk, progress, checkpoint, (F if f_seq else None, N, S))
-    # outputs have axes (F?, N, S, ...): drop the padded seeds
+    S_local = S // n_proc
+    keys = keys[proc * S_local:(proc + 1) * S_local]
+    if len(devices) > 1:
+        keys = jax.device_put(keys, NamedSharding(Mesh(np.array(devices), ("batch",)), PartitionSpec("batch")))
+    if checkpoint is not None and n_proc > 1:
+        checkpoint = f"{os.fspath(checkpoint)}.process{proc}-of-{n_proc}"
+    out = _run(fb, nb, recorder, keys, T, chunk, progress, checkpoint, (F if f_seq else None, N, S_local))
+    if not n_seq:
+        out = jax.tree_util.tree_map(lambda x: jnp.expand_dims(jnp.asarray(x), 1 if f_seq else 0), out)
+    # outputs have axes (F?, N, S, ...)
     seed_axis = 2 if f_seq else 1
+    if n_proc > 1:
+        out = _gather_seeds(out, seed_axis)
+    # drop the padded seeds
     return jax.tree_util.tree_map(lambda x: jax.lax.slice_in_dim(jnp.asarray(x), 0, n_seeds, axis=seed_axis), out)
+
+
+def _gather_seeds(out, seed_axis: int):
+    """Every process's shard of the seed axis, concatenated in process order, on every process."""
+    from jax.experimental import multihost_utils
+
+    def gather(x):
+        front = np.moveaxis(np.asarray(x), seed_axis, 0)
+        return np.moveaxis(np.asarray(multihost_utils.process_allgather(front, tiled=True)), 0, seed_axis)
+
+    return jax.tree_util.tree_map(gather, out)

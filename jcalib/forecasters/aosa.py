@@ -39,6 +39,7 @@ __all__ = [
     "aosa_bins",
     "aosa_bound",
     "grid_points",
+    "lookahead_update",
     "one_step_ahead",
     "sign_change_index",
 ]
@@ -111,12 +112,35 @@ def sign_change_index(values: Int[Array, " n+1"]) -> Int[Array, ""]:
 
     def body(_, lohi):
         lo, hi = lohi
-        mid = (lo + hi) // 2
+        # lo + hi >= 0: a shift is the floor division without the sign fix-ups that `//` emits
+        # (a dozen integer ops per step in the hot loop)
+        mid = jax.lax.shift_right_logical(lo + hi, jnp.int32(1))
         right = values[mid] <= 0
         return jnp.where(right, mid, lo), jnp.where(right, hi, mid)
 
     lo, _ = jax.lax.fori_loop(0, n_iter, body, (jnp.int32(0), jnp.int32(n)), unroll=True)
     return lo
+
+
+def lookahead_update(beta: Int[Array, " m+1"], i: Int[Array, ""], y, n_bins: int) -> Int[Array, " m+1"]:
+    r"""One-Step-Ahead's state transition, shared by AOSA and Gupta–Ramdas.
+
+    With $i$ the pair's lower index ($\beta_i \le 0 \le \beta_{i+1}$, :func:`sign_change_index`)
+    and outcome $y_t$, the look-ahead point is $j = i + y_t$ and $\beta_j \mathrel{+}= j - m y_t$,
+    i.e. $\alpha(p_j) \mathrel{+}= \tilde p_t - y_t$ (paper 000, §3).
+
+    Args:
+        beta: int32 ``(m + 1,)``, $m\,\alpha(p_i)$.
+        i: int32 scalar, the pair's lower index.
+        y: the 0/1 outcome.
+        n_bins: $m$.
+
+    Returns:
+        The new ``beta``.
+    """
+    y = jnp.asarray(y, jnp.int32)
+    j = i + y
+    return beta.at[j].add(j - n_bins * y)
 
 
 class AOSAState(NamedTuple):
@@ -205,9 +229,7 @@ class AlmostOneStepAhead(AbstractForecaster):
         return grid_points(self.n_bins)[j]
 
     def update(self, state: AOSAState, x, forecast: Forecast, y) -> AOSAState:
-        y = jnp.asarray(y, jnp.int32)
-        j = self._lower_index(forecast) + y
-        return AOSAState(beta=state.beta.at[j].add(j - self.n_bins * y))
+        return AOSAState(beta=lookahead_update(state.beta, self._lower_index(forecast), y, self.n_bins))
 
 
 def one_step_ahead(y: Int[Array, " T"], n_bins: int) -> Float[Array, " T"]:
@@ -243,8 +265,8 @@ def one_step_ahead(y: Int[Array, " T"], n_bins: int) -> Float[Array, " T"]:
 @eqx.filter_jit
 def _one_step_ahead(y, m: int):
     def step(beta, yt):
-        j = sign_change_index(beta) + yt
-        return beta.at[j].add(j - m * yt), j
+        i = sign_change_index(beta)
+        return lookahead_update(beta, i, yt, m), i + yt
 
     _, j = jax.lax.scan(step, jnp.zeros((m + 1,), jnp.int32), y)
     return grid_points(m)[j]

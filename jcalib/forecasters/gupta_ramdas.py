@@ -15,33 +15,42 @@ bins $[0, \tfrac1{2m}], [\tfrac1{2m}, \tfrac3{2m}], \dots, [1 - \tfrac1{2m}, 1]$
 points $0$ and $1$ are what make a pair always exist ($D_0 \ge 0 \ge D_m$); with the midpoints
 $(j - \tfrac12)/m$ of $m$ equal bins no bound on $D$ can hold (all-zero outcomes push every
 deficit down). The judged sequence is then exactly :func:`~jcalib.forecasters.aosa.one_step_ahead`.
+
+**One state machine.** $mD_j = -\beta_j$, with $\beta$ AOSA's integer look-ahead biases
+(paper 000): the pair $D_i \ge 0 \ge D_{i+1}$ is AOSA's $\beta_i \le 0 \le \beta_{i+1}$ and the
+deficit update is AOSA's bias update with the sign flipped. So this forecaster keeps AOSA's state
+and runs its transition (:func:`~jcalib.forecasters.aosa.sign_change_index`,
+:func:`~jcalib.forecasters.aosa.lookahead_update`); only what it announces and scores differs.
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
-
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._validation import check_positive_int
 from ..core.types import AbstractForecaster, Forecast
-from .aosa import grid_points, sign_change_index
+from .aosa import AOSAState, grid_points, lookahead_update, sign_change_index
 
 __all__ = ["GuptaRamdas", "GuptaRamdasState"]
 
 
-class GuptaRamdasState(NamedTuple):
-    """Gupta–Ramdas state: the deficits, scaled to integers.
+class GuptaRamdasState(AOSAState):
+    """Gupta–Ramdas state: AOSA's look-ahead biases, which are the negated scaled deficits.
 
     Attributes:
-        deficit: int32 ``(m + 1,)``, ``deficit[j]`` $= m D_j = \\sum_s \\mathbb 1[\\tilde p_s =
-            j/m](m y_s - j)$; $|m D_j| \\le m$.
+        beta: int32 ``(m + 1,)``, ``beta[j]`` $= -m D_j = \\sum_s \\mathbb 1[\\tilde p_s =
+            j/m](j - m y_s)$; $|m D_j| \\le m$.
     """
 
-    deficit: Int[Array, " m+1"]
+    __slots__ = ()
+
+    @property
+    def deficit(self) -> Int[Array, " m+1"]:
+        """$m D_j$ (int32)."""
+        return -self.beta
 
 
 class GuptaRamdas(AbstractForecaster):
@@ -84,7 +93,7 @@ class GuptaRamdas(AbstractForecaster):
         return cls(n_bins=max(1, math.ceil(math.sqrt(T / 2))))
 
     def init(self, key: PRNGKeyArray) -> GuptaRamdasState:
-        return GuptaRamdasState(deficit=jnp.zeros((self.n_bins + 1,), jnp.int32))
+        return GuptaRamdasState(beta=jnp.zeros((self.n_bins + 1,), jnp.int32))
 
     @property
     def value_grid(self) -> int:
@@ -92,7 +101,7 @@ class GuptaRamdas(AbstractForecaster):
         return 2 * self.n_bins
 
     def predict(self, state: GuptaRamdasState, x, key: PRNGKeyArray) -> Forecast:
-        i = sign_change_index(-state.deficit)  # D_i >= 0 >= D_{i+1}
+        i = sign_change_index(state.beta)  # beta_i <= 0 <= beta_{i+1}, i.e. D_i >= 0 >= D_{i+1}
         v = grid_points(2 * self.n_bins)[2 * i + 1]
         return Forecast(v, v)
 
@@ -106,6 +115,5 @@ class GuptaRamdas(AbstractForecaster):
         return grid_points(self.n_bins)[j]
 
     def update(self, state: GuptaRamdasState, x, forecast: Forecast, y) -> GuptaRamdasState:
-        y = jnp.asarray(y, jnp.int32)
-        j = self._lower_index(forecast) + y
-        return GuptaRamdasState(deficit=state.deficit.at[j].add(self.n_bins * y - j))
+        # m D_j += m y - j is AOSA's beta_j += j - m y
+        return GuptaRamdasState(beta=lookahead_update(state.beta, self._lower_index(forecast), y, self.n_bins))

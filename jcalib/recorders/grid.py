@@ -70,6 +70,20 @@ def _binary_outcome(y):
     return jnp.asarray(y, jnp.int32)
 
 
+class _GridState(NamedTuple):
+    """:class:`GridCounts`' running state: one histogram of (grid index, outcome) pairs.
+
+    ``hist[2i + y]`` counts the rounds whose forecast was $i/m$ and outcome $y$;
+    ``hist[2(m+1) + 2j + y]`` the same for the post-outcome value. One scatter of two
+    increments per round (instead of four scatters); :meth:`GridCounts.finalise` turns it into
+    the :class:`GridSummary`.
+    """
+
+    hist: Int[Array, " 4(m+1)"]
+    off_grid: Int[Array, ""]
+    info_steps: Int[Array, ""]
+
+
 class GridCounts(AbstractRecorder):
     """Record a :class:`GridSummary` on the grid $\\{0, 1/m, \\dots, 1\\}$ (memory O(m)).
 
@@ -82,29 +96,25 @@ class GridCounts(AbstractRecorder):
     def __check_init__(self):
         check_positive_int(self.m, "m")
 
-    def init(self) -> GridSummary:
-        z = jnp.zeros((self.m + 1,), jnp.int32)
+    def init(self) -> _GridState:
         zero = jnp.zeros((), jnp.int32)
-        return GridSummary(z, z, zero, z, z, zero, zero)
+        return _GridState(jnp.zeros((4 * (self.m + 1),), jnp.int32), zero, zero)
 
-    def step(self, s: GridSummary, rnd: Round):
+    def step(self, s: _GridState, rnd: Round):
         m = self.m
         y = _binary_outcome(rnd.y)
         i, off = _grid_index(rnd.forecast.value, m)
-        s = s._replace(
-            counts=s.counts.at[i].add(1),
-            ones=s.ones.at[i].add(y),
-            off_grid=s.off_grid + off.astype(jnp.int32),
-            T=s.T + 1,
-        )
-        if rnd.info is not None:
-            j, _ = _grid_index(rnd.info, m)
-            s = s._replace(
-                info_counts=s.info_counts.at[j].add(1),
-                info_ones=s.info_ones.at[j].add(y),
-                info_steps=s.info_steps + jnp.abs(i - j),
-            )
-        return s, None
+        s = s._replace(off_grid=s.off_grid + off.astype(jnp.int32))
+        if rnd.info is None:
+            return s._replace(hist=s.hist.at[2 * i + y].add(1)), None
+        j, _ = _grid_index(rnd.info, m)
+        codes = jnp.stack([2 * i + y, 2 * (m + 1) + 2 * j + y])
+        return s._replace(hist=s.hist.at[codes].add(1), info_steps=s.info_steps + jnp.abs(i - j)), None
+
+    def finalise(self, s: _GridState, outs) -> GridSummary:
+        h = s.hist.reshape(s.hist.shape[:-1] + (2, self.m + 1, 2))
+        counts, info_counts = h[..., 0, :, :].sum(-1), h[..., 1, :, :].sum(-1)
+        return GridSummary(counts, h[..., 0, :, 1], s.off_grid, info_counts, h[..., 1, :, 1], s.info_steps, counts.sum(-1))
 
 
 def forecast_grid(forecaster) -> int | None:
@@ -141,7 +151,7 @@ def summary_from_trajectory(traj: Trajectory, m: int) -> GridSummary:
         return rec.step(s, Round(jnp.int32(0), None, _Value(v), y, info))[0], None
 
     s, _ = jax.lax.scan(body, rec.init(), (traj.forecast, traj.y, traj.info))
-    return s
+    return rec.finalise(s, None)
 
 
 class _Value(NamedTuple):

@@ -80,6 +80,81 @@ def test_chunked_play_equals_one_scan():
     chex.assert_trees_all_equal(full, chunked)
 
 
+@pytest.mark.parametrize("chunk", [1, 37, 100, 128, 1000])
+def test_numbers_do_not_depend_on_chunk_across_blocks(chunk):
+    """Random bits come in blocks of 128 rounds aligned to absolute round indices: any chunking
+    (chunks that start inside a block, span several blocks, or exceed T) gives the same run.
+    Foster draws its forecast (stream kp), Markov its outcome (ky), RegimeSwitch its update (ku)."""
+    from jcalib.core.drivers import BLOCK
+
+    assert BLOCK == 128
+    T, F, N = 300, jcalib.forecasters, jcalib.natures
+    for f, n in [(F.FosterRandomized(n_bins=6), N.Markov(0.2, 0.3)), (F.RunningFrequency(), N.RegimeSwitch((0.1, 0.9), 0.05))]:
+        ref = jcalib.play(f, n, T, KEY)
+        got = jcalib.play(f, n, T, KEY, chunk=chunk, progress=False)
+        chex.assert_trees_all_equal(got, ref)
+
+
+class _KeyInState(AbstractForecaster):
+    """Carries its own PRNG key in its state (the first chunk's placeholder carry holds a key)."""
+
+    def init(self, key):
+        return key
+
+    def predict(self, state, x, key):
+        v = jax.random.uniform(state, ())
+        return Forecast(v, v)
+
+    def update(self, state, x, forecast, y):
+        return jax.random.split(state)[0]
+
+
+def test_state_holding_a_key_runs_in_chunks():
+    ref = jcalib.play(_KeyInState(), Coin(), 40, KEY)
+    chex.assert_trees_all_equal(jcalib.play(_KeyInState(), Coin(), 40, KEY, chunk=9, progress=False), ref)
+    assert len(np.unique(np.asarray(ref.forecast))) == 40
+
+
+def test_one_compiled_chunk_for_every_horizon():
+    """T enters only as the number of chunk calls: with a fixed chunk, new horizons (longer,
+    shorter, not multiples of the chunk) compile nothing."""
+    f, n = jcalib.forecasters.AlmostOneStepAhead(n_bins=10), jcalib.natures.Bernoulli(0.3)
+    first = jcalib.play(f, n, 300, KEY, record="summary", chunk=256, progress=False)
+    jcalib.sweep(f, n, 300, KEY, n_seeds=3, record="summary", chunk=256, progress=False)  # a new batch shape compiles
+    with _CompileCounter() as c:
+        runs = {T: jcalib.play(f, n, T, KEY, record="summary", chunk=256, progress=False) for T in (100, 700, 1000)}
+        again = jcalib.sweep(f, n, 513, KEY, n_seeds=3, record="summary", chunk=256, progress=False)
+    assert c.n == 0, f"{c.n} compilations"
+    assert int(first.T) == 300 and {T: int(r.T) for T, r in runs.items()} == {100: 100, 700: 700, 1000: 1000}
+    assert again.counts.shape == (1, 3, 11) and int(again.T.sum()) == 3 * 513
+    # a run is a prefix of a longer run with the same key
+    chex.assert_trees_all_equal(jcalib.play(f, n, 1000, KEY, chunk=256, progress=False).y[:700],
+                                jcalib.play(f, n, 700, KEY, chunk=256, progress=False).y)
+
+
+def test_round_keys_read_their_bits_once_and_hash_the_rest():
+    """Round keys (ROUND_KEY_IMPL): a draw of <= 64 bits is the key's own words; split,
+    fold_in and larger draws are threefry's; Bernoulli frequencies match p."""
+    from jcalib.core.drivers import ROUND_KEY_IMPL, _block_keys
+
+    keys = _block_keys(jax.random.key(3), 5)
+    assert keys.shape == (128,) and jax.random.key_impl(keys) == ROUND_KEY_IMPL
+    words = np.asarray(jax.random.key_data(keys))
+    bits = np.asarray(jax.vmap(lambda k: jax.random.bits(k, (), jnp.uint32))(keys))
+    np.testing.assert_array_equal(bits, words[:, 0])
+    # the blocks are threefry output under fold_in(stream, b): distinct across blocks and streams
+    other = np.asarray(jax.random.key_data(_block_keys(jax.random.key(3), 6)))
+    assert len(np.unique(np.concatenate([words, other]), axis=0)) == 256
+    k = keys[0]
+    a, b = jax.random.split(k)
+    assert not np.array_equal(jax.random.key_data(a), jax.random.key_data(b))
+    u = jax.random.uniform(k, (1000,))  # larger draws are hashed, not the key's words
+    assert 0.4 < float(u.mean()) < 0.6 and float(u.min()) >= 0.0 and float(u.max()) < 1.0
+    many = jnp.concatenate([_block_keys(jax.random.key(1), b) for b in range(40)])  # 5120 keys
+    freq = float(jnp.mean(jax.vmap(lambda kk: jax.random.bernoulli(kk, 0.3))(many)))
+    assert abs(freq - 0.3) < 0.02  # 3 sd of a 5120-draw frequency is 0.019
+
+
 def test_summary_matches_full_history():
     full = jcalib.play(GridFrequency(), Coin(0.6), 80, KEY)
     summ = jcalib.play(GridFrequency(), Coin(0.6), 80, KEY, record="summary", chunk=16, progress=False)
@@ -216,8 +291,10 @@ def test_sweep_shares_unbatched_data_across_seeds():
     for S in (1, 32):
         nb, _ = drivers._stack([jcalib.natures.Replay(y)] * 2, "natures")
         keys = jax.random.split(KEY, S)
-        rec = GridCounts(10)
-        compiled = drivers._play_all.lower(drivers.as_traced_module(f), nb, rec, keys, T, (None, 2, S)).compile()
+        rec, fm, layout = GridCounts(10), drivers.as_traced_module(f), (None, 2, S)
+        carry = drivers._placeholder(eqx.filter_eval_shape(drivers._init_all, fm, nb, rec, keys, layout))
+        n = jnp.int32(T)
+        compiled = drivers._chunk_all.lower(fm, nb, rec, keys, carry, n > 0, 0 * n, n, T, layout).compile()
         mem = compiled.compiled.memory_analysis()  # equinox wraps jax's Compiled
         sizes[S] = mem.temp_size_in_bytes + mem.argument_size_in_bytes + mem.output_size_in_bytes
     # a per-seed copy would add 31 x 2 x T x 4 bytes = 5 MB; allow 0.5 MB for per-seed state
@@ -343,7 +420,10 @@ _DEVICE_SCRIPT = textwrap.dedent(
     key = jax.random.key(0)
     full = jcalib.sweep(mod.GridFrequency(), natures, 30, key, n_seeds=3)
     summ = jcalib.sweep(mod.GridFrequency(), natures, 30, key, n_seeds=3, record="summary", chunk=11, progress=False)
-    np.savez(sys.argv[1], n=len(jax.devices()), f=np.asarray(full.forecast), y=np.asarray(full.y), c=np.asarray(summ.counts))
+    # 300 rounds in chunks of 100: chunks that start inside a 128-round block of random bits
+    long = jcalib.sweep(jcalib.forecasters.FosterRandomized(n_bins=5), natures, 300, key, n_seeds=5, chunk=100, progress=False)
+    np.savez(sys.argv[1], n=len(jax.devices()), f=np.asarray(full.forecast), y=np.asarray(full.y), c=np.asarray(summ.counts),
+             lf=np.asarray(long.forecast), ly=np.asarray(long.y))
     """
 )
 
@@ -361,7 +441,7 @@ def test_sweep_results_do_not_depend_on_device_count(tmp_path):
     one = _run_with_devices(1, tmp_path / "one.npz")
     four = _run_with_devices(4, tmp_path / "four.npz")
     assert int(one["n"]) == 1 and int(four["n"]) == 4
-    for k in ("f", "y", "c"):
+    for k in ("f", "y", "c", "lf", "ly"):
         np.testing.assert_array_equal(one[k], four[k])
 
 

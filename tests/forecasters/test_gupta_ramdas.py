@@ -99,3 +99,18 @@ def test_midpoints_distance_to_calibration(nature):
     p, y, w = atoms_from_counts(s.counts, s.ones, 2 * m)
     r = distance_to_calibration(p, y, w)
     assert r.lower <= r.upper <= T / (2 * m) + m + 1
+
+
+def test_shares_aosa_state_machine():
+    """Gupta–Ramdas runs AOSA's transition: after the same outcomes its state is AOSA's state
+    (beta = -m D) and its interval's lower end is AOSA's "low" forecast."""
+    m, y = 7, np.random.default_rng(3).integers(0, 2, 60)
+    gr, aosa = GuptaRamdas(n_bins=m), jcalib.forecasters.AlmostOneStepAhead(n_bins=m)
+    sg, sa = gr.init(KEY), aosa.init(KEY)
+    for yt in y:
+        fg, fa = gr.predict(sg, None, KEY), aosa.predict(sa, None, KEY)
+        assert float(fg.value) == pytest.approx(float(fa.value) + 1 / (2 * m))
+        sg, sa = gr.update(sg, None, fg, jnp.int32(yt)), aosa.update(sa, None, fa, jnp.int32(yt))
+        np.testing.assert_array_equal(sg.beta, sa.beta)
+    np.testing.assert_array_equal(sg.deficit, -sa.beta)
+    assert int(np.abs(np.asarray(sg.deficit)).max()) <= m  # |D_j| <= 1

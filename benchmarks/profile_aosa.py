@@ -1,0 +1,160 @@
+"""Where the time of an AOSA sweep goes: ablation variants timed in one run.
+
+B = 1024 sequences, T = 10^4 rounds of Almost-One-Step-Ahead (m = 100) against Bernoulli(0.3),
+``record="summary"``. Each variant removes one cost and the difference is that cost's share:
+
+- no RNG: every sequence replays its own pre-drawn outcomes (B stacked ``Replay`` natures, so
+  the batch is really batched: a single shared Replay against a deterministic forecaster would
+  not depend on the seed, and XLA would compute one sequence);
+- no recorder: a recorder that only sums the outcomes (it keeps the loop alive);
+- no bisection: AOSA with the search replaced by a constant-time index;
+- the random numbers alone: per-round ``fold_in`` + ``bernoulli`` against block ``bits``.
+
+    python benchmarks/profile_aosa.py [--B 1024] [--T 10000] [--trace]
+
+``--trace`` also records one sweep with the JAX profiler and prints the operations of the
+compiled program by total time (``jax.profiler.ProfileData`` reads the trace; no TensorBoard
+needed): per-round fusions run once per round, so their time per call is their cost per
+round of all B sequences.
+
+Times are medians of 3 after a warm-up call; µs/step is the wall time of one round of all B
+sequences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jcalib
+from jcalib.core import AbstractRecorder, Forecast
+from jcalib.forecasters.aosa import AlmostOneStepAhead, grid_points
+
+
+class SumOfOutcomes(AbstractRecorder):
+    """Keeps only Σ y (so the rounds are not dead code)."""
+
+    def init(self):
+        return jnp.zeros((), jnp.int32)
+
+    def step(self, s, rnd):
+        return s + jnp.asarray(rnd.y, jnp.int32), None
+
+
+class NoSearch(AlmostOneStepAhead):
+    """AOSA's update with the bisection replaced by a constant-time index."""
+
+    def predict(self, state, x, key):
+        i = jnp.clip(state.beta[0], 0, self.n_bins - 1)
+        v = grid_points(self.n_bins)[i]
+        return Forecast(v, v)
+
+
+def timed(fn, repeats=3):
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--B", type=int, default=1024)
+    ap.add_argument("--T", type=int, default=10_000)
+    ap.add_argument("--trace", action="store_true", help="per-operation times from the JAX profiler")
+    args = ap.parse_args(argv)
+    B, T = args.B, args.T
+    m = jcalib.forecasters.aosa_bins(T)
+    key = jax.random.key(0)
+    ys = np.random.default_rng(1).integers(0, 2, (B, T)).astype(np.int32)
+    replays = [jcalib.natures.Replay(r) for r in ys]
+    bern = jcalib.natures.Bernoulli(0.3)
+    aosa, nosearch = AlmostOneStepAhead(n_bins=m), NoSearch(n_bins=m)
+    variants = [
+        ("AOSA, Bernoulli, summary", aosa, bern, "summary"),
+        ("AOSA, replayed outcomes (no RNG), summary", aosa, replays, "summary"),
+        ("AOSA, Bernoulli, no recorder", aosa, bern, SumOfOutcomes()),
+        ("AOSA, replayed outcomes, no recorder", aosa, replays, SumOfOutcomes()),
+        ("AOSA without bisection, replayed, no recorder", nosearch, replays, SumOfOutcomes()),
+    ]
+    print(f"B = {B}, T = {T}, m = {m}; {jax.device_count()} x {jax.devices()[0].platform}, jax {jax.__version__}")
+    print(f"{'variant':48s} {'rounds/s':>10s} {'us/step':>8s}")
+    for name, f, n, rec in variants:
+        seeds = 1 if isinstance(n, list) else B
+
+        def run():
+            jax.block_until_ready(jcalib.sweep(f, n, T, key, n_seeds=seeds, record=rec, progress=False))
+
+        t = timed(run)
+        print(f"{name:48s} {B * T / t:10.3e} {t * 1e6 / T:8.1f}")
+
+    seed_keys = jax.random.split(key, B)
+
+    @jax.jit
+    def per_round_draws(ks):
+        def body(c, t):
+            kk = jax.vmap(lambda k: jax.random.fold_in(k, t))(ks)
+            y = jax.vmap(lambda k: jax.random.bernoulli(k, 0.3))(kk)
+            return c + y.astype(jnp.int32), None
+
+        return jax.lax.scan(body, jnp.zeros(B, jnp.int32), jnp.arange(T))[0]
+
+    @jax.jit
+    def block_bits(k):
+        K = 100
+
+        def body(c, b):
+            bits = jax.random.bits(jax.random.fold_in(k, b), (K, B))
+            return c + (bits < jnp.uint32(int(0.3 * 2**32))).astype(jnp.int32).sum(0), None
+
+        return jax.lax.scan(body, jnp.zeros(B, jnp.int32), jnp.arange(T // K))[0]
+
+    t = timed(lambda: jax.block_until_ready(per_round_draws(seed_keys)))
+    print(f"{'RNG alone: fold_in + bernoulli per element-round':48s} {B * T / t:10.3e} {t * 1e6 / T:8.1f}")
+    t = timed(lambda: jax.block_until_ready(block_bits(key)))
+    print(f"{'RNG alone: bits of shape (100, B) per fold_in':48s} {B * T / t:10.3e} {t * 1e6 / T:8.1f}")
+    if args.trace:
+        trace(aosa, bern, B, T, key)
+
+
+def trace(f, nature, B, T, key, top=25):
+    """Per-operation wall times of one sweep, from the JAX profiler's trace of the XLA thunks."""
+    import collections
+    import glob
+    import tempfile
+
+    from jax.profiler import ProfileData
+
+    def run():
+        jax.block_until_ready(jcalib.sweep(f, nature, T, key, n_seeds=B, record="summary", progress=False))
+
+    run()
+    with tempfile.TemporaryDirectory() as d:
+        jax.profiler.start_trace(d)
+        run()
+        jax.profiler.stop_trace()
+        data = ProfileData.from_file(glob.glob(f"{d}/**/*.xplane.pb", recursive=True)[0])
+    total, calls = collections.Counter(), collections.Counter()
+    for plane in data.planes:
+        for line in plane.lines:
+            if line.name == "python" or "XLA" not in line.name and "Xla" not in line.name:
+                continue  # keep the executor's thread: one event per XLA operation
+            for ev in line.events:
+                total[ev.name] += ev.duration_ns
+                calls[ev.name] += 1
+    print(f"\nJAX profiler, one sweep (B = {B}, T = {T}): operations by total time")
+    print(f"{'ms':>9s} {'calls':>7s} {'us/call':>8s}  operation")
+    for name, ns in total.most_common(top):
+        print(f"{ns / 1e6:9.2f} {calls[name]:7d} {ns / calls[name] / 1e3:8.2f}  {name[:80]}")
+
+
+if __name__ == "__main__":
+    main()
