@@ -3,13 +3,25 @@
 Online calibrated forecasters as pure state transitions (``jcalib.forecasters``) played against
 adversaries and data streams (``jcalib.natures``) by ``play`` and ``sweep``, which keep what a
 recorder asks for (``jcalib.recorders``); calibration metrics (``jcalib.metrics``); offline
-recalibration (``jcalib.recalibration``); data loaders (``jcalib.datasets``).
+recalibration (``jcalib.recalibration``); data loaders (``jcalib.datasets``); Blackwell payoffs
+and half-space oracles (``jcalib.payoffs``); distributions over an interval
+(``jcalib.distributions``); proper scoring rules (``jcalib.scoring``); differentiable
+calibration losses for training (``jcalib.losses``).
 """
 
-from . import core, datasets, forecasters, metrics, natures, recalibration, recorders, scoring
-from . import payoffs
-from . import distributions
-from . import losses
+from . import (
+    core,
+    datasets,
+    distributions,
+    forecasters,
+    losses,
+    metrics,
+    natures,
+    payoffs,
+    recalibration,
+    recorders,
+    scoring,
+)
 from .core import (
     AbstractForecaster,
     AbstractNature,
