@@ -190,7 +190,7 @@ def check_binary_inputs(probs, labels, sample_weight):
         raise ValueError("probs and labels are empty; a calibration metric needs at least one round")
     w = check_weights(sample_weight, n)
     w = jnp.ones_like(p) if w is None else w.astype(p.dtype)
-    if is_concrete(w) and not bool(jnp.sum(w) > 0):
+    if is_concrete(w) and not bool(np.sum(np.asarray(w)) > 0):
         raise ValueError("sample_weight sums to zero; at least one round needs positive weight")
     return p, y.astype(p.dtype), w
 

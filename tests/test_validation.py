@@ -76,3 +76,20 @@ def test_grid_counts():
         V.check_grid_counts([3, 5, 2], [1, 6, 2], 2)
     with pytest.raises(ValueError, match="finite"):
         V.check_grid_counts([3.0, np.nan, 2.0], [1.0, 0.0, 2.0], 2)
+
+
+def test_checks_of_concrete_arrays_inside_a_users_jit():
+    # weights, outcomes and settings captured as concrete arrays inside someone else's trace are
+    # checked in NumPy: nothing is staged into that trace (no TracerBoolConversionError)
+    import jax
+    import jax.numpy as jnp
+
+    from jcalib import metrics
+
+    p = jnp.asarray([0.2, 0.7, 0.9])
+    y = jnp.asarray([0, 1, 1])
+    w = jnp.asarray([1.0, 2.0, 1.0])
+    assert float(jax.jit(lambda: metrics.ece(p, y, sample_weight=w))()) >= 0
+    zero = jnp.zeros(3)
+    with pytest.raises(ValueError, match="sums to zero"):
+        jax.jit(lambda: metrics.ece(p, y, sample_weight=zero))()

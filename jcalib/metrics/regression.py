@@ -80,7 +80,7 @@ def _pit_inputs(pit_values, sample_weight):
             raise ValueError(f"pit_values must lie in [0, 1]; found {float(v[(v < 0) | (v > 1)][0])!r}")
     w = check_weights(sample_weight, u.shape[0])
     w = jnp.ones_like(u) if w is None else w.astype(u.dtype)
-    if is_concrete(w) and not bool(jnp.sum(w) > 0):
+    if is_concrete(w) and not bool(np.sum(np.asarray(w)) > 0):
         raise ValueError("sample_weight sums to zero; at least one round needs positive weight")
     return u, w
 
@@ -101,7 +101,7 @@ def pit(dist: Any, y: Float[Array, " T"]) -> Float[Array, " T"]:
     y = as_float_array(y, "y")
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D, got shape {tuple(y.shape)}")
-    if is_concrete(y) and not bool(jnp.all(jnp.isfinite(y))):
+    if is_concrete(y) and not bool(np.all(np.isfinite(np.asarray(y)))):
         raise ValueError("y contains NaN or infinite values")
     return dist.cdf(y)
 
@@ -265,7 +265,7 @@ def _real_pair(y, pred, name_pred):
     if p.shape[0] != y.shape[0]:
         raise ValueError(f"{name_pred} needs the leading axis of y ({y.shape[0]}), got shape {tuple(p.shape)}")
     for arr, nm in ((y, "y"), (p, name_pred)):
-        if is_concrete(arr) and not bool(jnp.all(jnp.isfinite(arr))):
+        if is_concrete(arr) and not bool(np.all(np.isfinite(np.asarray(arr)))):
             raise ValueError(f"{nm} contains NaN or infinite values")
     return y, p
 
@@ -350,7 +350,7 @@ def crps_score(dist: Any, y: Float[Array, " T"], sample_weight: Float[Array, " T
     y = as_float_array(y, "y")
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D, got shape {tuple(y.shape)}")
-    if is_concrete(y) and not bool(jnp.all(jnp.isfinite(y))):
+    if is_concrete(y) and not bool(np.all(np.isfinite(np.asarray(y)))):
         raise ValueError("y contains NaN or infinite values")
     s = _crps(dist, y)
     w = check_weights(sample_weight, y.shape[0])

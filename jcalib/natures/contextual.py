@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._validation import as_float_array, is_concrete
@@ -130,7 +131,7 @@ class DistortedModel(_LatentModel):
         _check_scalar_prob(self.low, "low")
         _check_scalar_prob(self.high, "high")
         s = as_float_array(self.shift, "shift")
-        if is_concrete(s) and not bool(jnp.isfinite(s)):
+        if is_concrete(s) and not bool(np.isfinite(np.asarray(s))):
             raise ValueError(f"shift must be finite, got {self.shift!r}")
         lo, hi = as_float_array(self.low, "low"), as_float_array(self.high, "high")
         if is_concrete(lo) and is_concrete(hi) and not bool(lo < hi):
@@ -178,7 +179,7 @@ class DriftingModel(_LatentModel):
         _check_scalar_prob(self.high, "high")
         for name in ("start", "end"):
             v = as_float_array(getattr(self, name), name)
-            if is_concrete(v) and not bool(jnp.isfinite(v)):
+            if is_concrete(v) and not bool(np.isfinite(np.asarray(v))):
                 raise ValueError(f"{name} must be finite, got {getattr(self, name)!r}")
 
     def bias(self, t: Int[Array, ""]) -> Float[Array, ""]:

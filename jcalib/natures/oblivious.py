@@ -13,6 +13,7 @@ import equinox as eqx
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._validation import as_float_array, check_binary_labels, check_binary_probs, is_concrete
@@ -49,7 +50,7 @@ def _check_scalar_prob(value, name):
 
 def _check_positive(value, name):
     arr = as_float_array(value, name)
-    if is_concrete(arr) and not bool(jnp.all(jnp.isfinite(arr) & (arr > 0))):
+    if is_concrete(arr) and not bool(np.all(np.isfinite(np.asarray(arr)) & (np.asarray(arr) > 0))):
         raise ValueError(f"{name} must be positive and finite, got {value!r}")
 
 
@@ -323,7 +324,7 @@ class Replay(_Clocked):
             arr = check_binary_labels(y, "y")
         else:
             arr = as_float_array(y, "y")
-            if is_concrete(arr) and not bool(jnp.all(jnp.isfinite(arr))):
+            if is_concrete(arr) and not bool(np.all(np.isfinite(np.asarray(arr)))):
                 raise ValueError("y contains NaN or infinite values")
         if arr.ndim != 1 or arr.shape[0] < 1:
             raise ValueError(f"y must be a non-empty 1-D sequence, got shape {tuple(arr.shape)}")
@@ -334,7 +335,7 @@ class Replay(_Clocked):
                     raise ValueError(
                         f"every leaf of x needs the leading axis of y (length {arr.shape[0]}), got shape {tuple(leaf.shape)}"
                     )
-                if jnp.issubdtype(leaf.dtype, jnp.floating) and is_concrete(leaf) and not bool(jnp.all(jnp.isfinite(leaf))):
+                if jnp.issubdtype(leaf.dtype, jnp.floating) and is_concrete(leaf) and not bool(np.all(np.isfinite(np.asarray(leaf)))):
                     raise ValueError("x contains NaN or infinite values")
         self.y = arr
         self.x = x

@@ -169,7 +169,7 @@ def online_isotonic_probs(
     y = as_float_array(y, "y")
     if y.shape != d.batch_shape or y.ndim != 1:
         raise ValueError(f"y must have shape {d.batch_shape}, got {tuple(y.shape)}")
-    if is_concrete(y) and not bool(jnp.all(jnp.isfinite(y))):
+    if is_concrete(y) and not bool(np.all(np.isfinite(np.asarray(y)))):
         raise ValueError("y contains NaN or infinite values")
     u = jnp.clip(d.cdf(y), 0, 1)
     cum = jnp.concatenate([jnp.zeros_like(d.probs[:, :1]), jnp.cumsum(d.probs, axis=1)], axis=1)
