@@ -228,8 +228,12 @@ class ConformalOracle(AbstractOracle):
     5. otherwise (signs $-\cdots-+\cdots+$): the matrix game
        $\min_q \max_j \sum_a c_a q_a(\mathbb 1\{a \ge j\} - \beta)$ by
        :func:`game_value_mirror_prox` (``lp_steps`` steps), keeping the better of it and the best
-       pure action. The certificate is at most $\epsilon\|c\|_2$ with $\epsilon > 1/M$ (checked
-       against ``scipy.optimize.linprog`` in the tests).
+       pure action. The certificate is the LP value (checked against
+       ``scipy.optimize.linprog`` in the tests). SPEC §3 bounds it by $\epsilon\|c\|_2$ for
+       any $\epsilon > 1/M$; that is not true in general: at $c = (-a,-a,-a,b,\dots,b)$
+       ($a = .0727$, $b = .0312$, $M = 8$, $\beta = .3$), reached by an adversary, the LP value
+       is $0.148\|c\|_2 > \|c\|_2/8$. Algorithm 1 with this oracle then keeps
+       $\|\bar\pi_T\| \le \epsilon + \sqrt{B/T}$ with $\epsilon$ the largest ratio reached.
 
     ``rule="paper"`` plays the paper's rule (any sign change, first found) for comparison.
     Forecast: ``public = Mixture(levels, q)`` (all $M+1$ levels), ``value`` = the drawn level.
