@@ -1,20 +1,33 @@
-"""Approachability recalibrator (paper 001) throughput: ``jcalib.sweep`` against a NumPy
-implementation vectorised over the batch, and against AOSA's own throughput, in one run.
+"""Approachability recalibrator (paper 001) throughput: ``jcalib.sweep`` against the baselines a
+researcher would otherwise write, measured in one run on the same B runs of the same stream.
 
-Rounds per second = B·T / wall time (median of repeats after a warm-up call; compile time is the
-first call minus that median). The model stream is recorded once on the host (q_t =
-sigmoid(2 logit p*_t), y_t ~ Bernoulli(p*_t), p*_t ~ U[0.05, 0.95]) and replayed
-(``Replay(y, x=q)``, shared by the batch) by jcalib and by the NumPy baseline alike, so both
-time the recalibrator, not a random-number generator; every run still draws its forecast from
-the published mixture each round. AOSA (paper 000) is timed on Bernoulli(0.3) draws, its own
-benchmark's nature (on a shared replay a deterministic forecaster's runs do not depend on the
-seed, so ``vmap`` computes one run for the whole batch: not a throughput); the randomised
-Foster forecaster is timed on the same replayed outcomes as a randomised peer. The recalibrator is also timed against the
-live ``DistortedModel`` nature, whose per-round sampling (a uniform, a logit and a sigmoid per
-round) then dominates. All jcalib runs record the same O(m) grid summary.
+- ``numba``: the per-sequence loop of Algorithm 1 compiled with numba (``pip install
+  jcalib[bench]``), ``prange`` over the B runs on ``--threads`` threads (default 2), a xorshift64
+  RNG per run for the draw (skipped with a note when numba is missing);
+- ``NumPy``: Algorithm 1 vectorised over the batch (the same oracle, follow rule and OGD step).
+
+Before timing, every run checks that the two baselines compute the same algorithm (``--check``
+runs only that): on 8 small runs drawing from the same uniforms, the final θ, λ, calibration
+sums and summed draws must agree.
+
+Rounds per second = B·T / wall time, median of repeats after a warm-up call, the
+implementations taking turns within each repeat (a burst of load hits all alike); compile time
+(first call minus the median; numba: its first call) separately. The model stream is recorded
+once on the host (q_t = sigmoid(2 logit p*_t), y_t ~ Bernoulli(p*_t), p*_t ~ U[0.05, 0.95]) and
+replayed (``Replay(y, x=q)``, shared by the batch) by every implementation, so all time the
+recalibrator, not a random-number generator; every run still draws its forecast from the
+published mixture each round. jcalib records its O(m) grid summary (``record="summary"``).
+
+``--peers`` also times, one after another, Lee MW on the replay, AOSA (paper 000) on
+Bernoulli(0.3) draws (on a shared replay a deterministic forecaster's runs do not depend on the
+seed, so ``vmap`` computes one run for the whole batch: not a throughput), the randomised Foster
+forecaster on the replayed outcomes, and the recalibrator against the live ``DistortedModel``
+nature, whose per-round sampling then dominates.
 
     python benchmarks/approachability_throughput.py            # B = 1024, T = 10^4
     python benchmarks/approachability_throughput.py --quick    # B = 256, T = 2000
+    python benchmarks/approachability_throughput.py --check    # only the numba-vs-NumPy check
+    python benchmarks/approachability_throughput.py --peers    # also Lee MW, AOSA, Foster, live nature
 """
 
 from __future__ import annotations
@@ -276,7 +289,9 @@ def main(argv=None):
     if numba is not None:
         numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
         t0 = time.perf_counter()
-        print(check_numba(approach_numba), f"({time.perf_counter() - t0:.1f} s with the compile)", flush=True)
+        approach_numba(np.full(10, 0.5), np.zeros(10, np.int32), 4, 0.1, 1.0, 0.25, 2, 0, np.zeros((0, 0)))
+        nb_compile = time.perf_counter() - t0
+        print(check_numba(approach_numba), flush=True)
     else:
         print("numba is not installed (pip install jcalib[bench]): the compiled baseline and its check are skipped")
     if args.check:
@@ -302,12 +317,8 @@ def main(argv=None):
     run_jax()
     first = time.perf_counter() - t0
     impls = {"jcalib.sweep": (run_jax, T)}
-    nb_compile = float("nan")
     if approach_numba is not None:
         no_u = np.zeros((0, 0))
-        t0 = time.perf_counter()
-        approach_numba(q_seq[:10], y_seq[:10], m, eta, Lam, eps, 2, 0, no_u)
-        nb_compile = time.perf_counter() - t0
         impls["numba"] = (lambda: approach_numba(q_seq, y_seq, m, eta, Lam, eps, B, 1, no_u), T)
     nT = args.numpy_T or T
     rng = np.random.default_rng(0)
@@ -322,7 +333,7 @@ def main(argv=None):
     t_jax = statistics.median(times["jcalib.sweep"])
     rows = [("jcalib.sweep, replay", rate["jcalib.sweep"], first - t_jax)]
     if "numba" in rate:
-        rows.append((f"numba per-sequence loop", rate["numba"], nb_compile))
+        rows.append(("numba per-sequence loop", rate["numba"], nb_compile))
     rows.append((f"NumPy (vectorised), {nT} rounds", rate["NumPy"], float("nan")))
     if args.peers:
         for name, fc, nat in (
@@ -341,7 +352,7 @@ def main(argv=None):
     r_ours = rate["jcalib.sweep"]
     nb = f"jcalib / numba = {r_ours / rate['numba']:.2f} (goal >= 0.5); " if "numba" in rate else ""
     print(f"{nb}jcalib / NumPy = {r_ours / rate['NumPy']:.1f}x (goal >= 10x); median of {args.repeats} "
-          f"alternating repeats; compile s = first call minus the median (numba: its first call)")
+          f"alternating repeats; compile s = first call minus the median (numba: its first call, on a tiny case)")
     print(f"load average during the run: {os.getloadavg()[0]:.1f} (1 min)")
 
 
