@@ -8,7 +8,8 @@ researcher would otherwise write, measured in one run on the same B runs of the 
 
 Before timing, every run checks that the two baselines compute the same algorithm (``--check``
 runs only that): on 8 small runs drawing from the same uniforms, the final θ, λ, calibration
-sums and summed draws must agree.
+sums, summed draws and (forecast, outcome) histograms must agree; and jcalib's pooled
+histogram over 256 runs of one stream must match the compiled loop's within sampling noise.
 
 Rounds per second = B·T / wall time, median of repeats after a warm-up call, the
 implementations taking turns within each repeat (a burst of load hits all alike); compile time
@@ -16,7 +17,8 @@ implementations taking turns within each repeat (a burst of load hits all alike)
 once on the host (q_t = sigmoid(2 logit p*_t), y_t ~ Bernoulli(p*_t), p*_t ~ U[0.05, 0.95]) and
 replayed (``Replay(y, x=q)``, shared by the batch) by every implementation, so all time the
 recalibrator, not a random-number generator; every run still draws its forecast from the
-published mixture each round. jcalib records its O(m) grid summary (``record="summary"``).
+published mixture each round. jcalib records its O(m) grid summary (``record="summary"``), and
+the numba and NumPy baselines keep the same (forecast, outcome) histogram.
 
 ``--peers`` also times, one after another, Lee MW on the replay, AOSA (paper 000) on
 Bernoulli(0.3) draws (on a shared replay a deterministic forecaster's runs do not depend on the
@@ -56,8 +58,10 @@ def recalibrator_numpy(B: int, q_seq, y_seq, m: int, eta: float, Lam: float, eps
                        uniforms=None):
     """Algorithm 1 (Brier, l1, follow-the-oracle) vectorised over B runs of the replayed stream.
 
-    Returns ``(theta, lam, cal, draws)``: the final normals ``(B, m+1)`` and ``(B,)``, the
-    calibration sums ``(B, m+1)`` and the sum over rounds of each run's drawn forecast. The draw
+    Returns ``(theta, lam, cal, draws, hist)``: the final normals ``(B, m+1)`` and ``(B,)``, the
+    calibration sums ``(B, m+1)``, the sum over rounds of each run's drawn forecast, and the
+    histogram of (drawn grid point, outcome) pairs ``(B, 2(m+1))`` — the O(m) summary that
+    ``jcalib.sweep(..., record="summary")`` keeps (an O(1) update per round). The draw
     is ``p_i`` if ``u < w`` else ``p_{i+1}`` with ``u`` from ``rng``, or from ``uniforms[t, b]``
     when given (``(T, B)``: the deterministic rule of the ``--check`` comparison).
     """
@@ -69,6 +73,7 @@ def recalibrator_numpy(B: int, q_seq, y_seq, m: int, eta: float, Lam: float, eps
     lam = np.zeros(B)
     rows = np.arange(B)
     draws = np.zeros(B)
+    hist = np.zeros((B, 2 * (m + 1)), np.int64)
     n_iter = max(m - 1, 0).bit_length()
     for t in range(len(q_seq)):
         q = np.full(B, q_seq[t])
@@ -113,7 +118,9 @@ def recalibrator_numpy(B: int, q_seq, y_seq, m: int, eta: float, Lam: float, eps
         i = np.where(follow, np.minimum(jq, m - 1), i)
         w = np.where(follow, (jq <= m - 1).astype(float), w)
         u01 = rng.random(B) if uniforms is None else uniforms[t]
-        draws += np.where(u01 < w, grid[i], grid[i + 1])  # the realised forecast
+        j_draw = np.where(u01 < w, i, i + 1)  # the realised forecast's grid index
+        draws += grid[j_draw]
+        hist[rows, 2 * j_draw + y.astype(np.int64)] += 1  # the (forecast, outcome) histogram jcalib records
         idx = np.stack([i, i + 1], 1)
         ww = np.stack([w, 1 - w], 1)
         p = grid[idx]
@@ -125,7 +132,7 @@ def recalibrator_numpy(B: int, q_seq, y_seq, m: int, eta: float, Lam: float, eps
         cal[r2, idx] = old + u
         cal_norm += (np.abs(old + u) - np.abs(old)).sum(1)
         lam = np.clip(lam + eta * ureg, 0, Lam)
-    return theta, lam, cal, draws
+    return theta, lam, cal, draws, hist
 
 
 def make_numba():
@@ -137,7 +144,7 @@ def make_numba():
     is in the third quadrant), the follow-the-oracle rule, a draw from the published two-point
     mixture with a per-sequence xorshift64 RNG (or ``uniforms[t, b]`` when ``uniforms`` has T
     rows: the ``--check`` rule), and the O(1) ℓ∞-box OGD step on the two touched coordinates.
-    Returns ``(theta, lam, cal, draws)`` like :func:`recalibrator_numpy`.
+    Returns ``(theta, lam, cal, draws, hist)`` like :func:`recalibrator_numpy`.
     """
     try:
         import numba
@@ -153,12 +160,14 @@ def make_numba():
         cal_out = np.zeros((B, m + 1))
         lam_out = np.zeros(B)
         draws_out = np.zeros(B)
+        hist_out = np.zeros((B, 2 * (m + 1)), np.int64)
         for b in numba.prange(B):
             theta = np.zeros(m + 1)
             cal = np.zeros(m + 1)
             cal_norm = 0.0
             lam = 0.0
             draws = 0.0
+            hist = np.zeros(2 * (m + 1), np.int64)
             s = np.uint64(0x9E3779B97F4A7C15) * np.uint64(seed * B + b + 1)
             for t in range(T):
                 q = q_seq[t]
@@ -214,7 +223,9 @@ def make_numba():
                     s ^= s >> np.uint64(7)
                     s ^= s << np.uint64(17)
                     u01 = (s >> np.uint64(11)) * 2.0**-53
-                draws += p0 if u01 < w else p1
+                jd = i if u01 < w else i + 1
+                draws += jd / m
+                hist[2 * jd + y_seq[t]] += 1
                 # OGD on the mixture's expected payoff; ℓ∞ box: clip the two touched coordinates
                 u0, u1 = w * (y - p0), (1 - w) * (y - p1)
                 ureg = (w * (p0 - y) ** 2 + (1 - w) * (p1 - y) ** 2 - (q - y) ** 2) / L
@@ -228,7 +239,8 @@ def make_numba():
             cal_out[b] = cal
             lam_out[b] = lam
             draws_out[b] = draws
-        return theta_out, lam_out, cal_out, draws_out
+            hist_out[b] = hist
+        return theta_out, lam_out, cal_out, draws_out, hist_out
 
     return approach_numba, numba
 
@@ -237,7 +249,7 @@ def check_numba(approach_numba, B: int = 8, T: int = 2000, seed: int = 7) -> str
     """Assert that the compiled loop and the NumPy baseline compute the same algorithm.
 
     Both play B runs of the same replayed stream, drawing their forecasts with the same uniforms
-    (``(T, B)``); the final θ, λ, calibration sums and the summed draws must agree. Each run sees
+    (``(T, B)``); the final θ, λ, calibration sums, summed draws and histograms must agree. Each run sees
     its own stream here, so the B runs differ (the NumPy baseline shares one stream over its
     batch, so it is called once per run).
     """
@@ -250,13 +262,31 @@ def check_numba(approach_numba, B: int = 8, T: int = 2000, seed: int = 7) -> str
         q_seq, y_seq = model_stream(T, rng)
         ref = recalibrator_numpy(1, q_seq, y_seq, m, eta, Lam, eps, rng, uniforms=uni[:, b:b + 1])
         got = approach_numba(q_seq, y_seq, m, eta, Lam, eps, 1, 0, uni[:, b:b + 1].copy())
-        for r, g, name in zip(ref, got, ("theta", "lam", "cal", "draws")):
+        for r, g, name in zip(ref, got, ("theta", "lam", "cal", "draws", "hist")):
             # the same operations in the same order in float64: any gap is round-off (1e-9 leaves
             # room for numba's reassociation of the scalar expressions), not a different choice
             np.testing.assert_allclose(g, r, rtol=1e-9, atol=1e-9, err_msg=f"numba vs NumPy: {name}, run {b}")
             worst = max(worst, float(np.max(np.abs(np.asarray(g) - np.asarray(r)))))
+    # jcalib against the compiled loop: the published mixtures do not depend on the draws (the
+    # OGD step uses the mixture's expected payoff), so on one shared stream every run of both
+    # draws from the same per-round mixtures; the pooled (forecast, outcome) histograms of nb
+    # runs then differ by sampling noise only (sd <= sqrt(2 * count); 6 sd, floored at 10 for
+    # jcalib's float32 against float64 on rare near-ties of the oracle)
+    q_seq, y_seq = model_stream(T, rng)
+    nb = 256
+    got = approach_numba(q_seq, y_seq, m, eta, Lam, eps, nb, 3, np.zeros((0, 0)))[4].sum(0).reshape(m + 1, 2)
+    summ = jcalib.sweep(f, jcalib.natures.Replay(y_seq, x=q_seq), T, jax.random.key(3), n_seeds=nb,
+                        record="summary", progress=False)
+    ref_counts = np.asarray(summ.counts).reshape(-1, m + 1).sum(0)
+    ref_ones = np.asarray(summ.ones).reshape(-1, m + 1).sum(0)
+    for name, r, g in (("counts", ref_counts, got.sum(1)), ("ones", ref_ones, got[:, 1])):
+        tol = np.maximum(6 * np.sqrt(2 * np.maximum(r, 1)), 10)
+        bad = np.abs(g - r) > tol
+        assert not bad.any(), f"jcalib vs numba: pooled {name} differ beyond sampling noise at bins {np.flatnonzero(bad)}: {r} vs {g}"
+    z = float(np.max(np.abs(got.sum(1) - ref_counts) / np.sqrt(2 * np.maximum(ref_counts, 1))))
     return (f"check: numba == NumPy on {B} runs x T = {T} (m = {m}; same uniforms for the draws): "
-            f"theta, lambda, calibration sums and summed draws agree, max abs diff {worst:.1e}")
+            f"theta, lambda, calibration sums, summed draws and (forecast, outcome) histograms agree, max abs diff {worst:.1e}; "
+            f"jcalib.sweep vs numba on {nb} runs of one stream: pooled histograms within sampling noise (max |z| {z:.1f})")
 
 
 def timed(fn, repeats):
