@@ -51,7 +51,7 @@ from ._validation import (
 from .metrics import smooth_ece
 from .metrics.smooth import smooth_ece_at_bandwidth
 from .metrics.decision import decision_objective
-from .recalibration.kernel import kernel_matmul, multinomial_kernel
+from ._kernels import LaplacianKernel, kernel_matmul, laplacian_kernel, multinomial_kernel
 
 __all__ = [
     "smooth_ece_loss",
@@ -404,43 +404,6 @@ def kernel_calibration_loss(
 
 # --------------------------------------------------------------------------------------------
 # MMCE (Kumar, Sarawagi, Jain 2018)
-
-
-class LaplacianKernel(eqx.Module):
-    r"""Laplacian kernel $\ker(u, u') = \exp(-\|u - u'\|_1 / \omega)$; $\ker(u, u) = 1$.
-
-    MMCE's kernel (Kumar et al. 2018 use $\omega = 0.4$ on confidences in $[0, 1]$).
-
-    Attributes:
-        bandwidth: $\omega > 0$ (static).
-    """
-
-    bandwidth: float = eqx.field(static=True)
-
-    def __check_init__(self):
-        if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)) or not self.bandwidth > 0:
-            raise ValueError(f"bandwidth must be a positive number, got {self.bandwidth!r}")
-
-    @property
-    def diag_bound(self) -> float:
-        return 1.0
-
-    def __call__(self, u: Float[Array, "a d"], v: Float[Array, "b d"]) -> Float[Array, "a b"]:
-        dist = jnp.sum(jnp.abs(u[:, None, :] - v[None, :, :]), axis=2)
-        return jnp.exp(-dist / self.bandwidth)
-
-
-def laplacian_kernel(bandwidth: float = 0.4) -> LaplacianKernel:
-    r"""Laplacian kernel of bandwidth $\omega$ (see :class:`LaplacianKernel`).
-
-    Examples:
-        >>> import jax.numpy as jnp
-        >>> round(float(laplacian_kernel(0.5)(jnp.array([[0.0]]), jnp.array([[0.5]]))[0, 0]), 4)
-        0.3679
-    """
-    if isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float, np.floating)):
-        raise ValueError(f"bandwidth must be a positive number, got {bandwidth!r}")
-    return LaplacianKernel(float(bandwidth))
 
 
 @functools.partial(jax.jit, static_argnames=("bandwidth", "tile", "squared"))
