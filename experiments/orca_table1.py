@@ -152,7 +152,7 @@ def run_experts(series_names, expert_names, horizon: int, warmup, progress: bool
     return runs
 
 
-def orca_sweep(streams, edges, n_steps: int, learning_rate: float, key, progress: bool, payoff=None, logit_bound=None, start=None):
+def orca_sweep(streams, edges, n_steps: int, learning_rate: float, key, progress: bool, payoff=None, logit_range=None, start=None):
     """ORCA on every stream at once: ONE ``jcalib.sweep`` over ``Replay(y, expert forecast)``
     natures (stacked, so all streams must have one length). Returns the forecasts' masses,
     shape ``(n_streams, T, n_bins)``, and the per-round certificate values."""
@@ -166,8 +166,8 @@ def orca_sweep(streams, edges, n_steps: int, learning_rate: float, key, progress
         x = PiecewiseConstant(jnp.asarray(p32), edges)
         natures.append(Replay(jnp.asarray(ef.y, jnp.float32), x, outcomes="real"))
     kwargs = {} if payoff is None else {"payoff": payoff}
-    if logit_bound is not None:
-        kwargs["logit_bound"] = logit_bound
+    if logit_range is not None:
+        kwargs["logit_range"] = logit_range
     if start is not None:
         kwargs["start"] = start
     f = ORCA(edges=edges, n_steps=n_steps, learning_rate=learning_rate, **kwargs)
@@ -274,7 +274,7 @@ def parse(argv=None):
     ap.add_argument("--warmup", type=int, default=None, help="expert warm-up rows (default: all earlier rows; --quick 200)")
     ap.add_argument("--steps", type=int, default=None, help="ORCA's Adam steps per round (default 400; --quick 10)")
     ap.add_argument("--lr", type=float, default=0.05, help="ORCA's Adam learning rate (reconstructed; default 0.05)")
-    ap.add_argument("--logit-bound", type=float, default=None, help="ORCA's logit bound (default: ORCA's own)")
+    ap.add_argument("--logit-range", type=float, default=None, help="ORCA's logit range R (default: ORCA's own)")
     ap.add_argument("--start", choices=("warm", "expert"), default=None,
                     help="ORCA's start each round: previous round's parameters or the expert's logits (default: ORCA's own)")
     ap.add_argument("--experts", nargs="+", default=list(TABLE_EXPERTS), help=f"experts among {EXPERTS}")
@@ -333,7 +333,7 @@ def main(argv=None) -> dict:
     # ORCA: the 8 runs in one sweep
     t0 = time.perf_counter()
     orca, cert = orca_sweep([experts[k] for k in keys], edges, args.steps, args.lr, jax.random.key(args.seed), progress,
-                             logit_bound=args.logit_bound, start=args.start)
+                             logit_range=args.logit_range, start=args.start)
     timing["orca_s"] = time.perf_counter() - t0
     timing["orca_runs"] = len(keys)
     timing["orca_adam_steps"] = args.steps

@@ -99,7 +99,7 @@ def parse(argv=None):
     ap.add_argument("--warmup", type=int, default=None, help="expert warm-up rows (default all earlier; --quick 200)")
     ap.add_argument("--steps", type=int, default=None, help="ORCA's Adam steps (default 400; --quick 10)")
     ap.add_argument("--lr", type=float, default=0.05, help="ORCA's learning rate (reconstructed)")
-    ap.add_argument("--logit-bound", type=float, default=None, help="ORCA's logit bound (default: ORCA's own)")
+    ap.add_argument("--logit-range", type=float, default=None, help="ORCA's logit range R (default: ORCA's own)")
     ap.add_argument("--start", choices=("warm", "expert"), default=None,
                     help="ORCA's start each round (default: ORCA's own)")
     ap.add_argument("--out", default="results/orca_wind_farm")
@@ -138,7 +138,7 @@ def main(argv=None) -> dict:
     timing["isotonic_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     orca, _ = orca_sweep([ef], edges, args.steps, args.lr, jax.random.key(args.seed), progress, payoff=decision_payoff(),
-                          logit_bound=args.logit_bound, start=args.start)
+                          logit_range=args.logit_range, start=args.start)
     timing["orca_s"] = time.perf_counter() - t0
     orca = orca[0]
 
