@@ -221,7 +221,7 @@ class ORCA(AbstractForecaster):
         return jnp.concatenate([jnp.zeros((k,), fdt), mu, logs])
 
     def project(self, theta):
-        """Keep the logits in $[\max\theta - R, \max\theta]$, $R$ = ``logit_range``, shifted so $\max\theta = 0$ (piecewise family only).
+        r"""Keep the logits in $[\max\theta - R, \max\theta]$, $R$ = ``logit_range``, shifted so $\max\theta = 0$ (piecewise family only).
 
         Departure from the paper (which does not say how it parametrises): without a bound, Adam
         drives the logits of a sharp minimax forecast to $-\infty$, where the softmax's
