@@ -292,7 +292,7 @@ class ORCA(AbstractForecaster):
         warm start alone the certificate stayed near $+1.5\\|c\\|$ and $T\\cdot$QCE grew from 6 at
         $T = 300$ to 130 at $T = 1000$; with the screened starts it stays at 0.4. Screening costs
         $1 + n\\,|\\text{spike\\_weights}|$ evaluations of :meth:`component_values` (151 for the
-        defaults, about an eighth of 400 Adam steps). With ``satisfice`` values are clipped at 0,
+        defaults; measured 40.1 against 35.4 ms per round with 400 Adam steps, +13%). With ``satisfice`` values are clipped at 0,
         so a start that already passes is kept.
         """
         cands = self.spikes(theta)
