@@ -275,8 +275,9 @@ def parse(argv=None):
     ap.add_argument("--steps", type=int, default=None, help="ORCA's Adam steps per round (default 400; --quick 10)")
     ap.add_argument("--lr", type=float, default=0.05, help="ORCA's Adam learning rate (reconstructed; default 0.05)")
     ap.add_argument("--logit-range", type=float, default=None, help="ORCA's logit range R (default: ORCA's own)")
-    ap.add_argument("--start", choices=("warm", "expert"), default=None,
-                    help="ORCA's start each round: previous round's parameters or the expert's logits (default: ORCA's own)")
+    ap.add_argument("--start", choices=("warm", "expert"), default="expert",
+                    help="ORCA's start each round: previous round's parameters or the expert's logits (default: expert, "
+                         "Algorithm 2's per-round initialisation at the forecast being recalibrated)")
     ap.add_argument("--experts", nargs="+", default=list(TABLE_EXPERTS), help=f"experts among {EXPERTS}")
     ap.add_argument("--series", nargs="+", default=list(SERIES), help="series among wind, sunspots")
     ap.add_argument("--no-sklearn", action="store_true", help="skip the scikit-learn isotonic timing and parity check")

@@ -100,8 +100,8 @@ def parse(argv=None):
     ap.add_argument("--steps", type=int, default=None, help="ORCA's Adam steps (default 400; --quick 10)")
     ap.add_argument("--lr", type=float, default=0.05, help="ORCA's learning rate (reconstructed)")
     ap.add_argument("--logit-range", type=float, default=None, help="ORCA's logit range R (default: ORCA's own)")
-    ap.add_argument("--start", choices=("warm", "expert"), default=None,
-                    help="ORCA's start each round (default: ORCA's own)")
+    ap.add_argument("--start", choices=("warm", "expert"), default="expert",
+                    help="ORCA's start each round: previous round's parameters or the expert's logits (default: expert)")
     ap.add_argument("--out", default="results/orca_wind_farm")
     ap.add_argument("--docs-img", default=None, help="also save the figure here")
     ap.add_argument("--seed", type=int, default=0)

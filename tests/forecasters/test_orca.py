@@ -259,6 +259,11 @@ def test_bad_input():
         ORCA(edges=(0.0, 0.5, 0.5, 1.0))
     with pytest.raises(ValueError, match="learning_rate"):
         ORCA(learning_rate=-1.0)
+    with pytest.raises(ValueError, match="logit_range"):
+        ORCA(logit_range=0.0)
+    for bad in ((0.0,), (1.5,), [0.5], ("a",)):
+        with pytest.raises(ValueError, match="spike_weights"):
+            ORCA(spike_weights=bad)
     with pytest.raises(ValueError, match="scalar"):
         f.update(state, None, fc, jnp.zeros(2))
 
