@@ -185,7 +185,8 @@ def halfspace_oracle(theta, lam, q, m: int, scoring: AbstractScoringRule = Brier
     def body(_, c):
         lo, hi, hlo, hhi, found, jf, n = c
         active = (hi - lo > 1) & ~found
-        mid = (lo + hi) // 2
+        # lo + hi >= 0: a shift is the floor division without `//`'s sign fix-ups
+        mid = jax.lax.shift_right_logical(lo + hi, jnp.int32(1))
         fmid, gmid = fg(mid)
         hmid = gmid - fmid
         third = active & (fmid <= 0) & (gmid <= 0)
@@ -203,8 +204,11 @@ def halfspace_oracle(theta, lam, q, m: int, scoring: AbstractScoringRule = Brier
 
     n_iter = max(m - 1, 0).bit_length()  # ceil(log2 m)
     init = (zero, jnp.int32(m), h0, hm, jnp.asarray(False), zero, jnp.int32(2))
-    # unrolled (like AOSA's bisection): XLA fuses the probes, and vmapped batches never wait
-    lo, hi, hlo, hhi, found, jf, n = jax.lax.fori_loop(0, n_iter, body, init, unroll=True)
+    # A rolled loop (not unrolled like AOSA's bisection): its carry is materialised after every
+    # probe. Unrolled, each probe's theta[mid] gather ended an XLA fusion and every later fusion
+    # recomputed the whole chain of selects before it (5x slower at m = 22, B = 1024; see
+    # benchmarks/RESULTS.md). Vmapped batches still never wait: the trip count is static.
+    lo, hi, hlo, hhi, found, jf, n = jax.lax.fori_loop(0, n_iter, body, init)
 
     # Mixing weight on p_lo: h(lo) > 0 >= h(hi) and hi = lo + 1 after the bisection.
     den = hlo - hhi
