@@ -402,31 +402,34 @@ class ApproachabilityRecalibrator(AbstractForecaster):
         mix = forecast.public
         # the lower support point's index (exact for m < 2^22, like AOSA's)
         i = jnp.clip(jnp.round(mix.support[0] * m).astype(jnp.int32), 0, m - 1)
-        idx = jnp.stack([i, i + 1])
         w = mix.probs.astype(fdt)
-        p = grid_points(m)[idx].astype(fdt)
+        p = mix.support.astype(fdt)  # = grid_points(m)[[i, i + 1]], published by predict
         yi = jnp.asarray(y, jnp.int32)
         yf = yi.astype(fdt)
         L = jnp.asarray(self.scoring.lipschitz, fdt)
         u_cal = w * (yf - p)  # the two touched calibration coordinates
         u_reg = (jnp.sum(w * self.scoring(p, yi).astype(fdt)) - self.scoring(q, yi).astype(fdt)) / L
         eta = jnp.asarray(self.step_size).astype(fdt)
+        # the two touched coordinates i, i+1 are one contiguous window: one slice and one update
+        # each (under vmap a gather and a scatter of a 2-wide window)
+        window = lambda a: jax.lax.dynamic_slice_in_dim(a, i, 2)  # noqa: E731
+        put = lambda a, v: jax.lax.dynamic_update_slice_in_dim(a, v, i, 0)  # noqa: E731
+        old = window(state.cal)
+        new = old + u_cal
         if self.norm == "l1":
             # Π onto the ℓ∞ box: only the two touched coordinates can leave it
-            theta = state.theta.at[idx].set(jnp.clip(state.theta[idx] + eta * u_cal, -1.0, 1.0))
-            old, new = state.cal[idx], state.cal[idx] + u_cal
+            theta = put(state.theta, jnp.clip(window(state.theta) + eta * u_cal, -1.0, 1.0))
             cal_norm = state.cal_norm + jnp.sum(jnp.abs(new) - jnp.abs(old))
         else:
             # Π onto the ℓ2 ball: a rescaling of all of θ (O(m), a vector multiply)
-            theta = state.theta.at[idx].add(eta * u_cal)
+            theta = state.theta.at[jnp.stack([i, i + 1])].add(eta * u_cal)
             theta = theta / jnp.maximum(1.0, jnp.sqrt(jnp.sum(theta**2)))
-            old, new = state.cal[idx], state.cal[idx] + u_cal
             cal_norm = state.cal_norm + jnp.sum(new**2 - old**2)
         lam = jnp.clip(state.lam + eta * u_reg, 0.0, jnp.asarray(self.Lambda).astype(fdt))
         return ApproachabilityState(
             theta=theta,
             lam=lam,
-            cal=state.cal.at[idx].set(new),
+            cal=put(state.cal, new),
             cal_norm=cal_norm,
             reg=state.reg + u_reg,
             t=state.t + 1,
