@@ -206,7 +206,7 @@ def halfspace_oracle(theta, lam, q, m: int, scoring: AbstractScoringRule = Brier
     init = (zero, jnp.int32(m), h0, hm, jnp.asarray(False), zero, jnp.int32(2))
     # A rolled loop (not unrolled like AOSA's bisection): its carry is materialised after every
     # probe. Unrolled, each probe's theta[mid] gather ended an XLA fusion and every later fusion
-    # recomputed the whole chain of selects before it (5x slower at m = 22, B = 1024; see
+    # recomputed the whole chain of selects before it (4-5x slower at m = 22, B = 1024; see
     # benchmarks/RESULTS.md). Vmapped batches still never wait: the trip count is static.
     lo, hi, hlo, hhi, found, jf, n = jax.lax.fori_loop(0, n_iter, body, init)
 
