@@ -11,6 +11,15 @@ B = 1024 sequences, T = 10^4 rounds of Almost-One-Step-Ahead (m = 100) against B
 - the random numbers alone: per-round ``fold_in`` + ``bernoulli`` against block ``bits``.
 
     python benchmarks/profile_aosa.py [--B 1024] [--T 10000] [--trace]
+    python benchmarks/profile_aosa.py --approachability [--T 2000] [--trace]
+
+``--approachability`` profiles paper 001's recalibrator instead (m = 22, the replayed
+``DistortedModel(slope=2)`` stream of ``benchmarks/approachability_throughput.py``): the full round
+against a recorder that only sums y and against the recalibrator with its oracle replaced by the
+nearest grid point (the difference is the oracle's share), timed in turns; then XLA's
+thread-splitting of loop fusions (a scan over B-wide elementwise chains of increasing length:
+XLA's CPU cost model splits a fusion over 2 threads once flops > bytes and flops + 10 bytes
+>= 2e5, and on a loaded machine a split fusion waits for the second thread).
 
 ``--trace`` also records one sweep with the JAX profiler and prints the operations of the
 compiled program by total time (``jax.profiler.ProfileData`` reads the trace; no TensorBoard
@@ -24,6 +33,7 @@ sequences.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -70,8 +80,11 @@ def main(argv=None):
     ap.add_argument("--B", type=int, default=1024)
     ap.add_argument("--T", type=int, default=10_000)
     ap.add_argument("--trace", action="store_true", help="per-operation times from the JAX profiler")
+    ap.add_argument("--approachability", action="store_true", help="profile paper 001's recalibrator instead")
     args = ap.parse_args(argv)
     B, T = args.B, args.T
+    if args.approachability:
+        return approachability(B, T, args.trace)
     m = jcalib.forecasters.aosa_bins(T)
     key = jax.random.key(0)
     ys = np.random.default_rng(1).integers(0, 2, (B, T)).astype(np.int32)
@@ -145,15 +158,80 @@ def trace(f, nature, B, T, key, top=25):
     total, calls = collections.Counter(), collections.Counter()
     for plane in data.planes:
         for line in plane.lines:
-            if line.name == "python" or "XLA" not in line.name and "Xla" not in line.name:
-                continue  # keep the executor's thread: one event per XLA operation
+            # XLA's operations run on the executor's threads or, for small programs, on the
+            # calling thread: keep every line, without the Python tracer's own events
             for ev in line.events:
+                if ".py" in ev.name or ev.name.startswith("$") or "pjit" in ev.name.lower():
+                    continue
                 total[ev.name] += ev.duration_ns
                 calls[ev.name] += 1
     print(f"\nJAX profiler, one sweep (B = {B}, T = {T}): operations by total time")
     print(f"{'ms':>9s} {'calls':>7s} {'us/call':>8s}  operation")
     for name, ns in total.most_common(top):
         print(f"{ns / 1e6:9.2f} {calls[name]:7d} {ns / calls[name] / 1e3:8.2f}  {name[:80]}")
+
+
+def approachability(B, T, with_trace):
+    """Ablations of paper 001's recalibrator sweep, timed in turns, and XLA's fusion splitting."""
+    from approachability_throughput import model_stream
+
+    from jcalib.forecasters import approachability as ap
+
+    class NearestPoint(ap.ApproachabilityRecalibrator):
+        """The recalibrator with its oracle replaced by the grid point nearest q (mixing 1/2)."""
+
+        def choose(self, state, q):
+            m = self.n_bins
+            i = jnp.clip(jnp.round(q * m), 0, m - 1).astype(jnp.int32)
+            return i, jnp.asarray(0.5, state.lam.dtype) + 0 * state.lam
+
+    f = ap.ApproachabilityRecalibrator.for_horizon(10_000)
+    kw = dict(n_bins=f.n_bins, step_size=f.step_size, Lambda=f.Lambda, eps=f.eps)
+    q, y = model_stream(T, np.random.default_rng(0))
+    replay = jcalib.natures.Replay(y, x=q)
+    key = jax.random.key(0)
+    variants = {
+        "recalibrator, summary": (f, "summary"),
+        "recalibrator, sum of y only": (f, SumOfOutcomes()),
+        "nearest point (no oracle), summary": (NearestPoint(**kw), "summary"),
+    }
+
+    def runner(fc, rec):
+        return lambda: jax.block_until_ready(jcalib.sweep(fc, replay, T, key, n_seeds=B, record=rec, progress=False))
+
+    runs = {k: runner(*v) for k, v in variants.items()}
+    for r in runs.values():
+        r()
+    times = {k: [] for k in runs}
+    for _ in range(5):
+        for k, r in runs.items():
+            t0 = time.perf_counter()
+            r()
+            times[k].append(time.perf_counter() - t0)
+    print(f"B = {B}, T = {T}, m = {f.n_bins}; {jax.device_count()} x {jax.devices()[0].platform}, jax {jax.__version__}")
+    print(f"{'variant':40s} {'rounds/s':>10s} {'us/step':>8s}")
+    for k, v in times.items():
+        t = statistics.median(v)
+        print(f"{k:40s} {B * T / t:10.3e} {t * 1e6 / T:8.1f}")
+
+    print("\nXLA loop fusions over B elements: elementwise ops per element -> us per step (median of 5)")
+    x0, y0 = jnp.linspace(0.0, 1.0, B), jnp.linspace(1.0, 0.0, B)
+    for n_ops in (20, 40, 60, 80):
+
+        def step(c, _, n_ops=n_ops):
+            x, z = c
+            for _ in range(n_ops // 4):
+                x = x * 1.0001 + z * 0.5 - 0.25
+                z = jnp.where(x > z, z * 0.999, x)
+            return (x, z), None
+
+        fn = jax.jit(lambda x, z, step=step: jax.lax.scan(step, (x, z), None, length=2000)[0])
+        split = "outer_dimension_partitions" in fn.lower(x0, y0).compile().as_text()
+        t = timed(lambda fn=fn: jax.block_until_ready(fn(x0, y0)), repeats=5)
+        print(f"{n_ops:4d} ops {t / 2000 * 1e6:8.2f}  {'split over threads' if split else 'one thread'}")
+    if with_trace:
+        trace(f, replay, B, T, key)
+    print(f"load average: {os.getloadavg()[0]:.1f} (1 min)")
 
 
 if __name__ == "__main__":

@@ -185,7 +185,8 @@ def halfspace_oracle(theta, lam, q, m: int, scoring: AbstractScoringRule = Brier
     def body(_, c):
         lo, hi, hlo, hhi, found, jf, n = c
         active = (hi - lo > 1) & ~found
-        mid = (lo + hi) // 2
+        # lo + hi >= 0: a shift is the floor division without `//`'s sign fix-ups
+        mid = jax.lax.shift_right_logical(lo + hi, jnp.int32(1))
         fmid, gmid = fg(mid)
         hmid = gmid - fmid
         third = active & (fmid <= 0) & (gmid <= 0)
@@ -203,8 +204,11 @@ def halfspace_oracle(theta, lam, q, m: int, scoring: AbstractScoringRule = Brier
 
     n_iter = max(m - 1, 0).bit_length()  # ceil(log2 m)
     init = (zero, jnp.int32(m), h0, hm, jnp.asarray(False), zero, jnp.int32(2))
-    # unrolled (like AOSA's bisection): XLA fuses the probes, and vmapped batches never wait
-    lo, hi, hlo, hhi, found, jf, n = jax.lax.fori_loop(0, n_iter, body, init, unroll=True)
+    # A rolled loop (not unrolled like AOSA's bisection): its carry is materialised after every
+    # probe. Unrolled, each probe's theta[mid] gather ended an XLA fusion and every later fusion
+    # recomputed the whole chain of selects before it (4-5x slower at m = 22, B = 1024; see
+    # benchmarks/RESULTS.md). Vmapped batches still never wait: the trip count is static.
+    lo, hi, hlo, hhi, found, jf, n = jax.lax.fori_loop(0, n_iter, body, init)
 
     # Mixing weight on p_lo: h(lo) > 0 >= h(hi) and hi = lo + 1 after the bisection.
     den = hlo - hhi
@@ -398,31 +402,34 @@ class ApproachabilityRecalibrator(AbstractForecaster):
         mix = forecast.public
         # the lower support point's index (exact for m < 2^22, like AOSA's)
         i = jnp.clip(jnp.round(mix.support[0] * m).astype(jnp.int32), 0, m - 1)
-        idx = jnp.stack([i, i + 1])
         w = mix.probs.astype(fdt)
-        p = grid_points(m)[idx].astype(fdt)
+        p = mix.support.astype(fdt)  # = grid_points(m)[[i, i + 1]], published by predict
         yi = jnp.asarray(y, jnp.int32)
         yf = yi.astype(fdt)
         L = jnp.asarray(self.scoring.lipschitz, fdt)
         u_cal = w * (yf - p)  # the two touched calibration coordinates
         u_reg = (jnp.sum(w * self.scoring(p, yi).astype(fdt)) - self.scoring(q, yi).astype(fdt)) / L
         eta = jnp.asarray(self.step_size).astype(fdt)
+        # the two touched coordinates i, i+1 are one contiguous window: one slice and one update
+        # each (under vmap a gather and a scatter of a 2-wide window)
+        window = lambda a: jax.lax.dynamic_slice_in_dim(a, i, 2)  # noqa: E731
+        put = lambda a, v: jax.lax.dynamic_update_slice_in_dim(a, v, i, 0)  # noqa: E731
+        old = window(state.cal)
+        new = old + u_cal
         if self.norm == "l1":
             # Π onto the ℓ∞ box: only the two touched coordinates can leave it
-            theta = state.theta.at[idx].set(jnp.clip(state.theta[idx] + eta * u_cal, -1.0, 1.0))
-            old, new = state.cal[idx], state.cal[idx] + u_cal
+            theta = put(state.theta, jnp.clip(window(state.theta) + eta * u_cal, -1.0, 1.0))
             cal_norm = state.cal_norm + jnp.sum(jnp.abs(new) - jnp.abs(old))
         else:
             # Π onto the ℓ2 ball: a rescaling of all of θ (O(m), a vector multiply)
-            theta = state.theta.at[idx].add(eta * u_cal)
+            theta = state.theta.at[jnp.stack([i, i + 1])].add(eta * u_cal)
             theta = theta / jnp.maximum(1.0, jnp.sqrt(jnp.sum(theta**2)))
-            old, new = state.cal[idx], state.cal[idx] + u_cal
             cal_norm = state.cal_norm + jnp.sum(new**2 - old**2)
         lam = jnp.clip(state.lam + eta * u_reg, 0.0, jnp.asarray(self.Lambda).astype(fdt))
         return ApproachabilityState(
             theta=theta,
             lam=lam,
-            cal=state.cal.at[idx].set(new),
+            cal=put(state.cal, new),
             cal_norm=cal_norm,
             reg=state.reg + u_reg,
             t=state.t + 1,
