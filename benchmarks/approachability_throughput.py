@@ -30,6 +30,7 @@ nature, whose per-round sampling then dominates.
     python benchmarks/approachability_throughput.py --quick    # B = 256, T = 2000
     python benchmarks/approachability_throughput.py --check    # only the numba-vs-NumPy check
     python benchmarks/approachability_throughput.py --peers    # also Lee MW, AOSA, Foster, live nature
+    python benchmarks/approachability_throughput.py --devices 2  # the batch sharded over 2 CPU devices
 """
 
 from __future__ import annotations
@@ -311,9 +312,12 @@ def main(argv=None):
     ap.add_argument("--peers", action="store_true", help="also time Lee MW, AOSA, Foster and the live nature (one after another)")
     ap.add_argument("--check", action="store_true", help="only the numba-vs-NumPy agreement check, then exit")
     ap.add_argument("--quick", action="store_true", help="B = 256, T = 2000, 2 repeats")
+    ap.add_argument("--devices", type=int, default=1, help="JAX CPU devices to shard the batch over (default 1)")
     args = ap.parse_args(argv)
     if args.quick:
         args.B, args.T, args.repeats = 256, 2000, 2
+    if args.devices > 1:  # before JAX's backend starts (importing jax does not start it)
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={args.devices}"
     B, T = args.B, args.T
     approach_numba, numba = make_numba()
     if numba is not None:
