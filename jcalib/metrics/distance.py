@@ -217,12 +217,14 @@ def _path_cost(one, zero, path):
 
 
 # Work sizes of the vectorised DPs below: about this many (point, candidate) pairs per NumPy
-# step, and lookup tables of at most this many entries.
+# step (small enough to stay in cache where the per-step work is light, larger for the exact
+# DP, whose steps are table lookups), and lookup tables of at most this many entries.
 _BLOCK = 1 << 14
+_EXACT_BLOCK = 1 << 18
 _TABLE = 1 << 23
 
 
-def _exact_path(one: _Side, zero: _Side, block: int = _BLOCK, table: int = _TABLE):
+def _exact_path(one: _Side, zero: _Side, block: int = _EXACT_BLOCK, table: int = _TABLE):
     """F(i, j) = min over lattice points (i', j') <= (i, j) of F(i', j') + cost of the group
     between them, filled one anti-diagonal i + j = d at a time (a point depends only on points
     of smaller i + j), every point of a diagonal in one vectorised step (about ``block`` pairs).
