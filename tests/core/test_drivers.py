@@ -459,7 +459,8 @@ def test_compiler_options_reach_the_compiler_and_keep_exact_results():
     grid forecaster's counts exactly."""
     from jcalib.core import drivers
 
-    f, natures = jcalib.forecasters.AlmostOneStepAhead(n_bins=6), [jcalib.natures.Bernoulli(0.3), jcalib.natures.Bernoulli(0.7)]
+    f = jcalib.forecasters.AlmostOneStepAhead(n_bins=6)
+    natures = [jcalib.natures.Bernoulli(0.3), jcalib.natures.Bernoulli(0.7)]
     fast = {"xla_backend_optimization_level": 0}
     want = jcalib.sweep(f, natures, 300, KEY, n_seeds=4, record="summary", progress=False)
     got = jcalib.sweep(f, natures, 300, KEY, n_seeds=4, record="summary", progress=False, compiler_options=fast)

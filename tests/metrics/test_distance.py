@@ -319,7 +319,8 @@ def test_vectorised_dps_equal_point_by_point_loops(seed):
     w = rng.integers(1, 3, T).astype(float)
     one = distance_module._Side(p[y == 1], w[y == 1])
     zero = distance_module._Side(p[y == 0], w[y == 0])
-    np.testing.assert_array_equal(one.P(np.arange(5.0)[:, None], p[None, :5]), distance_dp.side_cost(one, np.arange(5.0)[:, None], p[None, :5]))
+    c, a = np.arange(5.0)[:, None], p[None, :5]
+    np.testing.assert_array_equal(one.P(c, a), distance_dp.side_cost(one, c, a))
 
     def same(a, b):
         assert a[0] == b[0]
