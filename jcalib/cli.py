@@ -96,6 +96,32 @@ def _distance(values, labels, weights=None, grid=None):
     return float(d.lower), float(d.upper), bool(d.lower == d.upper)
 
 
+FAST_COMPILE_MAX_T = 1000
+"""Grid forecasters' sweeps up to this horizon compile without LLVM optimisation (see
+:func:`compiler_options_for`)."""
+
+
+def compiler_options_for(forecaster, T: int) -> dict:
+    """XLA options for one (forecaster, T) sweep of the demo: compiling dominates its runs.
+
+    A sweep at T <= 1000 runs for well under 0.1 s but compiles for 1.5-3 s. Grid forecasters
+    there compile without LLVM optimisation (``xla_backend_optimization_level=0``): about half
+    the compile time, about 3x the (tiny) run time, and the same results (integer counts of
+    outcomes that the natures draw the same way). Every other sweep compiles at level 1
+    (XLA's default is 2): about 25% less compile time and the same numbers, also for the
+    defensive forecaster's float state, where level 0 would change forecasts in the last bits
+    (it rounds a multiply and an add separately where the optimiser fuses them). The demo's
+    ``table.csv`` is bit for bit the one the default options give.
+    """
+    if T <= FAST_COMPILE_MAX_T and forecast_grid(forecaster) is not None:
+        return {"xla_backend_optimization_level": 0}
+    return {"xla_backend_optimization_level": 1}
+
+
+# one compiled program per history shape instead of one per operation of an eager vmap
+_batched_ece = jax.jit(jax.vmap(jax.vmap(M.ece)))
+
+
 def _study_one(fname, forecaster, nature_names, natures, T, key, n_seeds, distance_seeds):
     """One forecaster against every nature (one compiled sweep over a Switch of them).
 
@@ -104,9 +130,11 @@ def _study_one(fname, forecaster, nature_names, natures, T, key, n_seeds, distan
     """
     m = forecast_grid(forecaster)
     batch = N.Switch.all_of(natures)
+    options = compiler_options_for(forecaster, T)
     if m is not None:
         # grid forecaster: a GridSummary is all the metrics need (memory O(m))
-        s = sweep(forecaster, batch, T, key, n_seeds=n_seeds, record="summary", progress=False)
+        s = sweep(forecaster, batch, T, key, n_seeds=n_seeds, record="summary", progress=False,
+                  compiler_options=options)
         counts, ones = np.asarray(s.counts), np.asarray(s.ones)
         grid = np.arange(m + 1) / m
         ece = np.abs(counts * grid - ones).sum(-1)
@@ -114,8 +142,8 @@ def _study_one(fname, forecaster, nature_names, natures, T, key, n_seeds, distan
         cert = np.where(np.asarray(s.info_counts).sum(-1) > 0, np.asarray(s.info_l1) + info_ece, np.nan)
         atoms = lambda ni, si: (*(np.asarray(a) for a in M.atoms_from_counts(counts[ni, si], ones[ni, si], m)), None)  # noqa: E731
     else:
-        traj = sweep(forecaster, batch, T, key, n_seeds=n_seeds, progress=False)
-        ece = np.asarray(jax.vmap(jax.vmap(M.ece))(traj.forecast, traj.y))
+        traj = sweep(forecaster, batch, T, key, n_seeds=n_seeds, progress=False, compiler_options=options)
+        ece = np.asarray(_batched_ece(traj.forecast, traj.y))
         cert = np.full(ece.shape, np.nan)
         p, y = np.asarray(traj.forecast), np.asarray(traj.y)
         atoms = lambda ni, si: (p[ni, si], y[ni, si], None, DISTANCE_GRID)  # noqa: E731
@@ -139,6 +167,7 @@ def distance_study(
     distance_seeds: int | None = None,
     progress: bool = True,
     threads: int = 2,
+    distance_workers: int = 2,
 ) -> list[_Run]:
     """Play every forecaster against every nature for every T and ``n_seeds`` seeds.
 
@@ -148,36 +177,44 @@ def distance_study(
     the distance to calibration, the forecaster's own certificate Σ|p_t − p̃_t| + ECE(p̃)
     (Theorem 1's triangle inequality; AOSA only, NaN for others) and the bound 2√T+1.
     ``distance_seeds`` limits the host-side distance computation to the first seeds of each
-    pair (default: all); it runs in a worker process while the next sweeps compile and run.
-    ``threads`` jobs (default 2) compile and run at a time.
+    pair (default: all); it runs in ``distance_workers`` worker processes (default 2) while
+    the next sweeps compile and run. ``threads`` jobs (default 2) compile and run at a time.
     """
     Ts = list(Ts)
     distance_seeds = n_seeds if distance_seeds is None else distance_seeds
     jobs = [(T, fn, f) for T in Ts for fn, f in forecasters_for(T).items()]
-    rows: list[_Run] = []
+    # Longest horizons first: their runs and their distance computations take longest, so the
+    # distance workers start on them while the short jobs compile. Job i keeps its key
+    # fold_in(key, i) and its place in the rows, so the order changes no number.
+    order = sorted(range(len(jobs)), key=lambda i: -jobs[i][0])
+    results: list = [None] * len(jobs)
     futures = []
     bar = tqdm(total=len(jobs), desc="forecaster x T", disable=not progress, leave=False)
     # Each job compiles its own program (grid sizes and replay lengths change with T) and then
     # runs for well under a second: two jobs at a time overlap one's tracing (Python) with the
-    # other's compilation. Rows are collected in job order, so the output does not change.
+    # other's compilation.
     # spawn, not fork: this process already runs JAX's threads
     with ThreadPoolExecutor(max_workers=threads) as study, \
-            ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        pending = []
-        for i, (T, fname, f) in enumerate(jobs):
+            ProcessPoolExecutor(max_workers=distance_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending = {}
+        for i in order:
+            T, fname, f = jobs[i]
             natures = natures_for(T)
-            pending.append(study.submit(_study_one, fname, f, list(natures), list(natures.values()), T,
-                                        jax.random.fold_in(key, i), n_seeds, distance_seeds))
-        for (T, fname, _), fut in zip(jobs, pending):
-            new, tasks = fut.result()
+            pending[i] = study.submit(_study_one, fname, f, list(natures), list(natures.values()), T,
+                                      jax.random.fold_in(key, i), n_seeds, distance_seeds)
+        for i in order:
+            T, fname, _ = jobs[i]
+            results[i], tasks = pending[i].result()
             bar.set_postfix_str(f"T={T} {fname}")
             bar.update(1)
-            futures += [(len(rows) + j, pool.submit(_distance, *args)) for j, args in tasks]
-            rows += new
+            futures += [(i, j, pool.submit(_distance, *args)) for j, args in tasks]
         bar.close()
-        for j, fut in tqdm(futures, desc="distance to calibration", disable=not progress, leave=False):
+        offsets = np.cumsum([0] + [len(r) for r in results])
+        rows: list[_Run] = [r for new in results for r in new]
+        for i, j, fut in tqdm(futures, desc="distance to calibration", disable=not progress, leave=False):
             lo, hi, exact = fut.result()
-            rows[j] = dataclasses.replace(rows[j], dist_lower=lo, dist_upper=hi, dist_exact=exact)
+            k = offsets[i] + j
+            rows[k] = dataclasses.replace(rows[k], dist_lower=lo, dist_upper=hi, dist_exact=exact)
     return rows
 
 
@@ -252,8 +289,29 @@ def write_report(rows: list[_Run], out_dir: str, *, title: str = "jcalib demo") 
     return paths
 
 
-def _reliability(out_dir, T, key):
-    """AOSA and the running frequency against the contrarian and a Markov chain."""
+_RELIABILITY_FORECASTERS = ("AOSA", "Foster", "Running frequency")
+
+
+def _reliability_natures(T):
+    return [("Markov", N.Markov(0.05, 0.1)), ("Max calibration error", N.MaxCalibrationError(n_bins=F.aosa_bins(T)))]
+
+
+def _reliability_runs(T, key):
+    """AOSA, Foster and the running frequency against the Markov chain and the max-error
+    adversary: ``{forecaster: (forecasts, outcomes)}``, arrays of shape (2, T)."""
+    natures = N.Switch.all_of([n for _, n in _reliability_natures(T)])
+    runs = {}
+    for fname in _RELIABILITY_FORECASTERS:
+        f = default_forecasters(T)[fname]
+        # both natures in one compiled sweep (a Switch gives every member the same keys, so each
+        # trajectory is the one a sweep against that nature alone plays)
+        traj = sweep(f, natures, T, key, n_seeds=1, progress=False)
+        runs[fname] = (np.asarray(traj.forecast).reshape(2, T), np.asarray(traj.y).reshape(2, T))
+    return runs
+
+
+def _reliability_plot(out_dir, T, runs):
+    """The reliability diagrams of :func:`_reliability_runs`' runs, one panel per nature."""
     import matplotlib
 
     if not os.environ.get("DISPLAY"):
@@ -261,25 +319,30 @@ def _reliability(out_dir, T, key):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 4.2))
-    named = [("Markov", N.Markov(0.05, 0.1)), ("Max calibration error", N.MaxCalibrationError(n_bins=F.aosa_bins(T)))]
-    for fname in ("AOSA", "Foster", "Running frequency"):
-        f = default_forecasters(T)[fname]
-        # both natures in one compiled sweep (a Switch gives every member the same keys, so each
-        # trajectory is the one a sweep against that nature alone plays)
-        traj = sweep(f, N.Switch.all_of([n for _, n in named]), T, key, n_seeds=1, progress=False)
+    for fname, (p, y) in runs.items():
         for i, ax in enumerate(axes):
-            plots.reliability_diagram(np.asarray(traj.forecast[i]).ravel(), np.asarray(traj.y[i]).ravel(), n_bins=10, ax=ax, label=fname)
-    for ax, (nname, _) in zip(axes, named):
+            plots.reliability_diagram(p[i], y[i], n_bins=10, ax=ax, label=fname)
+    for ax, (nname, _) in zip(axes, _reliability_natures(T)):
         ax.set_title(f"{nname}, T = {T}", fontsize="small")
     return plots.save(axes[0], os.path.join(out_dir, "reliability.png"))
+
+
+def _reliability(out_dir, T, key):
+    """AOSA and the running frequency against the contrarian and a Markov chain."""
+    return _reliability_plot(out_dir, T, _reliability_runs(T, key))
 
 
 def _demo(args) -> int:
     t0 = time.perf_counter()
     key = jax.random.key(args.seed)
-    rows = distance_study(args.T, args.seeds, key, distance_seeds=args.distance_seeds, progress=not args.no_progress)
+    T_rel = max(args.T)
+    # the reliability sweeps compile and run beside the study; only their figure waits for it
+    with ThreadPoolExecutor(max_workers=1) as side:
+        rel = side.submit(_reliability_runs, T_rel, key)
+        rows = distance_study(args.T, args.seeds, key, distance_seeds=args.distance_seeds, progress=not args.no_progress)
+        runs = rel.result()
     paths = write_report(rows, args.out, title="jcalib demo: online calibration, paper 000")
-    paths["reliability"] = _reliability(args.out, max(args.T), key)
+    paths["reliability"] = _reliability_plot(args.out, T_rel, runs)
     print(Path(paths["summary"]).read_text())
     print(f"Wrote {len(rows)} rows in {time.perf_counter() - t0:.0f} s:")
     for k, v in paths.items():

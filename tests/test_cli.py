@@ -46,13 +46,24 @@ def test_study_rows_cover_every_combination(rows):
 
 
 def test_study_rows_do_not_depend_on_threads():
-    """Jobs run two at a time by default; the rows come back in job order with equal numbers."""
+    """Jobs run two at a time by default, the longest horizon first, with two distance workers;
+    the rows come back in job order (horizons ascending) with equal numbers."""
     kw = dict(forecasters_for=_forecasters, natures_for=_natures, distance_seeds=1, progress=False)
-    one = cli.distance_study([20], 2, jax.random.key(1), threads=1, **kw)
-    two = cli.distance_study([20], 2, jax.random.key(1), threads=2, **kw)
+    one = cli.distance_study([20, 30], 2, jax.random.key(1), threads=1, distance_workers=1, **kw)
+    two = cli.distance_study([20, 30], 2, jax.random.key(1), threads=2, distance_workers=2, **kw)
+    assert [r.T for r in one] == sorted(r.T for r in one)
     assert [(r.forecaster, r.nature, r.seed) for r in one] == [(r.forecaster, r.nature, r.seed) for r in two]
     np.testing.assert_array_equal([r.ece for r in one], [r.ece for r in two])
     np.testing.assert_array_equal([r.dist_upper for r in one], [r.dist_upper for r in two])
+
+
+def test_compiler_options_per_job():
+    """Unoptimised compiles only where they pay and keep the numbers: grid forecasters at short
+    horizons; level 1 elsewhere."""
+    fast, level1 = {"xla_backend_optimization_level": 0}, {"xla_backend_optimization_level": 1}
+    assert cli.compiler_options_for(AlmostOneStepAhead.for_horizon(1000), 1000) == fast
+    assert cli.compiler_options_for(AlmostOneStepAhead.for_horizon(10_000), 10_000) == level1
+    assert cli.compiler_options_for(RunningFrequency(), 100) == level1
 
 
 def test_report_files(rows, tmp_path):

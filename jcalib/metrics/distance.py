@@ -175,6 +175,7 @@ class _Side:
         self.C = np.concatenate([[0.0], np.cumsum(self.w)])  # atom boundaries
         self.S = np.concatenate([[0.0], np.cumsum(self.w * self.v)])
         self.n = self.C[-1]
+        self._at_bounds = self._sum_first(self.C)  # _sum_first at every atom boundary (for P)
 
     def _sum_first(self, c):
         if self.v.size == 0:
@@ -183,12 +184,17 @@ class _Side:
         return self.S[k] + (c - self.C[k]) * self.v[k]
 
     def P(self, c, a):
-        c, a = np.broadcast_arrays(np.asarray(c, np.float64), np.asarray(a, np.float64))
+        c, a = np.asarray(c, np.float64), np.asarray(a, np.float64)
         if self.v.size == 0:
-            return np.zeros(c.shape)
-        below = self.C[np.searchsorted(self.v, a, side="right")]  # rounds with p <= a
+            return np.zeros(np.broadcast_shapes(c.shape, a.shape))
+        idx = np.searchsorted(self.v, a, side="right")
+        below = self.C[idx]  # rounds with p <= a
         k = np.minimum(c, below)
-        sk, sc = self._sum_first(k), self._sum_first(c)
+        # _sum_first(k) with k = min(c, below), without a search per element: _sum_first(c) on
+        # c's own (unbroadcast) shape, and _sum_first at the atom boundaries, tabulated once
+        # (the same float operations on the same values, so the same numbers)
+        sc = self._sum_first(c)
+        sk = np.where(c <= below, sc, self._at_bounds[idx])
         return a * k - sk + (sc - sk) - a * (c - k)
 
 
@@ -210,21 +216,58 @@ def _path_cost(one, zero, path):
 # exact DP over all lattice points (SPEC.md §1)
 
 
-def _exact_path(one: _Side, zero: _Side):
+# Work sizes of the vectorised DPs below: about this many (point, candidate) pairs per NumPy
+# step (small enough to stay in cache where the per-step work is light, larger for the exact
+# DP, whose steps are table lookups), and lookup tables of at most this many entries.
+_BLOCK = 1 << 14
+_EXACT_BLOCK = 1 << 18
+_TABLE = 1 << 23
+
+
+def _exact_path(one: _Side, zero: _Side, block: int = _EXACT_BLOCK, table: int = _TABLE):
+    """F(i, j) = min over lattice points (i', j') <= (i, j) of F(i', j') + cost of the group
+    between them, filled one anti-diagonal i + j = d at a time (a point depends only on points
+    of smaller i + j), every point of a diagonal in one vectorised step (about ``block`` pairs).
+
+    The candidates of each point are scanned in row-major (i', j') order and the first minimum
+    wins, so ties resolve as in a point-by-point loop. A group's cost depends on its ends only
+    through its sizes (di, dj) and its four end ranks, so when they fit in ``table`` entries the
+    terms ``one.P(c, a(di, dj))`` and ``zero.P(c, a(di, dj))`` are tabulated once (each entry the
+    same float operations as :func:`_group_cost`, so the costs are bit for bit the same).
+    """
     n1, n0 = int(one.n), int(zero.n)
     F = np.full((n1 + 1, n0 + 1), np.inf)
     F[0, 0] = 0.0
     back = np.zeros((n1 + 1, n0 + 1, 2), np.int64)
-    ii, jj = np.meshgrid(np.arange(n1 + 1), np.arange(n0 + 1), indexing="ij")
-    for i in range(n1 + 1):
-        for j in range(n0 + 1):
-            if i == 0 and j == 0:
-                continue
-            ip, jp = ii[: i + 1, : j + 1], jj[: i + 1, : j + 1]
-            cost = F[: i + 1, : j + 1] + _group_cost(one, zero, ip, jp, i, j)
-            k = int(np.argmin(cost))
-            F[i, j] = cost.flat[k]
-            back[i, j] = divmod(k, j + 1)
+    ci, cj = (g.ravel() for g in np.meshgrid(np.arange(n1 + 1), np.arange(n0 + 1), indexing="ij"))
+    Fflat = F.reshape(-1)  # a view: diagonal d reads the values written for diagonals < d
+    if ci.size * (n1 + n0 + 2) <= table:
+        size = (ci + cj).reshape(n1 + 1, n0 + 1)
+        a = ci.reshape(n1 + 1, n0 + 1) / np.where(size > 0, size, 1)  # a(di, dj), as in _group_cost
+        P1 = one.P(np.arange(n1 + 1)[:, None, None], a[None])  # P1[c, di, dj] = one.P(c, a(di, dj))
+        P0 = zero.P(np.arange(n0 + 1)[:, None, None], a[None])
+
+        def cost_of(i0, j0, i1, j1):
+            di, dj = i1 - i0, j1 - j0
+            cost = P1[i1, di, dj] - P1[i0, di, dj] + P0[j1, di, dj] - P0[j0, di, dj]
+            return np.where(di + dj > 0, cost, np.inf)
+    else:
+        def cost_of(i0, j0, i1, j1):
+            return _group_cost(one, zero, i0, j0, i1, j1)
+
+    rows_per_step = max(1, block // ci.size)
+    for d in range(1, n1 + n0 + 1):
+        diag_i = np.arange(max(0, d - n0), min(n1, d) + 1)
+        for s in range(0, diag_i.size, rows_per_step):
+            i = diag_i[s : s + rows_per_step]
+            j = d - i
+            # candidates (i', j') <= (i, j); the point itself costs inf (an empty group)
+            r, c = np.nonzero((ci[None, :] <= i[:, None]) & (cj[None, :] <= j[:, None]))
+            cost = np.full((i.size, ci.size), np.inf)
+            cost[r, c] = Fflat[c] + cost_of(ci[c], cj[c], i[r], j[r])
+            k = np.argmin(cost, axis=1)
+            F[i, j] = cost[np.arange(i.size), k]
+            back[i, j, 0], back[i, j, 1] = ci[k], cj[k]
     path = [(n1, n0)]
     while path[-1] != (0, 0):
         i, j = path[-1]
@@ -236,8 +279,12 @@ def _exact_path(one: _Side, zero: _Side):
 # upper end: DPs over restricted sets of lattice points
 
 
-def _staircase_path(one: _Side, zero: _Side, span: int):
-    """Best partition into groups contiguous in (p, y)-sorted atom order (span <= ``span`` atoms)."""
+def _staircase_path(one: _Side, zero: _Side, span: int, block: int = _BLOCK):
+    """Best partition into groups contiguous in (p, y)-sorted atom order (span <= ``span`` atoms).
+
+    A group's cost does not depend on F, so the costs of all groups ending at a block of atoms
+    are computed in one vectorised step; the loop over atoms only adds and takes minima.
+    """
     v = np.concatenate([zero.v, one.v])
     y = np.concatenate([np.zeros(zero.v.size), np.ones(one.v.size)])
     w = np.concatenate([zero.w, one.w])
@@ -248,11 +295,19 @@ def _staircase_path(one: _Side, zero: _Side, span: int):
     F = np.full(A + 1, np.inf)
     F[0] = 0.0
     arg = np.zeros(A + 1, np.int64)
-    for k in range(1, A + 1):
-        lo = max(0, k - span)
-        cost = F[lo:k] + _group_cost(one, zero, I[lo:k], J[lo:k], I[k], J[k])
-        a = int(np.argmin(cost))
-        arg[k], F[k] = lo + a, cost[a]
+    span = max(1, min(span, A))
+    rows = max(1, block // span)
+    off = np.arange(span)
+    for k0 in range(1, A + 1, rows):
+        # costs[k - k0, s] is the group (k - span + s, k]; starts below 0 are never read
+        ks = np.arange(k0, min(A + 1, k0 + rows))
+        starts = np.maximum(ks[:, None] - span + off[None, :], 0)
+        costs = _group_cost(one, zero, I[starts], J[starts], I[ks][:, None], J[ks][:, None])
+        for k in ks:
+            lo = max(0, k - span)
+            cost = F[lo:k] + costs[k - k0, span - (k - lo):]
+            a = int(np.argmin(cost))
+            arg[k], F[k] = lo + a, cost[a]
     ks = [A]
     while ks[-1] != 0:
         ks.append(int(arg[ks[-1]]))
@@ -260,13 +315,14 @@ def _staircase_path(one: _Side, zero: _Side, span: int):
     return float(F[A]), np.stack([I[ks], J[ks]], axis=1)
 
 
-def _layered_path(one: _Side, zero: _Side, guide: np.ndarray, reach: int = 3):
+def _layered_path(one: _Side, zero: _Side, guide: np.ndarray, reach: int = 3, block: int = _BLOCK):
     """Round a monotone polyline ``guide`` (k + 1 vertices from (0, 0) to (n1, n0)) to a partition.
 
     Layer k holds lattice points near vertex k: each coordinate is the vertex's floor or ceil,
     or one of the two nearest atom boundaries on either side. A group joins a point of layer
     k to a point of one of the ``reach`` previous layers (skipping a layer merges two groups).
-    Exact DP over this layered graph, one vectorised step per layer.
+    Exact DP over this layered graph, one vectorised step per layer; the group costs (which do
+    not depend on the DP's values) for a block of layers are computed in one step.
     """
     g = np.asarray(guide, np.float64)
 
@@ -286,15 +342,25 @@ def _layered_path(one: _Side, zero: _Side, guide: np.ndarray, reach: int = 3):
     F = np.full((K, S), np.inf)
     F[0] = 0.0
     back = np.zeros((K, S, 2), np.int64)
-    for k in range(1, K):
-        lo = max(0, k - reach)
-        pi, pj, pf = si[lo:k].ravel(), sj[lo:k].ravel(), F[lo:k].ravel()
-        cost = _group_cost(one, zero, pi[None, :], pj[None, :], si[k][:, None], sj[k][:, None])
-        bad = (pi[None, :] > si[k][:, None]) | (pj[None, :] > sj[k][:, None])
-        tot = np.where(bad, np.inf, cost + pf[None, :])
-        a = np.argmin(tot, axis=1)
-        F[k] = tot[np.arange(S), a]
-        back[k, :, 0], back[k, :, 1] = lo + a // S, a % S
+    rows = max(1, block // (reach * S * S))
+    for k0 in range(1, K, rows):
+        ks = np.arange(k0, min(K, k0 + rows))
+        # previous layers k - reach .. k - 1, clipped at layer 0 (the clipped columns of the
+        # first layers are never read)
+        prev = np.maximum(ks[:, None] - reach + np.arange(reach)[None, :], 0)
+        PI, PJ = si[prev].reshape(ks.size, 1, reach * S), sj[prev].reshape(ks.size, 1, reach * S)
+        NI, NJ = si[ks][:, :, None], sj[ks][:, :, None]
+        costs = _group_cost(one, zero, PI, PJ, NI, NJ)
+        bads = (PI > NI) | (PJ > NJ)
+        for k in ks:
+            lo = max(0, k - reach)
+            cols = slice((reach - (k - lo)) * S, None)
+            cost, bad = costs[k - k0][:, cols], bads[k - k0][:, cols]
+            pf = F[lo:k].ravel()
+            tot = np.where(bad, np.inf, cost + pf[None, :])
+            a = np.argmin(tot, axis=1)
+            F[k] = tot[np.arange(S), a]
+            back[k, :, 0], back[k, :, 1] = lo + a // S, a % S
     if not np.isfinite(F[-1, 0]):
         return np.inf, None
     path, k, s = [], K - 1, 0

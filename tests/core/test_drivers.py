@@ -451,3 +451,25 @@ def test_gupta_ramdas_summary_is_on_its_value_grid():
     summ = jcalib.play(f, Coin(0.4), 300, KEY, record="summary")
     assert int(summ.off_grid) == 0
     chex.assert_trees_all_equal(summ, summary_from_trajectory(full, 24))
+
+
+def test_compiler_options_reach_the_compiler_and_keep_exact_results():
+    """``compiler_options`` compile the chunk as another program (one per set of options, cached)
+    with XLA's options: an unknown option is refused by XLA, and an unoptimised program gives a
+    grid forecaster's counts exactly."""
+    from jcalib.core import drivers
+
+    f = jcalib.forecasters.AlmostOneStepAhead(n_bins=6)
+    natures = [jcalib.natures.Bernoulli(0.3), jcalib.natures.Bernoulli(0.7)]
+    fast = {"xla_backend_optimization_level": 0}
+    want = jcalib.sweep(f, natures, 300, KEY, n_seeds=4, record="summary", progress=False)
+    got = jcalib.sweep(f, natures, 300, KEY, n_seeds=4, record="summary", progress=False, compiler_options=fast)
+    chex.assert_trees_all_equal(got, want)
+    one = drivers._chunk_with(drivers._check_compiler_options(fast))
+    assert one is drivers._chunk_with((("xla_backend_optimization_level", 0),)) and one is not drivers._chunk_all
+    traj = jcalib.play(f, natures[0], 40, KEY, progress=False, compiler_options=fast)
+    chex.assert_trees_all_equal(traj, jcalib.play(f, natures[0], 40, KEY, progress=False))
+    with pytest.raises(Exception, match="xla_no_such_option"):
+        jcalib.sweep(f, natures, 30, KEY, record="summary", progress=False, compiler_options={"xla_no_such_option": 1})
+    with pytest.raises(ValueError, match="compiler_options"):
+        jcalib.sweep(f, natures, 30, KEY, record="summary", progress=False, compiler_options=["opt"])

@@ -303,3 +303,37 @@ def test_rounding_on_grid_data_changes_nothing():
     y = np.array([0, 1, 1, 0, 1])
     a, b = distance_to_calibration(p, y), distance_to_calibration(p, y, grid=10)
     assert b.exact and a.value == pytest.approx(b.value)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_vectorised_dps_equal_point_by_point_loops(seed):
+    """The exact, staircase and layered DPs (a diagonal, a block of atoms, a block of layers per
+    NumPy step; tabulated group costs) return the loops' values and paths bit for bit, for any
+    step size and with or without the table (ties go to the same candidate)."""
+    from reference import distance_dp
+
+    rng = np.random.default_rng(seed)
+    T = int(rng.integers(20, 90))
+    p = rng.integers(0, 8, T) / 7 if seed % 2 else np.round(rng.random(T), 2)
+    y = (rng.random(T) < p).astype(int)
+    w = rng.integers(1, 3, T).astype(float)
+    one = distance_module._Side(p[y == 1], w[y == 1])
+    zero = distance_module._Side(p[y == 0], w[y == 0])
+    c, a = np.arange(5.0)[:, None], p[None, :5]
+    np.testing.assert_array_equal(one.P(c, a), distance_dp.side_cost(one, c, a))
+
+    def same(a, b):
+        assert a[0] == b[0]
+        np.testing.assert_array_equal(a[1], b[1])
+
+    want = distance_dp.exact_path(one, zero)
+    for block, table in ((distance_module._EXACT_BLOCK, distance_module._TABLE), (97, distance_module._TABLE), (1, 0)):
+        same(distance_module._exact_path(one, zero, block=block, table=table), want)
+    for span in (3, 512):
+        want = distance_dp.staircase_path(one, zero, span)
+        for block in (distance_module._BLOCK, 5, 1):
+            same(distance_module._staircase_path(one, zero, span, block=block), want)
+    guide = want[1]
+    want = distance_dp.layered_path(one, zero, guide)
+    for block in (distance_module._BLOCK, 200, 1):
+        same(distance_module._layered_path(one, zero, guide, block=block), want)
