@@ -33,6 +33,7 @@ import sys
 import time
 
 import numpy as np
+from _timing import timed  # benchmarks/ is on sys.path when a script here runs
 
 
 def aosa_numpy(B: int, T: int, m: int, p: float, rng: np.random.Generator) -> np.ndarray:
@@ -113,18 +114,6 @@ def make_numba():
         return ones
 
     return aosa_numba, numba
-
-
-def timed(fn, repeats):
-    t0 = time.perf_counter()
-    fn()
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return first, statistics.median(times)
 
 
 def main(argv=None):

@@ -44,6 +44,8 @@ import time
 import jax
 import numpy as np
 
+from _timing import timed  # benchmarks/ is on sys.path when a script here runs
+
 import jcalib
 from jcalib.forecasters import AlmostOneStepAhead, ApproachabilityRecalibrator, FosterRandomized, LeeMultiObjectiveMW
 
@@ -288,18 +290,6 @@ def check_numba(approach_numba, B: int = 8, T: int = 2000, seed: int = 7) -> str
     return (f"check: numba == NumPy on {B} runs x T = {T} (m = {m}; same uniforms for the draws): "
             f"theta, lambda, calibration sums, summed draws and (forecast, outcome) histograms agree, max abs diff {worst:.1e}; "
             f"jcalib.sweep vs numba on {nb} runs of one stream: pooled histograms within sampling noise (max |z| {z:.1f})")
-
-
-def timed(fn, repeats):
-    t0 = time.perf_counter()
-    fn()
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return first, statistics.median(times)
 
 
 def main(argv=None):

@@ -41,6 +41,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from _timing import timed  # benchmarks/ is on sys.path when a script here runs
+
 import jcalib
 from jcalib.core import AbstractRecorder, Forecast
 from jcalib.forecasters.aosa import AlmostOneStepAhead, grid_points
@@ -63,16 +65,6 @@ class NoSearch(AlmostOneStepAhead):
         i = jnp.clip(state.beta[0], 0, self.n_bins - 1)
         v = grid_points(self.n_bins)[i]
         return Forecast(v, v)
-
-
-def timed(fn, repeats=3):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main(argv=None):
@@ -106,7 +98,7 @@ def main(argv=None):
         def run():
             jax.block_until_ready(jcalib.sweep(f, n, T, key, n_seeds=seeds, record=rec, progress=False))
 
-        t = timed(run)
+        t = timed(run)[1]
         print(f"{name:48s} {B * T / t:10.3e} {t * 1e6 / T:8.1f}")
 
     seed_keys = jax.random.split(key, B)
@@ -130,9 +122,9 @@ def main(argv=None):
 
         return jax.lax.scan(body, jnp.zeros(B, jnp.int32), jnp.arange(T // K))[0]
 
-    t = timed(lambda: jax.block_until_ready(per_round_draws(seed_keys)))
+    t = timed(lambda: jax.block_until_ready(per_round_draws(seed_keys)))[1]
     print(f"{'RNG alone: fold_in + bernoulli per element-round':48s} {B * T / t:10.3e} {t * 1e6 / T:8.1f}")
-    t = timed(lambda: jax.block_until_ready(block_bits(key)))
+    t = timed(lambda: jax.block_until_ready(block_bits(key)))[1]
     print(f"{'RNG alone: bits of shape (100, B) per fold_in':48s} {B * T / t:10.3e} {t * 1e6 / T:8.1f}")
     if args.trace:
         trace(aosa, bern, B, T, key)
@@ -227,7 +219,7 @@ def approachability(B, T, with_trace):
 
         fn = jax.jit(lambda x, z, step=step: jax.lax.scan(step, (x, z), None, length=2000)[0])
         split = "outer_dimension_partitions" in fn.lower(x0, y0).compile().as_text()
-        t = timed(lambda fn=fn: jax.block_until_ready(fn(x0, y0)), repeats=5)
+        t = timed(lambda fn=fn: jax.block_until_ready(fn(x0, y0)), repeats=5)[1]
         print(f"{n_ops:4d} ops {t / 2000 * 1e6:8.2f}  {'split over threads' if split else 'one thread'}")
     if with_trace:
         trace(f, replay, B, T, key)

@@ -267,10 +267,8 @@ def figure(rows, pits, series_names, expert_names, path: Path, extra=None):
 # -------------------------------------------------------------------------------------- main
 
 
-def parse(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="smoke run: T = 48, 200 warm-up rows, 10 Adam steps")
-    ap.add_argument("--horizon", type=int, default=None, help="forecast steps (default 1000; --quick 48)")
+def add_orca_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options both ORCA experiments share: expert warm-up, ORCA's settings, seed, progress."""
     ap.add_argument("--warmup", type=int, default=None, help="expert warm-up rows (default: all earlier rows; --quick 200)")
     ap.add_argument("--steps", type=int, default=None, help="ORCA's Adam steps per round (default 400; --quick 10)")
     ap.add_argument("--lr", type=float, default=0.05, help="ORCA's Adam learning rate (reconstructed; default 0.05)")
@@ -278,13 +276,27 @@ def parse(argv=None):
     ap.add_argument("--start", choices=("warm", "expert"), default="expert",
                     help="ORCA's start each round: previous round's parameters or the expert's logits (default: expert, "
                          "Algorithm 2's per-round initialisation at the forecast being recalibrated)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-progress", action="store_true")
+
+
+def orca_defaults(args) -> None:
+    """``--quick``'s smaller settings where the user gave none (10 Adam steps, 200 warm-up rows)."""
+    args.steps = args.steps if args.steps is not None else (10 if args.quick else 400)
+    if args.warmup is None and args.quick:
+        args.warmup = 200
+
+
+def parse(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smoke run: T = 48, 200 warm-up rows, 10 Adam steps")
+    ap.add_argument("--horizon", type=int, default=None, help="forecast steps (default 1000; --quick 48)")
+    add_orca_arguments(ap)
     ap.add_argument("--experts", nargs="+", default=list(TABLE_EXPERTS), help=f"experts among {EXPERTS}")
     ap.add_argument("--series", nargs="+", default=list(SERIES), help="series among wind, sunspots")
     ap.add_argument("--no-sklearn", action="store_true", help="skip the scikit-learn isotonic timing and parity check")
     ap.add_argument("--out", default="results/orca_table1", help="output folder")
     ap.add_argument("--docs-img", default=None, help="also save the figure here (e.g. docs/tutorials/img/orca_table1.png)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     for e in args.experts:
         if e not in EXPERTS:
@@ -293,9 +305,7 @@ def parse(argv=None):
         if s not in SERIES:
             ap.error(f"unknown series {s!r}; choose among {tuple(SERIES)}")
     args.horizon = args.horizon or (48 if args.quick else 1000)
-    args.steps = args.steps if args.steps is not None else (10 if args.quick else 400)
-    if args.warmup is None and args.quick:
-        args.warmup = 200
+    orca_defaults(args)
     return args
 
 

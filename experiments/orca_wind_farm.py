@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from orca_table1 import evaluate, orca_sweep  # noqa: E402
+from orca_table1 import add_orca_arguments, evaluate, orca_defaults, orca_sweep  # noqa: E402
 
 from jcalib.datasets import wind_power  # noqa: E402
 from jcalib.datasets.experts import run_expert  # noqa: E402
@@ -96,23 +96,14 @@ def parse(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smoke run: 2 days, 200 warm-up rows, 10 Adam steps")
     ap.add_argument("--days", type=int, default=None, help="days forecast (default 42 = 1008 hours; --quick 2)")
-    ap.add_argument("--warmup", type=int, default=None, help="expert warm-up rows (default all earlier; --quick 200)")
-    ap.add_argument("--steps", type=int, default=None, help="ORCA's Adam steps (default 400; --quick 10)")
-    ap.add_argument("--lr", type=float, default=0.05, help="ORCA's learning rate (reconstructed)")
-    ap.add_argument("--logit-range", type=float, default=None, help="ORCA's logit range R (default: ORCA's own)")
-    ap.add_argument("--start", choices=("warm", "expert"), default="expert",
-                    help="ORCA's start each round: previous round's parameters or the expert's logits (default: expert)")
+    add_orca_arguments(ap)
     ap.add_argument("--out", default="results/orca_wind_farm")
     ap.add_argument("--docs-img", default=None, help="also save the figure here")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     args.days = args.days or (2 if args.quick else 42)
     if args.days < 1:
         ap.error("--days must be positive")
-    args.steps = args.steps if args.steps is not None else (10 if args.quick else 400)
-    if args.warmup is None and args.quick:
-        args.warmup = 200
+    orca_defaults(args)
     return args
 
 
