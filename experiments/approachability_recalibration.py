@@ -211,9 +211,10 @@ def figures(out, suffix=""):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from jcalib import plots
+
     # the docs show the full run's figures; a --quick run keeps its own under results/
     img = IMG if not suffix else RESULTS / "figures"
-    img.mkdir(parents=True, exist_ok=True)
     paths = []
     # (a)
     ab = out["ab"]
@@ -233,10 +234,7 @@ def figures(out, suffix=""):
     axes[1].set_ylabel("average Brier regret (expected, > 0 shown)")
     axes[0].set_title(f"calibration: fitted slope {third['cal_slope']:.3f} (theory -1/3)")
     axes[1].set_title(f"regret: fitted slope {third['reg_slope']:.3f} (theory -1/3)")
-    fig.tight_layout()
-    paths.append(img / f"approachability_rates{suffix}.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(Path(plots.save(fig.axes[0], img / f"approachability_rates{suffix}.png")))
     # (b)
     fig, ax = plt.subplots(figsize=(5, 4))
     ax.plot([1 / 3, 1 / 4], [1 / 3, 1 / 2], "k-", label="theory: (1/3,1/3)-(1/4,1/2)")
@@ -247,10 +245,7 @@ def figures(out, suffix=""):
     ax.set_xlabel("calibration exponent")
     ax.set_ylabel("regret exponent")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    paths.append(img / f"approachability_tradeoff{suffix}.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(Path(plots.save(fig.axes[0], img / f"approachability_tradeoff{suffix}.png")))
     # (c)
     c = out["c"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
@@ -268,10 +263,7 @@ def figures(out, suffix=""):
     axes[1].set_ylabel("regret")
     axes[1].set_title(f"T = {eq['T']}")
     axes[1].legend(fontsize=7)
-    fig.tight_layout()
-    paths.append(img / f"approachability_baselines{suffix}.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(Path(plots.save(fig.axes[0], img / f"approachability_baselines{suffix}.png")))
     # (d)
     d = out["d"]
     fig, ax = plt.subplots(figsize=(5, 4))
@@ -282,10 +274,7 @@ def figures(out, suffix=""):
     ax.set_xlabel("grid size m (cells N for Kuleshov-Ermon)")
     ax.set_ylabel("microseconds per round (batched)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    paths.append(img / f"approachability_cost{suffix}.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(Path(plots.save(fig.axes[0], img / f"approachability_cost{suffix}.png")))
     # (e)
     e = out["e"]
     fig, ax = plt.subplots(figsize=(5, 4))
@@ -298,10 +287,7 @@ def figures(out, suffix=""):
     ax.set_ylabel("frequency of y = 1")
     ax.set_title(f"digits stream, T = {e['T']}: binned ECE {e['model_ece_mean']:.3f} -> {e['recal_ece_mean']:.3f}", fontsize=9)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    paths.append(img / f"approachability_reliability{suffix}.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(Path(plots.save(fig.axes[0], img / f"approachability_reliability{suffix}.png")))
     return paths
 
 
