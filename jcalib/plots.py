@@ -143,6 +143,13 @@ def _band(values: np.ndarray, band):
     return np.median(values, axis=0), np.quantile(values, lo, axis=0), np.quantile(values, hi, axis=0)
 
 
+def _median_with_band(ax, x, mid, lo, hi, n_runs: int, label, color):
+    """The median line, and the band around it when there is more than one run."""
+    (line,) = ax.plot(x, mid, lw=1.5, label=label, color=color)
+    if n_runs > 1:
+        ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+
+
 def quantile_reliability_curve(pit_values, levels=None, *, ax=None, label=None, band=(0.0, 1.0), color=None):
     """Observed frequency $f_q$ of $u_t \\le q$ against the level $q$; the diagonal is calibration.
 
@@ -163,9 +170,7 @@ def quantile_reliability_curve(pit_values, levels=None, *, ax=None, label=None, 
     mid, lo, hi = _band(f, band)
     ax = _axes(ax)
     ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--")
-    (line,) = ax.plot(q, mid, lw=1.5, label=label, color=color)
-    if u.shape[0] > 1:
-        ax.fill_between(q, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+    _median_with_band(ax, q, mid, lo, hi, u.shape[0], label, color)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xlabel("quantile level q")
@@ -195,9 +200,7 @@ def pit_histogram_plot(pit_values, n_bins: int = 10, *, ax=None, label=None, ban
     x = np.repeat(np.linspace(0, 1, n_bins + 1), 2)[1:-1]
     ax = _axes(ax)
     ax.axhline(1.0, color="0.6", lw=1, ls="--")
-    (line,) = ax.plot(x, np.repeat(mid, 2), lw=1.5, label=label, color=color)
-    if u.shape[0] > 1:
-        ax.fill_between(x, np.repeat(lo, 2), np.repeat(hi, 2), color=line.get_color(), alpha=0.2, lw=0)
+    _median_with_band(ax, x, np.repeat(mid, 2), np.repeat(lo, 2), np.repeat(hi, 2), u.shape[0], label, color)
     ax.set_xlim(0, 1)
     ax.set_xlabel("PIT value F(y)")
     ax.set_ylabel("density")

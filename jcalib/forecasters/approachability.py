@@ -250,10 +250,7 @@ class ApproachabilityState(NamedTuple):
 
 def check_context_prob(q, name: str = "q"):
     """``q`` as a float scalar, with a runtime error (``eqx.error_if``) if it is NaN or outside [0, 1]."""
-    q = jnp.asarray(q)
-    if not jnp.issubdtype(q.dtype, jnp.floating):
-        q = q.astype(_fdt())
-    q = q.astype(_fdt())
+    q = jnp.asarray(q).astype(_fdt())
     bad = jnp.isnan(q) | (q < 0) | (q > 1)
     return eqx.error_if(q, bad, f"the model's forecast {name} must be a probability in [0, 1] (got NaN or a value outside)")
 

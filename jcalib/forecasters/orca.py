@@ -279,11 +279,16 @@ class ORCA(AbstractForecaster):
         return jnp.maximum(obj, 0) if self.satisfice else obj
 
     def spikes(self, theta) -> Float[Array, "k n"]:
-        """$\\theta$, then the spiked starts $\\log((1-\\gamma) p_\\theta + \\gamma\\delta_j)$ for each bin $j$ and $\\gamma$ in ``spike_weights``."""
+        """$\\theta$, then the spiked starts $\\log((1-\\gamma) p_\\theta + \\gamma\\delta_j)$ for each $\\gamma$ in ``spike_weights`` and bin $j$.
+
+        Not in paper 002 (Algorithm 2 starts Adam from one point): see :meth:`best_start`.
+        Returns ``(1 + n |spike_weights|, n)`` logits, each row projected (:meth:`project`).
+        """
         p = jax.nn.softmax(theta)
-        eye = jnp.eye(p.shape[0], dtype=p.dtype)
-        spiked = [jnp.log((1 - g) * p[None, :] + g * eye) for g in self.spike_weights]
-        return jnp.concatenate([theta[None, :], jax.vmap(self.project)(jnp.concatenate(spiked))])
+        n = p.shape[0]
+        g = jnp.asarray(self.spike_weights, p.dtype)[:, None, None]
+        spiked = jnp.log((1 - g) * p[None, None, :] + g * jnp.eye(n, dtype=p.dtype)[None]).reshape(-1, n)  # [γ, j] rows
+        return jnp.concatenate([theta[None, :], jax.vmap(self.project)(spiked)])
 
     def best_start(self, theta, c, x):
         """The start among :meth:`spikes` with the smallest exact inner max (the first such: $\\theta$ itself on a tie).
