@@ -3,35 +3,49 @@
 ORCA as set up in the paper's experiments (50 bins, the experiment payoff: quantile + CRPS/MSE
 regret + moments) recalibrating an overconfident Gaussian expert. Measured in this one run:
 
-- ``jcalib.play`` / ``jcalib.sweep`` for B = 1 and B = 64 vmapped streams (one compiled scan);
-- the baseline: the same rounds written as a per-round Python loop calling a jitted round
-  (``jax.jit`` of predict + outcome + update), one stream at a time.
+- ``jcalib.play`` for one stream and ``jcalib.sweep`` for B = 8 and B = 64 vmapped streams
+  (one compiled scan each);
+- the per-round Python loop a researcher would write: a jitted round (predict + outcome +
+  update) called once per round, one stream at a time;
+- with ``--baseline-path DIR``: the same measurements of another checkout of jcalib (e.g.
+  commit 8c59c64: ``git archive 8c59c64 | tar -x -C /tmp/orca_old``), each side in its own
+  process with its checkout first on ``PYTHONPATH``, the two taking turns ``--turns`` times, so
+  that the load of a shared machine hits both alike; the table gives the medians over turns
+  and the ratio new/old per row.
 
 Rounds/s = B·T / wall time, median of repeats after a warm-up call (compile time separately).
 It also reports the time of the paper's own workload — 1000 rounds × 400 steps × 8 runs (6 hours
 on an M2 laptop CPU, with an LP solver per step) — extrapolated from the B = 8 sweep's rate, or
 measured in full with ``--paper``.
 
-    python benchmarks/orca_throughput.py            # T = 40 rounds, B in {1, 8, 64}
-    python benchmarks/orca_throughput.py --quick    # fewer rounds and repeats
-    python benchmarks/orca_throughput.py --paper    # also run 8 streams × 1000 rounds in full
+    python benchmarks/orca_throughput.py                       # T = 40 rounds, B in {1, 8, 64}
+    python benchmarks/orca_throughput.py --quick               # fewer rounds and repeats
+    python benchmarks/orca_throughput.py --baseline-path /tmp/orca_old --rounds 10 --turns 3
+    python benchmarks/orca_throughput.py --paper               # also run 8 streams × 1000 rounds
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 
-import jax
-
-import jcalib
-from jcalib.forecasters import ORCA
-from jcalib.natures import OverconfidentGaussian
+ROWS = (("loop", 1), ("play", 1), ("sweep", 8), ("sweep", 64))
+NAMES = {
+    "loop": "per-round Python loop of a jitted round",
+    "play": "jcalib.play (one scan)",
+    "sweep": "jcalib.sweep (one scan, vmapped)",
+}
 
 
 def timed(fn, repeats):
+    import jax
+
     t0 = time.perf_counter()
     jax.block_until_ready(fn(0))
     first = time.perf_counter() - t0
@@ -45,6 +59,7 @@ def timed(fn, repeats):
 
 def python_loop(f, nat, T, key):
     """One stream, one jitted round per Python iteration."""
+    import jax
 
     @jax.jit
     def round_(fs, ns, key):
@@ -66,41 +81,99 @@ def python_loop(f, nat, T, key):
     return run
 
 
+def measure(T: int, steps: int, repeats: int) -> dict:
+    """Every row of :data:`ROWS` for the jcalib on ``sys.path``: ``{row: (compile + 1st s, wall s, rounds/s)}``."""
+    import jax
+
+    import jcalib
+    from jcalib.forecasters import ORCA
+    from jcalib.natures import OverconfidentGaussian
+
+    f = ORCA(n_steps=steps)
+    nat = OverconfidentGaussian()
+    key = jax.random.key(0)
+    out = {}
+    for kind, B in ROWS:
+        if kind == "loop":
+            fn = python_loop(f, nat, T, key)
+        elif kind == "play":
+            fn = lambda s: jcalib.play(f, nat, T, jax.random.fold_in(key, s)).y  # noqa: E731
+        else:
+            fn = lambda s, B=B: jcalib.sweep(f, nat, T, jax.random.fold_in(key, s), n_seeds=B).y  # noqa: E731
+        c, w = timed(fn, repeats)
+        out[f"{kind}:{B}"] = (c, w, B * T / w)
+    out["jcalib"] = os.path.dirname(jcalib.__file__)
+    return out
+
+
+def worker(path: str | None, T: int, steps: int, repeats: int) -> dict:
+    """:func:`measure` in a fresh process with ``path`` (a jcalib checkout) first on ``PYTHONPATH``."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (path or here, os.environ.get("PYTHONPATH")) if p))
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--rounds", str(T), "--steps", str(steps),
+           "--repeats", str(repeats)]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="T = 10 rounds, 1 repeat")
     ap.add_argument("--rounds", type=int, default=40, help="rounds per stream (default 40)")
     ap.add_argument("--steps", type=int, default=400, help="Adam steps per round (default 400, the paper's)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed calls after the warm-up (default 3)")
+    ap.add_argument("--baseline-path", default=None,
+                    help="a checkout of another jcalib commit, measured in its own processes in turns")
+    ap.add_argument("--turns", type=int, default=3, help="old/new process pairs with --baseline-path (default 3)")
     ap.add_argument("--paper", action="store_true", help="run the paper's 8 × 1000 rounds in full")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     T = 10 if args.quick else args.rounds
-    repeats = 1 if args.quick else 3
-    f = ORCA(n_steps=args.steps)
-    nat = OverconfidentGaussian()
-    key = jax.random.key(0)
+    repeats = 1 if args.quick else args.repeats
+    if args.worker:
+        print(json.dumps(measure(T, args.steps, repeats)))
+        return
+    import jax
+
     print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({platform.processor() or platform.machine()}), "
-          f"ORCA: 50 bins, experiment payoff (d = {f.payoff.dim}), {args.steps} Adam steps per round, T = {T}")
-    rows = []
-    c, w = timed(python_loop(f, nat, T, key), repeats)
-    base = T / w
-    rows.append(("per-round Python loop of a jitted round", 1, c, w, base))
-    for B in (1, 8, 64):
-        if B == 1:
-            fn = lambda s: jcalib.play(f, nat, T, jax.random.fold_in(key, s)).y  # noqa: E731
-        else:
-            fn = lambda s, B=B: jcalib.sweep(f, nat, T, jax.random.fold_in(key, s), n_seeds=B).y  # noqa: E731
-        c, w = timed(fn, repeats)
-        rows.append((f"jcalib.{'play' if B == 1 else 'sweep'} (one scan, vmapped)", B, c, w, B * T / w))
-    print(f"\n{'implementation':45s} {'B':>4s} {'compile+1st (s)':>16s} {'wall (s)':>9s} {'rounds/s':>9s} {'× loop':>7s}")
-    for name, B, c, w, r in rows:
-        print(f"{name:45s} {B:4d} {c:16.2f} {w:9.2f} {r:9.2f} {r / base:7.2f}")
-    rate8 = rows[2][4]
+          f"ORCA: 50 bins, experiment payoff (d = 103), {args.steps} Adam steps per round, T = {T}; "
+          f"load {os.getloadavg()[0]:.1f} (1 min)")
+    sides = {"new": None} if args.baseline_path is None else {"old": args.baseline_path, "new": None}
+    runs = {side: [] for side in sides}
+    for turn in range(args.turns if args.baseline_path else 1):
+        for side, path in sides.items():  # old first, then new, in every turn
+            r = worker(path, T, args.steps, repeats)
+            runs[side].append(r)
+            print(f"turn {turn + 1} {side} ({r['jcalib']}): "
+                  + ", ".join(f"{k} {r[k][2]:.2f}" for k in r if k != "jcalib") + f" rounds/s; load {os.getloadavg()[0]:.1f}",
+                  flush=True)
+    med = {side: {k: [statistics.median(r[k][i] for r in rs) for i in range(3)] for k in rs[0] if k != "jcalib"}
+           for side, rs in runs.items()}
+    new = med["new"]
+    base = new["loop:1"][2]
+    head = f"\n{'implementation':40s} {'B':>4s} {'compile+1st (s)':>16s} {'wall (s)':>9s} {'rounds/s':>9s} {'× loop':>7s}"
+    print(head + (f" {'old rounds/s':>13s} {'new/old':>8s}" if "old" in med else ""))
+    for kind, B in ROWS:
+        c, w, r = new[f"{kind}:{B}"]
+        line = f"{NAMES[kind]:40s} {B:4d} {c:16.2f} {w:9.2f} {r:9.2f} {r / base:7.2f}"
+        if "old" in med:
+            ro = med["old"][f"{kind}:{B}"][2]
+            line += f" {ro:13.2f} {r / ro:8.2f}"
+        print(line)
+    vm = new["sweep:64"][2] / new["play:1"][2]
+    print(f"\nvmapping: per-stream throughput at B = 64 is {vm:.2f}× that of play on one stream")
+    rate8 = new["sweep:8"][2]
     est = 8 * 1000 / rate8
-    print(f"\npaper's workload (8 runs × 1000 rounds × {args.steps} steps; 6 h in the paper): "
-          f"{est:.0f} s = {est / 60:.1f} min extrapolated from the B = 8 rate")
+    print(f"paper's workload (8 runs × 1000 rounds × {args.steps} steps; 6 h in the paper): "
+          f"{est:.0f} s = {est / 60:.1f} min extrapolated from the B = 8 rate; load {os.getloadavg()[0]:.1f} (1 min)")
     if args.paper:
+        import jcalib
+        from jcalib.forecasters import ORCA
+        from jcalib.natures import OverconfidentGaussian
+
         t0 = time.perf_counter()
-        jax.block_until_ready(jcalib.sweep(f, nat, 1000, key, n_seeds=8).y)
+        jax.block_until_ready(jcalib.sweep(ORCA(n_steps=args.steps), OverconfidentGaussian(), 1000,
+                                           jax.random.key(0), n_seeds=8).y)
         print(f"measured in full (compile included): {time.perf_counter() - t0:.0f} s")
 
 

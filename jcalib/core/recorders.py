@@ -36,7 +36,8 @@ class Round(NamedTuple):
     Attributes:
         t: the absolute round index (int32, 0-based).
         x: the context.
-        forecast: the :class:`~jcalib.core.Forecast` (value, public mixed strategy, certificate).
+        forecast: the :class:`~jcalib.core.Forecast` (value, public mixed strategy, certificate,
+            carry).
         y: the outcome.
         info: the forecaster's post-outcome value (``None`` for most forecasters).
     """
@@ -75,9 +76,14 @@ class History(AbstractRecorder):
     Attributes:
         mixtures: also keep each round's published strategy (``Trajectory.public``), e.g. the
             two-point mixtures of a randomised forecaster (memory grows with the support size).
+        carry: also keep each round's ``Forecast.carry`` (``Trajectory.carry``): what
+            ``predict`` handed to ``update``, e.g. ORCA's warm start ($3n + 1$ numbers per
+            round for $n$ bins). Off by default: it is the forecaster's working memory, not a
+            result.
     """
 
     mixtures: bool = eqx.field(static=True, default=False)
+    carry: bool = eqx.field(static=True, default=False)
 
     def init(self) -> tuple:
         return ()
@@ -85,7 +91,8 @@ class History(AbstractRecorder):
     def step(self, state: tuple, rnd: Round) -> tuple[tuple, Trajectory]:
         fc = rnd.forecast
         public = fc.public if self.mixtures else None
-        return state, Trajectory(rnd.x, fc.value, rnd.y, rnd.info, fc.certificate, public)
+        carry = fc.carry if self.carry else None
+        return state, Trajectory(rnd.x, fc.value, rnd.y, rnd.info, fc.certificate, public, carry)
 
     def finalise(self, state: tuple, outs: Trajectory) -> Trajectory:
         return outs

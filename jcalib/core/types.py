@@ -8,7 +8,7 @@ every outcome space (binary events, interval outcomes, …):
 ```
 x        = nature.context(nstate, key_x)              # a model's forecast q_t, an expert's
                                                       # distribution, features, or None
-forecast = forecaster.predict(fstate, x, key_p)       # Forecast(value, public, certificate)
+forecast = forecaster.predict(fstate, x, key_p)       # Forecast(value, public, certificate, carry)
 y        = nature.outcome(nstate, x, forecast.public, key_y)
 info     = forecaster.info(fstate, x, forecast, y)    # optional, after the outcome
 fstate   = forecaster.update(fstate, x, forecast, y)
@@ -19,7 +19,9 @@ nstate   = nature.update(nstate, x, forecast, y, key_u)
 ``forecast.public`` is what an adaptive nature may see (a :class:`Mixture` for a randomised
 forecaster); ``forecast.certificate`` is a value computed in ``predict``, before the outcome
 (ORCA's minimax value, Algorithm 1's $\\max_y \\langle\\bar\\pi, \\pi\\rangle$), which the
-drivers record and never recompute.
+drivers record and never recompute; ``forecast.carry`` is what ``predict`` hands to ``update``
+beyond the forecast (ORCA's warm start), which recorders do not keep unless asked
+(``History(carry=True)``).
 """
 
 from __future__ import annotations
@@ -107,11 +109,16 @@ class Forecast(NamedTuple):
             deterministic one.
         certificate: an optional value computed in ``predict`` before the outcome (e.g.
             ORCA's minimax value $\\ell_t$); recorded in :attr:`Trajectory.certificate`.
+        carry: an optional value ``predict`` hands to ``update`` of the same round and that is
+            neither scored nor a certificate (e.g. ORCA's warm start: the round's parameters
+            and optimiser state). The drivers pass it through; recorders drop it unless asked
+            (``History(carry=True)`` keeps it in :attr:`Trajectory.carry`).
     """
 
     value: Any
     public: Any
     certificate: Any = None
+    carry: Any = None
 
 
 class Trajectory(NamedTuple):
@@ -127,6 +134,8 @@ class Trajectory(NamedTuple):
         certificate: ``Forecast.certificate`` per round (computed before the outcome).
         public: the published mixed strategies per round, when the recorder keeps them
             (``History(mixtures=True)``), else ``None``.
+        carry: ``Forecast.carry`` per round, when the recorder keeps it
+            (``History(carry=True)``), else ``None``.
     """
 
     x: Any
@@ -135,6 +144,7 @@ class Trajectory(NamedTuple):
     info: Any = None
     certificate: Any = None
     public: Any = None
+    carry: Any = None
 
 
 class AbstractForecaster(eqx.Module):

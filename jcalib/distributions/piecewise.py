@@ -339,6 +339,108 @@ class PiecewiseConstant(AbstractDistribution):
         return jnp.sum(left + right, axis=-1) / 3 + jnp.abs(y - ycl)
 
     @_jit
+    def crps_bins(self) -> Float[Array, "... n"]:
+        r"""$\mathbb E_{y\sim U[e_k, e_{k+1}]}\,\mathrm{CRPS}(F, y)$ for every bin $k$ of this density's own edges.
+
+        With $C_j$, $D_j = 1 - C_j$ as in the module docstring, the bins left of $k$ contribute
+        their whole $\int F^2$, the bins right of it their whole $\int (1 - F)^2$ (a linear
+        function from $A$ to $B$ over $L$ has $\int f^2 = L(A^2 + AB + B^2)/3$), and bin $k$
+        itself, averaged over $y = e_k + w_k t$, $t \sim U[0, 1]$,
+        $w_k\int_0^1 (1 - t)(C_k + p_k t)^2 dt + w_k\int_0^1 (1 - t)(D_{k+1} + p_k t)^2 dt$:
+
+        $$G_k + w_k\Big(\frac{C_k^2 + D_{k+1}^2}{2} + \frac{(C_k + D_{k+1})\,p_k}{3}
+        + \frac{p_k^2}{6}\Big) + H_k,\quad G_k = \sum_{j<k}\frac{w_j}{3}(C_j^2 + C_jC_{j+1} +
+        C_{j+1}^2),\; H_k = \sum_{j>k}\frac{w_j}{3}(D_j^2 + D_jD_{j+1} + D_{j+1}^2).$$
+
+        Exact, $O(n)$ for all $n$ bins together (two cumulative sums), and free of cancellation.
+        The expected CRPS of ORCA's nature components (paper 002, L462–464).
+        """
+        p, c_lo, c_hi, d_hi = self._cums(self.batch_shape)
+        d_lo = d_hi + p
+        w = self._c(np.diff(self._e), len(self.batch_shape))
+        left = w * (c_lo**2 + c_lo * c_hi + c_hi**2) / 3  # whole bin j, left of y
+        right = w * (d_lo**2 + d_lo * d_hi + d_hi**2) / 3  # whole bin j, right of y
+        zero = jnp.zeros_like(p[..., :1])
+        g = jnp.concatenate([zero, jnp.cumsum(left, axis=-1)[..., :-1]], axis=-1)  # sum over j < k
+        h = jnp.concatenate([jnp.flip(jnp.cumsum(jnp.flip(right, -1), axis=-1), -1)[..., 1:], zero], axis=-1)
+        within = w * ((c_lo**2 + d_hi**2) / 2 + (c_lo + d_hi) * p / 3 + p**2 / 6)
+        return g + within + h
+
+    @_jit
+    def crps_uniform(self, lo: ArrayLike, hi: ArrayLike) -> Float[Array, "..."]:
+        r"""$\mathbb E_{y\sim U[lo, hi]}\,\mathrm{CRPS}(F, y)$ in closed form, for any real $lo \le hi$.
+
+        $\frac{d}{dy}\mathrm{CRPS}(F, y) = F(y)^2 - (1 - F(y))^2 = 2F(y) - 1$, so with
+        $I_1(y) = \int_{e_0}^y F$ and $I_2(y) = \int_{e_0}^y I_1$ (0 below $e_0$),
+        $\mathrm{CRPS}(F, y) = \mathrm{CRPS}(F, e_0) + 2 I_1(y) - (y - e_0)$ for every real $y$
+        and
+
+        $$\mathbb E_{y\sim U[lo, hi]}\mathrm{CRPS}(F, y) = \mathrm{CRPS}(F, e_0)
+        + 2\,\frac{I_2(hi) - I_2(lo)}{hi - lo} - \Big(\frac{lo + hi}{2} - e_0\Big).$$
+
+        $F$ is piecewise linear, so $I_2$ is a piecewise cubic: at the edges it is a cumulative
+        sum, $I_2(e_{j+1}) = I_2(e_j) + w_j I_1(e_j) + w_j^2 (C_j/2 + p_j/6)$, and inside bin
+        $i$, at $t = y - e_i$, $I_2(y) = I_2(e_i) + I_1(e_i) t + C_i t^2/2 + p_i t^3/(6 w_i)$
+        (beyond $e_n$, $F = 1$). Exact; $hi = lo$ gives $\mathrm{CRPS}(F, lo)$. The difference
+        of $I_2$ loses about $\log_{10}((e_n - e_0)/(hi - lo))$ digits; :meth:`crps_bins` has
+        no such loss on the density's own bins.
+
+        Args:
+            lo, hi: interval ends (broadcast against each other and the batch shape).
+        """
+        lo, hi = self._y(lo), self._y(hi)
+        shape = jnp.broadcast_shapes(lo.shape, hi.shape)
+        lo, hi = jnp.broadcast_to(lo, shape), jnp.broadcast_to(hi, shape)
+        e = self._e
+        p, c_lo, c_hi, d_hi = self._cums(shape)
+        w = self._c(np.diff(e), len(shape))
+        zero = jnp.zeros_like(p[..., :1])
+        i1_next = jnp.cumsum(w * (c_lo + c_hi) / 2, axis=-1)  # I1(e_{j+1})
+        i1 = jnp.concatenate([zero, i1_next[..., :-1]], axis=-1)  # I1(e_j)
+        i2_next = jnp.cumsum(w * i1 + w**2 * (c_lo / 2 + p / 6), axis=-1)
+        i2 = jnp.concatenate([zero, i2_next[..., :-1]], axis=-1)  # I2(e_j)
+        d_lo = d_hi + p
+        crps0 = jnp.sum(w * (d_lo**2 + d_lo * d_hi + d_hi**2), axis=-1) / 3  # CRPS(F, e_0)
+        inner = self._c(e[1:-1], len(shape))
+        e_lo, wd = jnp.asarray(e[:-1], self.dtype), jnp.asarray(np.diff(e), self.dtype)
+
+        def integral2(y):  # I2(y)
+            i = jnp.sum(y[..., None] >= inner, axis=-1)[..., None]  # bin of y (0 below, n-1 above)
+            at = lambda a: jnp.take_along_axis(a, i, axis=-1)[..., 0]  # noqa: E731
+            wi = jnp.take(wd, i[..., 0])
+            t = jnp.clip(y - jnp.take(e_lo, i[..., 0]), 0, wi)
+            s = jnp.maximum(y - e[-1], 0)
+            val = at(i2) + at(i1) * t + at(c_lo) * t**2 / 2 + at(p) * t**3 / (6 * wi)
+            return val + i1_next[..., -1] * s + s**2 / 2
+
+        width = hi - lo
+        safe = jnp.where(width != 0, width, 1)
+        mean = crps0 + 2 * (integral2(hi) - integral2(lo)) / safe - ((lo + hi) / 2 - e[0])
+        return jnp.where(width != 0, mean, self.crps(lo))
+
+    @_jit
+    def bin_fraction_below(self, alpha: ArrayLike) -> Float[Array, "... n m"]:
+        r"""The fraction of each bin on which $F \le \alpha$, for levels ``alpha`` of shape ``(m,)``: ``(..., n, m)``.
+
+        $F$ rises linearly from $C_i$ to $C_{i+1}$ on bin $i$, so the fraction is
+        $\mathrm{clip}((\alpha - C_i)/p_i, 0, 1)$, and $\mathbb 1\{C_i \le \alpha\}$ on a bin of
+        zero mass. It is $P(F(y) \le \alpha)$ for $y$ uniform on bin $i$: the expected quantile
+        payoff of ORCA's nature components (paper 002, L462–464), one dense expression of the
+        cumulative masses with no search for the quantiles. The masses are treated as
+        normalised by their sum, as in :meth:`quantile`.
+        """
+        alpha = jnp.asarray(alpha).astype(self.dtype)
+        if alpha.ndim != 1:
+            raise ValueError(f"alpha must have shape (m,), got {alpha.shape}")
+        p, c_lo, c_hi, _ = self._cums(self.batch_shape)
+        alpha = alpha.reshape((1,) * p.ndim + alpha.shape)
+        num = alpha * c_hi[..., -1:, None] - c_lo[..., :, None]  # (..., n, m)
+        pos = p > 0
+        inv = 1 / jnp.where(pos, p, 1)
+        ratio = jnp.clip(num * inv[..., None], 0, 1)
+        return jnp.where(pos[..., None], ratio, (num >= 0).astype(self.dtype))
+
+    @_jit
     def log_prob(self, y: ArrayLike) -> Float[Array, "..."]:
         r"""$\log(p_i / w_i)$ for $y$ in bin $i = [e_i, e_{i+1})$ (the last bin closed).
 

@@ -52,10 +52,10 @@ from .._validation import check_positive_int
 from ..core.optim import optimise, standard_promotion
 from ..core.types import AbstractForecaster, Forecast
 from ..distributions import PiecewiseConstant, uniform_edges
-from ..payoffs.base import AbstractPayoff, DirectSum, direction
-from ..payoffs.interval import ExpertRegret, QuantileCalibration, experiment_payoff
+from ..payoffs.base import AbstractPayoff, direction
+from ..payoffs.interval import ExpertRegret, experiment_payoff
 
-__all__ = ["ORCA", "ORCACertificate", "ORCAState", "ExpertMeanCells"]
+__all__ = ["ORCA", "ORCACarry", "ORCACertificate", "ORCAState", "ExpertMeanCells"]
 
 _FAMILIES = ("piecewise", "gaussian_mixture")
 
@@ -86,27 +86,25 @@ class ORCACertificate(NamedTuple):
         value: $\\ell_t = \\max_k \\mathbb E_{y\\sim q_k}\\langle c, \\pi(x, p_t, y)\\rangle$.
         pointwise: $\\max_y \\langle c, \\pi(x, p_t, y)\\rangle$ over the dense check set.
         loss_start: the objective at the warm start (before this round's Adam steps).
-        theta: the round's final parameters $\theta_t$.
-        opt_state: the round's final Adam state.
-
-    ``theta`` and ``opt_state`` ride in the certificate because the round protocol's only
-    channel from ``predict`` to ``update`` is the forecast: ``update`` stores them as the next
-    round's warm start. A full-history recorder keeps them ($3n + 1$ numbers per round).
     """
 
     value: Float[Array, ""]
     pointwise: Float[Array, ""]
     loss_start: Float[Array, ""]
+
+
+class ORCACarry(NamedTuple):
+    """What ORCA's ``predict`` hands to ``update`` (``Forecast.carry``): the next round's warm start.
+
+    Not recorded by default (``History(carry=True)`` keeps it, $3n + 1$ numbers per round).
+
+    Attributes:
+        theta: the round's final parameters $\\theta_t$.
+        opt_state: the round's final Adam state.
+    """
+
     theta: Float[Array, " n"]
     opt_state: Any
-
-
-def _quantile_blocks(payoff):
-    if isinstance(payoff, QuantileCalibration):
-        return [payoff]
-    if isinstance(payoff, DirectSum):
-        return [b for blk in payoff.blocks for b in _quantile_blocks(blk)]
-    return []
 
 
 class ORCA(AbstractForecaster):
@@ -255,8 +253,7 @@ class ORCA(AbstractForecaster):
 
     def component_values(self, theta, c, x) -> Float[Array, " K"]:
         """$v_k(\\theta) = \\mathbb E_{y\\sim q_k}\\langle c, \\pi(x, p_\\theta, y)\\rangle$ for each bin $k$."""
-        e = jnp.asarray(self.edges, theta.dtype)
-        V = self.payoff.expect_uniform(x, self.distribution(theta), e[:-1], e[1:])
+        V = self.payoff.expect_bins(x, self.distribution(theta), self.edges)
         return V @ c
 
     def objective(self, theta, c, x) -> Float[Array, ""]:
@@ -310,18 +307,23 @@ class ORCA(AbstractForecaster):
             vals = jnp.maximum(vals, 0)  # argmin keeps the first: the start itself when it already passes
         return cands[jnp.argmin(vals)]
 
-    def check_points(self, p: PiecewiseConstant) -> Float[Array, " m"]:
-        """The outcomes of the pointwise certificate: a grid per bin and both sides of each quantile jump."""
+    def check_points(self, x, p: PiecewiseConstant) -> Float[Array, " m"]:
+        """The outcomes of the pointwise certificate: a grid per bin and both sides of each jump of the payoff.
+
+        The jumps are the payoff's own (:meth:`~jcalib.payoffs.AbstractPayoff.jumps`: the
+        quantiles $Q_p(\\alpha)$ of the quantile block), so a user's payoff that declares its
+        jumps gets an exact certificate too.
+        """
         e = np.asarray(self.edges, np.float64)
         t = np.linspace(0, 1, self.n_check + 1)[:-1]
         grid = (e[:-1, None] + np.diff(e)[:, None] * t[None, :]).reshape(-1)
         pts = [jnp.asarray(np.r_[grid, e[-1]], p.dtype)]
-        eps = 1e-4 * (e[-1] - e[0])
-        for qb in _quantile_blocks(self.payoff):
-            q = p.quantile(qb.levels(p.dtype))
+        jumps = jnp.asarray(self.payoff.jumps(x, p)).astype(p.dtype)
+        if jumps.shape[0]:
             # both sides of each jump, eps away from it: at y = Q(α) exactly the indicator
             # 1{F(y) <= α} flips with the last ulp of F (batched and unbatched programs differ)
-            pts += [jnp.maximum(q - eps, e[0]), jnp.minimum(q + eps, e[-1])]
+            eps = 1e-4 * (e[-1] - e[0])
+            pts += [jnp.clip(jumps - eps, e[0], e[-1]), jnp.clip(jumps + eps, e[0], e[-1])]
         return jnp.concatenate(pts)
 
     def predict(self, state: ORCAState, x, key: PRNGKeyArray) -> Forecast:
@@ -345,10 +347,10 @@ class ORCA(AbstractForecaster):
         theta = res.params
         p = self.distribution(theta)
         value = jnp.max(self.component_values(theta, c, x))
-        ys = self.check_points(p)
+        ys = self.check_points(x, p)
         pointwise = jnp.max(jax.vmap(lambda y: jnp.dot(c, self.payoff(x, p, y)))(ys))
         start = res.losses[0] if self.n_steps > 0 else self.objective(theta, c, x)
-        return Forecast(p, p, ORCACertificate(value, pointwise, start, theta, res.state))
+        return Forecast(p, p, ORCACertificate(value, pointwise, start), ORCACarry(theta, res.state))
 
     def check_outcome(self, y) -> Float[Array, ""]:
         """Raise (inside jit, via ``eqx.error_if``) on a NaN outcome or one outside the edges."""
@@ -361,8 +363,8 @@ class ORCA(AbstractForecaster):
     def update(self, state: ORCAState, x, forecast: Forecast, y) -> ORCAState:
         y = self.check_outcome(y).astype(state.total.dtype)
         pi = self.payoff(x, forecast.public, y).astype(state.total.dtype)
-        cert = forecast.certificate
-        return ORCAState(state.total + pi, state.count + 1, cert.theta, cert.opt_state)
+        warm = forecast.carry
+        return ORCAState(state.total + pi, state.count + 1, warm.theta, warm.opt_state)
 
 
 class ExpertMeanCells(eqx.Module):

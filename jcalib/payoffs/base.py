@@ -13,12 +13,21 @@ measures miscalibration: $\|\bar\pi_T\|_2$ (unnormalised by $d$). The paper's co
 3. continuous in $p$ (Wasserstein).
 
 Every payoff here is an equinox module with ``__call__(x, p, y) -> (d,)``, ``bound()``,
-``semi`` and, for real outcomes, ``expect_uniform(x, p, lo, hi) -> (K, d)``: the expected payoff
-when $y$ is uniform on each of $K$ intervals $[lo_k, hi_k]$ — the nature family of ORCA
-(paper 002, L462–464) and the quadrature behind consistency checks. The default computes it by
-Gauss–Legendre quadrature (exact for payoffs polynomial of degree $\le 2\cdot$``quad_nodes``$-1$
-in $y$ on each interval); payoffs with steps in $y$ override it in closed form (quantile
-calibration), which is what keeps ORCA's gradients non-zero.
+``semi`` and, for real outcomes:
+
+- ``expect_uniform(x, p, lo, hi) -> (K, d)``: the expected payoff when $y$ is uniform on each
+  of $K$ intervals $[lo_k, hi_k]$ — the nature family of ORCA (paper 002, L462–464) and the
+  quadrature behind consistency checks. The default computes it by Gauss–Legendre quadrature
+  (exact for payoffs polynomial of degree $\le 2\cdot$``quad_nodes``$-1$ in $y$ on each
+  interval); the payoffs of :mod:`jcalib.payoffs.interval` override it in closed form, which for
+  payoffs with steps in $y$ (quantile calibration) is what keeps ORCA's gradients non-zero.
+- ``expect_bins(x, p, edges) -> (n, d)``: the same for the $n$ bins of static ``edges``, the
+  call in ORCA's inner loop; payoffs override it where the bins are the forecast's own (dense
+  expressions of the bin masses and their cumulative sums), else it is ``expect_uniform``.
+- ``jumps(x, p) -> (J,)``: the outcomes where $\pi(x, p, \cdot)$ may jump (default: none).
+  A certificate that maximises over single outcomes (ORCA's pointwise certificate) checks
+  both sides of each, so it is exact for any payoff that declares its jumps, a user's own
+  included.
 """
 
 from __future__ import annotations
@@ -94,6 +103,37 @@ class AbstractPayoff(eqx.Module):
         vals = jax.vmap(jax.vmap(lambda y: self(x, p, y)))(ys)  # (K, n, d)
         return jnp.einsum("knd,n->kd", vals, jnp.asarray(weights, fdt))
 
+    def expect_bins(self, x: Any, p: Any, edges: tuple) -> Float[Array, "n d"]:
+        """$\\mathbb E_{y\\sim U[e_k, e_{k+1}]}\\,\\pi(x, p, y)$ for each bin $k$ of the static ``edges``.
+
+        Default: :meth:`expect_uniform` on the bins (in ``p``'s dtype). Payoffs override it with
+        a cheaper closed form where ``edges`` are the forecast's own bins (ORCA's inner loop).
+        """
+        lo, hi = _bin_ends(edges, p)
+        return self.expect_uniform(x, p, lo, hi)
+
+    def jumps(self, x: Any, p: Any) -> Float[Array, " J"]:
+        """The outcomes $y$ at which $\\pi(x, p, y)$ may jump, ``(J,)`` with ``J`` fixed by the payoff.
+
+        Default: none (the payoff is continuous in $y$). A payoff with steps in $y$ (quantile
+        calibration: at $Q_p(\\alpha)$) returns where they are, so that a maximum over single
+        outcomes (ORCA's pointwise certificate) looks at both sides of every step.
+        """
+        return jnp.zeros((0,), _dtype_of(p))
+
+
+def _dtype_of(p) -> jnp.dtype:
+    """The float dtype of a forecast: its ``dtype`` attribute (distributions, arrays), else the default."""
+    dt = getattr(p, "dtype", None)
+    return dt if dt is not None and jnp.issubdtype(dt, jnp.floating) else _fdt()
+
+
+def _bin_ends(edges: tuple, p) -> tuple[Array, Array]:
+    """``(lo, hi)``: the left and right ends of the bins of static ``edges``, in ``p``'s dtype."""
+    e = np.asarray(edges, np.float64)
+    dt = _dtype_of(p)
+    return jnp.asarray(e[:-1], dt), jnp.asarray(e[1:], dt)
+
 
 def expect_under_bins(payoff: AbstractPayoff, x, p, q_probs, edges) -> Float[Array, " d"]:
     """$\\mathbb E_{y\\sim q}\\,\\pi(x, p, y)$ for $q$ piecewise constant with bin masses ``q_probs`` on ``edges``."""
@@ -163,6 +203,13 @@ class DirectSum(AbstractPayoff):
         return jnp.concatenate(
             [b.expect_uniform(x, p, lo, hi) * s for b, s in zip(self.blocks, self.scales())], axis=-1
         )
+
+    def expect_bins(self, x, p, edges):
+        return jnp.concatenate([b.expect_bins(x, p, edges) * s for b, s in zip(self.blocks, self.scales())], axis=-1)
+
+    def jumps(self, x, p):
+        """Every block's jumps, concatenated (the scales do not move them)."""
+        return jnp.concatenate([b.jumps(x, p) for b in self.blocks])
 
 
 class Recipe(AbstractPayoff):

@@ -21,7 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._validation import check_positive_int
-from .base import AbstractPayoff, DirectSum, ExpertContext
+from ..distributions import PiecewiseConstant
+from .base import AbstractPayoff, DirectSum, ExpertContext, _bin_ends
 
 __all__ = [
     "DistributionCalibration",
@@ -78,7 +79,12 @@ class QuantileCalibration(AbstractPayoff):
     differentiable in $p$'s parameters through $Q_p(\alpha)$ — unlike point-mass natures, where
     the payoff is piecewise constant in $p$ (SPEC §3's zero-gradient trap). Where $F_p$ is flat
     at level $\alpha$ (empty bins) ``p.quantile`` picks one end of the flat piece: a set of
-    parameters of measure zero.
+    parameters of measure zero. On a piecewise-constant forecast's own bins
+    (:meth:`expect_bins`, ORCA's inner loop) it is
+    :meth:`~jcalib.distributions.PiecewiseConstant.bin_fraction_below`,
+    $\mathrm{clip}((\alpha - C_k)/p_k, 0, 1) - \alpha$, one dense expression of the cumulative
+    masses with no quantile search. The payoff jumps in $y$ at the quantiles $Q_p(\alpha)$
+    (:meth:`jumps`).
 
     Attributes:
         n_levels: $m$ (static).
@@ -104,12 +110,32 @@ class QuantileCalibration(AbstractPayoff):
     def expect_uniform(self, x, p, lo, hi):
         lo, hi = jnp.asarray(lo), jnp.asarray(hi)
         alpha = self.levels(lo.dtype)
-        q = jax.vmap(p.quantile)(alpha)  # (m,)
+        q = jnp.asarray(p.quantile(alpha))  # (m,), one vectorised call
         frac = jnp.clip((q[None, :] - lo[:, None]) / (hi - lo)[:, None], 0, 1)
         return frac - alpha[None, :]
 
+    def expect_bins(self, x, p, edges):
+        if not _own_bins(p, edges):
+            return super().expect_bins(x, p, edges)
+        alpha = self.levels(p.dtype)
+        return p.bin_fraction_below(alpha) - alpha[None, :]
+
+    def jumps(self, x, p):
+        """The quantiles $Q_p(\\alpha_j)$: $\\mathbb 1\\{F_p(y) \\le \\alpha\\}$ steps down where $y$ crosses them."""
+        return jnp.asarray(p.quantile(self.levels(p.dtype)))
+
     def bound(self) -> float:
         return _sup_quantile_norm2(np.arange(1, self.n_levels + 1) / (self.n_levels + 1))
+
+
+def _own_bins(p, edges) -> bool:
+    """Whether ``p`` is a single piecewise-constant density whose bins are the static ``edges``."""
+    return isinstance(p, PiecewiseConstant) and p.batch_shape == () and tuple(p.edges) == tuple(edges)
+
+
+def _uniform_power_mean(lo, hi, k: int):
+    """$\\mathbb E_{y\\sim U[lo, hi]}\\,y^k = \\frac{1}{k+1}\\sum_{j=0}^k lo^j hi^{k-j}$ (no cancellation for narrow intervals)."""
+    return sum(lo**j * hi ** (k - j) for j in range(k + 1)) / (k + 1)
 
 
 class MomentCalibration(AbstractPayoff):
@@ -140,6 +166,13 @@ class MomentCalibration(AbstractPayoff):
     def __call__(self, x, p, y):
         y = jnp.asarray(y)
         return jnp.stack([jnp.asarray(p.moment(k)).astype(y.dtype) - y**k for k in self.orders])
+
+    def expect_uniform(self, x, p, lo, hi):
+        """$\\mathbb E_p y^k - \\frac{1}{k+1}\\sum_{j=0}^k lo^j hi^{k-j}$: exact (a polynomial in $y$)."""
+        lo, hi = jnp.asarray(lo), jnp.asarray(hi)
+        return jnp.stack(
+            [jnp.asarray(p.moment(k)).astype(lo.dtype) - _uniform_power_mean(lo, hi, k) for k in self.orders], axis=-1
+        )
 
     def bound(self) -> float:
         grid = np.linspace(self.lo, self.hi, 10001)
@@ -190,6 +223,46 @@ class ExpertRegret(AbstractPayoff):
         e = self.expert_of(x)
         y = jnp.asarray(y)
         return jnp.stack([(self._loss(n, p, y) - self._loss(n, e, y)).astype(y.dtype) for n in self.losses])
+
+    def _expected_loss(self, name, d, lo, hi, edges=None):
+        r"""$\mathbb E_{y\sim U[lo_k, hi_k]}\,\ell(d, y)$, exact.
+
+        Squared error: $(\mu_d - m_k)^2 + (hi_k - lo_k)^2/12$ with $m_k$ the midpoint. CRPS:
+        :meth:`~jcalib.distributions.PiecewiseConstant.crps_bins` when the intervals are
+        ``d``'s own bins (``edges``), else
+        :meth:`~jcalib.distributions.PiecewiseConstant.crps_uniform`.
+        """
+        if name == "crps":
+            out = d.crps_bins() if edges is not None and _own_bins(d, edges) else d.crps_uniform(lo, hi)
+        else:
+            out = (jnp.asarray(d.mean()).astype(lo.dtype) - (lo + hi) / 2) ** 2 + (hi - lo) ** 2 / 12
+        return jnp.asarray(out).astype(lo.dtype)
+
+    def _closed_form(self, p, e) -> bool:
+        # CRPS in closed form needs piecewise-constant densities; the squared error any mean
+        return "crps" not in self.losses or all(isinstance(d, PiecewiseConstant) and d.batch_shape == () for d in (p, e))
+
+    def expect_uniform(self, x, p, lo, hi):
+        """$\\mathbb E_{y\\sim U[lo_k, hi_k]}[\\ell(p, y) - \\ell(e, y)]$ in closed form (Gauss–Legendre for other distributions)."""
+        e = self.expert_of(x)
+        if not self._closed_form(p, e):
+            return super().expect_uniform(x, p, lo, hi)
+        lo, hi = jnp.asarray(lo), jnp.asarray(hi)
+        return jnp.stack([self._expected_loss(n, p, lo, hi) - self._expected_loss(n, e, lo, hi) for n in self.losses], -1)
+
+    def expect_bins(self, x, p, edges):
+        """As :meth:`expect_uniform`, with the CRPS of each density on its own bins in $O(n)$.
+
+        The expert's term does not depend on $p$: inside ORCA's Adam loop XLA computes it once
+        per round (a loop invariant), not once per step.
+        """
+        e = self.expert_of(x)
+        if not self._closed_form(p, e):
+            return super().expect_bins(x, p, edges)
+        lo, hi = _bin_ends(edges, p)
+        return jnp.stack(
+            [self._expected_loss(n, p, lo, hi, edges) - self._expected_loss(n, e, lo, hi, edges) for n in self.losses], -1
+        )
 
     def bound(self) -> float:
         w = self.hi - self.lo
@@ -242,6 +315,10 @@ class QuantileStepPayoff(AbstractPayoff):
         Q = jnp.asarray(Q)
         a = quantile_levels(self.n_levels, Q.dtype)
         return (jnp.asarray(y) <= Q).astype(Q.dtype) - a
+
+    def jumps(self, x, Q):
+        """The forecast quantiles $Q(a_j)$ themselves: $\\mathbb 1\\{y \\le Q(a)\\}$ steps there."""
+        return jnp.asarray(Q)
 
     def bound(self) -> float:
         return _sup_quantile_norm2(np.arange(1, self.n_levels + 1) / (self.n_levels + 1))
@@ -340,6 +417,10 @@ class DistributionCalibration(AbstractPayoff):
         idx, lam = self.weights(p)
         W = jnp.zeros((self.n_vertices,), p.dtype).at[idx].add(lam)
         return (W[:, None] * diff[None, :]).reshape(-1)
+
+    def jumps(self, x, p):
+        """The interior cell edges: $F_{\\delta_y}(z) = \\mathbb 1\\{y \\le z\\}$ steps where $y$ crosses them."""
+        return jnp.asarray(self.cell_edges[1:-1], p.dtype)
 
     def bound(self) -> float:
         return float(self.n_cells - 1)

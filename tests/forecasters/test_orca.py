@@ -67,7 +67,7 @@ def test_certificates(x64):
     f = small(n_steps=80)
     nat = OverconfidentGaussian(edges=E10)
     T = 60
-    traj = jcalib.play(f, nat, T, jax.random.key(0))
+    traj = jcalib.play(f, nat, T, jax.random.key(0), record=jcalib.core.History(carry=True))
     cert = traj.certificate
     # replay the state to get c_{t-1} and the realised inner products
     def step(state, inp):
@@ -78,7 +78,7 @@ def test_certificates(x64):
         new = state._replace(total=state.total + pi, count=state.count + 1)
         return new, (jnp.dot(c, pi), jnp.max(v))
 
-    _, (realised, vmax) = jax.lax.scan(step, f.init(jax.random.key(0)), (traj.x, traj.forecast, traj.y, cert.theta))
+    _, (realised, vmax) = jax.lax.scan(step, f.init(jax.random.key(0)), (traj.x, traj.forecast, traj.y, traj.carry.theta))
     realised, vmax = np.asarray(realised), np.asarray(vmax)
     np.testing.assert_allclose(np.asarray(cert.value), vmax, rtol=1e-9, atol=1e-12)  # ℓ_t as published
     # the pointwise certificate bounds the realised inner product (up to the payoff's variation
@@ -95,7 +95,7 @@ def test_l_nonpositive_certifies_the_nature_family(x64):
     # has E<c, π> <= 0: check it against the truth's own expectation each round
     nat = IIDInterval.default(10)
     f = ORCA(payoff=QuantileCalibration(9), edges=E10, n_steps=100)
-    traj = jcalib.play(f, nat, 40, jax.random.key(1))
+    traj = jcalib.play(f, nat, 40, jax.random.key(1), record=jcalib.core.History(carry=True))
     truth = np.asarray(nat.probs)
 
     def step(state, inp):
@@ -105,7 +105,7 @@ def test_l_nonpositive_certifies_the_nature_family(x64):
         pi = f.payoff(None, p, y)
         return state._replace(total=state.total + pi, count=state.count + 1), v
 
-    _, vs = jax.lax.scan(step, f.init(jax.random.key(0)), (traj.forecast, traj.y, traj.certificate.theta))
+    _, vs = jax.lax.scan(step, f.init(jax.random.key(0)), (traj.forecast, traj.y, traj.carry.theta))
     assert np.all(np.asarray(vs) @ truth <= np.asarray(traj.certificate.value) + 1e-12)
 
 
