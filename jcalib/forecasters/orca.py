@@ -253,8 +253,7 @@ class ORCA(AbstractForecaster):
 
     def component_values(self, theta, c, x) -> Float[Array, " K"]:
         """$v_k(\\theta) = \\mathbb E_{y\\sim q_k}\\langle c, \\pi(x, p_\\theta, y)\\rangle$ for each bin $k$."""
-        V = self.payoff.expect_bins(x, self.distribution(theta), self.edges)
-        return V @ c
+        return self.payoff.expect_bins_along(x, self.distribution(theta), self.edges, c)
 
     def objective(self, theta, c, x) -> Float[Array, ""]:
         """The inner max over components of $v_k/\\|c\\|$: exact, or $\\tau$-log-sum-exp when ``temperature`` $= \\tau > 0$.
