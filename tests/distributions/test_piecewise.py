@@ -332,3 +332,77 @@ def test_crps_reference_is_the_definition():
     assert crps_by_quadrature(lambda z: min(max(z, 0.0), 1.0), 0.25, 0.0, 1.0) == pytest.approx(
         0.25**2 - 0.25 + 1 / 3, abs=1e-12
     )
+
+
+# ---------------------------------------------------------------- expectations over uniform outcomes
+
+
+def test_crps_bins_and_crps_uniform_match_brute_force_integration(x64):
+    from reference.bin_expectations import expected_crps_np
+
+    p, edges = _random_density(0, zero_bins=(0, 3))
+    d = PiecewiseConstant(jnp.asarray(p), edges)
+    e = np.asarray(edges)
+    want = expected_crps_np(p, edges, e[:-1], e[1:], n=801)
+    # 1e-6: the reference integrates by a midpoint rule over y of a trapezoid rule over z
+    np.testing.assert_allclose(np.asarray(d.crps_bins()), want, atol=1e-6)
+    rng = np.random.default_rng(0)
+    lo = rng.uniform(-1.5, 2.5, 8)
+    hi = lo + rng.uniform(0, 1.5, 8)  # straddles edges and leaves the support on both sides
+    want = expected_crps_np(p, edges, lo, hi, n=801)
+    np.testing.assert_allclose(np.asarray(d.crps_uniform(lo, hi)), want, atol=1e-6)
+
+
+def test_crps_closed_forms_agree_to_round_off(x64):
+    # crps_bins (cumulative sums) and crps_uniform (the antiderivative) on the same bins, and
+    # Gauss–Legendre with 3 nodes per bin (exact: the CRPS is quadratic in y inside a bin)
+    for seed in range(4):
+        p, edges = _random_density(seed)
+        d = PiecewiseConstant(jnp.asarray(p), edges)
+        e = np.asarray(edges)
+        bins = np.asarray(d.crps_bins())
+        np.testing.assert_allclose(np.asarray(d.crps_uniform(e[:-1], e[1:])), bins, rtol=1e-12, atol=1e-13)
+        t, g = np.polynomial.legendre.leggauss(3)
+        ys = (e[:-1, None] + e[1:, None]) / 2 + np.diff(e)[:, None] / 2 * t[None, :]
+        gl = np.asarray(d.crps(jnp.asarray(ys))) @ (g / 2)
+        np.testing.assert_allclose(bins, gl, rtol=1e-12, atol=1e-13)
+    # a degenerate interval is the CRPS at that point
+    np.testing.assert_allclose(float(d.crps_uniform(0.3, 0.3)), float(d.crps(0.3)), rtol=1e-14)
+
+
+def test_bin_fraction_below_matches_counting(x64):
+    from reference.bin_expectations import bin_fraction_below_np
+
+    p, edges = _random_density(2, zero_bins=(4,))
+    d = PiecewiseConstant(jnp.asarray(p), edges)
+    alphas = np.array([0.05, 0.2, 0.5, 0.77, 0.95])
+    want = bin_fraction_below_np(p, edges, alphas, n=20001)
+    # 1e-4: the reference counts 20001 grid points per bin
+    np.testing.assert_allclose(np.asarray(d.bin_fraction_below(alphas)), want, atol=1e-4)
+    with pytest.raises(ValueError, match="alpha"):
+        d.bin_fraction_below(jnp.ones((2, 2)))
+
+
+def test_bin_expectations_jit_vmap_grad_without_retracing():
+    import chex
+
+    edges = uniform_edges(20)
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def f(theta, lo, hi):
+        d = PiecewiseConstant.from_logits(theta, edges)
+        alphas = jnp.linspace(0.1, 0.9, 9, dtype=theta.dtype)
+        return jnp.sum(d.crps_bins()) + jnp.sum(d.crps_uniform(lo, hi)) + jnp.sum(d.bin_fraction_below(alphas))
+
+    rng = np.random.default_rng(0)
+    for s in range(3):
+        th = jnp.asarray(rng.normal(size=(4, 20)), jnp.float32)
+        lo = jnp.asarray(rng.uniform(0, 0.5, 3), jnp.float32)
+        out = jax.vmap(f, in_axes=(0, None, None))(th, lo, lo + 0.3)
+        g = jax.vmap(jax.grad(f), in_axes=(0, None, None))(th, lo, lo + 0.3)
+        assert out.shape == (4,) and g.shape == (4, 20) and np.all(np.isfinite(np.asarray(g)))
+    # a batch of densities at once
+    d = PiecewiseConstant.from_logits(jnp.asarray(rng.normal(size=(3, 20)), jnp.float32), edges)
+    assert d.crps_bins().shape == (3, 20)
+    assert d.bin_fraction_below(jnp.asarray([0.2, 0.8], jnp.float32)).shape == (3, 20, 2)
