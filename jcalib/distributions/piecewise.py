@@ -111,6 +111,26 @@ def check_edges(edges: Sequence[float], name: str = "edges") -> tuple[float, ...
     return tuple(float(v) for v in e)
 
 
+_TRIANGULAR_MAX = 256  # bins up to which a cumulative sum is a product with a triangular matrix
+
+
+def _cumsum(x: Array, reverse: bool = False) -> Array:
+    """Cumulative sums over the last axis (from the right with ``reverse``).
+
+    Up to 256 bins this is a product with a constant triangular 0/1 matrix: XLA lowers
+    ``jnp.cumsum`` on a CPU to a reduce-window, which costs $O(n^2)$ scalar additions per row
+    without vectorisation and was most of an ORCA step (9 of them, 55% of the time at B = 64;
+    ``benchmarks/profile_orca.py --trace``), while the product is one vectorised matrix multiply
+    for the whole batch. Precision ``HIGHEST``: accelerators would otherwise multiply in reduced
+    precision. More bins fall back to ``jnp.cumsum`` ($n^2$ would grow too large).
+    """
+    n = x.shape[-1]
+    if n > _TRIANGULAR_MAX:
+        return jnp.flip(jnp.cumsum(jnp.flip(x, -1), axis=-1), -1) if reverse else jnp.cumsum(x, axis=-1)
+    tri = np.tril(np.ones((n, n))) if reverse else np.triu(np.ones((n, n)))  # tri[j, k] = 1{j >= k} / 1{j <= k}
+    return jnp.matmul(x, jnp.asarray(tri, x.dtype), precision=jax.lax.Precision.HIGHEST)
+
+
 def probs_atol(n_bins: int, dtype) -> float:
     """The tolerance on $|\\sum_i p_i - 1|$ accepted at construction.
 
@@ -228,9 +248,9 @@ class PiecewiseConstant(AbstractDistribution):
     def _cums(self, shape):
         """Masses broadcast to ``shape + (n,)``, with $C_i$ (mass left of bin i) and $D_{i+1}$ (right)."""
         p = _batched(self.probs, shape)
-        c_hi = jnp.cumsum(p, axis=-1)
+        c_hi = _cumsum(p)
         c_lo = jnp.concatenate([jnp.zeros_like(p[..., :1]), c_hi[..., :-1]], axis=-1)
-        d_lo = jnp.flip(jnp.cumsum(jnp.flip(p, -1), axis=-1), -1)
+        d_lo = _cumsum(p, reverse=True)
         d_hi = jnp.concatenate([d_lo[..., 1:], jnp.zeros_like(p[..., :1])], axis=-1)
         return p, c_lo, c_hi, d_hi
 
@@ -243,6 +263,11 @@ class PiecewiseConstant(AbstractDistribution):
         p = _batched(self.probs, y.shape)
         t = jnp.clip((y[..., None] - self._c(e[:-1], y.ndim)) / self._c(np.diff(e), y.ndim), 0, 1)
         return jnp.sum(p * t, axis=-1)
+
+    @_jit
+    def cdf_at_edges(self) -> Float[Array, "... n+1"]:
+        r"""$F(e_0), \dots, F(e_n)$, i.e. $0, C_1, \dots, C_n$ (the cumulative masses; $C_n = \sum_i p_i$)."""
+        return jnp.concatenate([jnp.zeros_like(self.probs[..., :1]), _cumsum(self.probs)], axis=-1)
 
     @_jit
     def quantile(self, alpha: ArrayLike) -> Float[Array, "..."]:
@@ -361,8 +386,8 @@ class PiecewiseConstant(AbstractDistribution):
         left = w * (c_lo**2 + c_lo * c_hi + c_hi**2) / 3  # whole bin j, left of y
         right = w * (d_lo**2 + d_lo * d_hi + d_hi**2) / 3  # whole bin j, right of y
         zero = jnp.zeros_like(p[..., :1])
-        g = jnp.concatenate([zero, jnp.cumsum(left, axis=-1)[..., :-1]], axis=-1)  # sum over j < k
-        h = jnp.concatenate([jnp.flip(jnp.cumsum(jnp.flip(right, -1), axis=-1), -1)[..., 1:], zero], axis=-1)
+        g = jnp.concatenate([zero, _cumsum(left)[..., :-1]], axis=-1)  # sum over j < k
+        h = jnp.concatenate([_cumsum(right, reverse=True)[..., 1:], zero], axis=-1)  # sum over j > k
         within = w * ((c_lo**2 + d_hi**2) / 2 + (c_lo + d_hi) * p / 3 + p**2 / 6)
         return g + within + h
 
@@ -395,9 +420,9 @@ class PiecewiseConstant(AbstractDistribution):
         p, c_lo, c_hi, d_hi = self._cums(shape)
         w = self._c(np.diff(e), len(shape))
         zero = jnp.zeros_like(p[..., :1])
-        i1_next = jnp.cumsum(w * (c_lo + c_hi) / 2, axis=-1)  # I1(e_{j+1})
+        i1_next = _cumsum(w * (c_lo + c_hi) / 2)  # I1(e_{j+1})
         i1 = jnp.concatenate([zero, i1_next[..., :-1]], axis=-1)  # I1(e_j)
-        i2_next = jnp.cumsum(w * i1 + w**2 * (c_lo / 2 + p / 6), axis=-1)
+        i2_next = _cumsum(w * i1 + w**2 * (c_lo / 2 + p / 6))
         i2 = jnp.concatenate([zero, i2_next[..., :-1]], axis=-1)  # I2(e_j)
         d_lo = d_hi + p
         crps0 = jnp.sum(w * (d_lo**2 + d_lo * d_hi + d_hi**2), axis=-1) / 3  # CRPS(F, e_0)

@@ -142,11 +142,10 @@ class QuantileCalibration(AbstractPayoff):
             return super().expect_bins_along(x, p, edges, c)
         m, dt = self.n_levels, p.dtype
         c = jnp.asarray(c).astype(dt)
-        probs = p.probs
-        cum = jnp.cumsum(probs)
+        cum = p.cdf_at_edges()
         total = cum[-1]
-        u = jnp.concatenate([jnp.zeros((1,), dt), cum]) / total  # (n + 1,): u_0 = 0, …, u_n = 1
-        q = probs / total
+        u = cum / total  # (n + 1,): u_0 = 0, …, u_n = 1
+        q = p.probs / total
         idx = jnp.clip(jnp.floor((m + 1) * u), 0, m).astype(jnp.int32)  # levels <= u_k
         w_hi, w_lo = _prefix_sums(c)
         a_hi, a_lo = _prefix_sums(c * self.levels(dt))

@@ -473,3 +473,28 @@ def test_compiler_options_reach_the_compiler_and_keep_exact_results():
         jcalib.sweep(f, natures, 30, KEY, record="summary", progress=False, compiler_options={"xla_no_such_option": 1})
     with pytest.raises(ValueError, match="compiler_options"):
         jcalib.sweep(f, natures, 30, KEY, record="summary", progress=False, compiler_options=["opt"])
+
+
+class CarryingFrequency(GridFrequency):
+    """GridFrequency that hands its next count to update through Forecast.carry (ORCA's channel)."""
+
+    def predict(self, state, x, key):
+        fc = super().predict(state, x, key)
+        return fc._replace(carry=state.n + 1)
+
+    def update(self, state, x, forecast, y):
+        return _S(forecast.carry, state.ones + y)
+
+
+def test_carry_reaches_update_and_is_recorded_only_when_asked():
+    f, T = CarryingFrequency(), 40
+    plain = jcalib.play(f, Coin(), T, KEY)
+    assert plain.carry is None  # History() drops the carry
+    kept = jcalib.play(f, Coin(), T, KEY, record=History(carry=True))
+    np.testing.assert_array_equal(np.asarray(kept.carry), np.arange(1, T + 1))
+    # update used the carried count: the same run as the forecaster that counts by itself
+    ref = jcalib.play(GridFrequency(), Coin(), T, KEY)
+    np.testing.assert_array_equal(np.asarray(plain.forecast), np.asarray(ref.forecast))
+    np.testing.assert_array_equal(np.asarray(kept.certificate), np.arange(T))
+    swept = jcalib.sweep(f, Coin(), T, KEY, n_seeds=3, record=History(carry=True))
+    assert swept.carry.shape == swept.certificate.shape and swept.carry.shape[-2:] == (3, T)
