@@ -287,3 +287,52 @@ def test_per_cell_recalibration_runs_one_orca_per_cell():
     fs2 = round_(fs, x)
     counts = np.asarray(fs2.cells.count)
     assert counts[cell] == 1 and counts.sum() == 1  # only the active cell's instance moved
+
+
+class _RampAndStep(jcalib.payoffs.AbstractPayoff):
+    """A user's payoff that jumps in y: (y - E_p y, 1{y <= t} - F_p(t)) with t off the check grid.
+
+    Along c = (1, 1) its supremum over y is at y = t (the ramp's largest value left of the step),
+    which no grid point reaches; declaring the jump lets the pointwise certificate see it."""
+
+    t: float = 0.537
+    declare: bool = eqx.field(static=True, default=True)
+
+    @property
+    def dim(self):
+        return 2
+
+    def __call__(self, x, p, y):
+        y = jnp.asarray(y)
+        t = jnp.asarray(self.t, y.dtype)
+        return jnp.stack([y - p.mean().astype(y.dtype), (y <= t).astype(y.dtype) - p.cdf(t).astype(y.dtype)])
+
+    def bound(self):
+        return 2.0
+
+    def expect_uniform(self, x, p, lo, hi):
+        t = jnp.asarray(self.t, lo.dtype)
+        step = jnp.clip((t - lo) / (hi - lo), 0, 1) - p.cdf(t).astype(lo.dtype)
+        return jnp.stack([(lo + hi) / 2 - p.mean().astype(lo.dtype), step], axis=-1)
+
+    def jumps(self, x, p):
+        if self.declare:
+            return jnp.asarray([self.t], p.dtype)
+        return super().jumps(x, p)
+
+
+def test_a_users_jumping_payoff_gets_an_exact_pointwise_certificate(x64):
+    state_for = lambda f: f.init(jax.random.key(0))._replace(total=jnp.ones(2), count=jnp.ones((), jnp.int32))  # noqa: E731
+    out = {}
+    for declare in (True, False):
+        f = ORCA(payoff=_RampAndStep(declare=declare), edges=E10, n_steps=5, spike_weights=())
+        fc = f.predict(state_for(f), None, jax.random.key(1))
+        p = fc.value
+        exact = 0.537 + 1.0 - float(p.mean()) - float(p.cdf(0.537))  # sup over y, attained at y = t
+        out[declare] = float(fc.certificate.pointwise), exact
+    got, exact = out[True]
+    # 1e-4 * range: the check points sit eps = 1e-4 to either side of a jump; the ramp has slope 1
+    assert exact - 1.1e-4 <= got <= exact + 1e-12
+    # undeclared, the grid (spacing 0.0125) misses the supremum by t - 0.525 = 0.012
+    got_blind, exact_blind = out[False]
+    assert exact_blind - got_blind > 0.01
