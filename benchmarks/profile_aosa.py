@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _timing import timed  # benchmarks/ is on sys.path when a script here runs
+from _timing import profile_ops, timed  # benchmarks/ is on sys.path when a script here runs
 
 import jcalib
 from jcalib.core import AbstractRecorder, Forecast
@@ -132,35 +132,11 @@ def main(argv=None):
 
 def trace(f, nature, B, T, key, top=25):
     """Per-operation wall times of one sweep, from the JAX profiler's trace of the XLA thunks."""
-    import collections
-    import glob
-    import tempfile
-
-    from jax.profiler import ProfileData
 
     def run():
         jax.block_until_ready(jcalib.sweep(f, nature, T, key, n_seeds=B, record="summary", progress=False))
 
-    run()
-    with tempfile.TemporaryDirectory() as d:
-        jax.profiler.start_trace(d)
-        run()
-        jax.profiler.stop_trace()
-        data = ProfileData.from_file(glob.glob(f"{d}/**/*.xplane.pb", recursive=True)[0])
-    total, calls = collections.Counter(), collections.Counter()
-    for plane in data.planes:
-        for line in plane.lines:
-            # XLA's operations run on the executor's threads or, for small programs, on the
-            # calling thread: keep every line, without the Python tracer's own events
-            for ev in line.events:
-                if ".py" in ev.name or ev.name.startswith("$") or "pjit" in ev.name.lower():
-                    continue
-                total[ev.name] += ev.duration_ns
-                calls[ev.name] += 1
-    print(f"\nJAX profiler, one sweep (B = {B}, T = {T}): operations by total time")
-    print(f"{'ms':>9s} {'calls':>7s} {'us/call':>8s}  operation")
-    for name, ns in total.most_common(top):
-        print(f"{ns / 1e6:9.2f} {calls[name]:7d} {ns / calls[name] / 1e3:8.2f}  {name[:80]}")
+    profile_ops(run, f"one sweep (B = {B}, T = {T})", top)
 
 
 def approachability(B, T, with_trace):

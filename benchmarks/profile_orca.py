@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _timing import timed  # benchmarks/ is on sys.path when a script here runs
+from _timing import profile_ops, timed  # benchmarks/ is on sys.path when a script here runs
 
 import jcalib
 from jcalib.core.optim import optimise, standard_promotion
@@ -96,34 +96,6 @@ def programs(f: ORCA, B: int):
             (("step", steps), ("screen", screen), ("pointwise", pointwise))}
 
 
-def trace(run, top=25):
-    """Per-operation wall times of ``run()`` from the JAX profiler (as in ``profile_aosa.py``)."""
-    import collections
-    import glob
-    import tempfile
-
-    from jax.profiler import ProfileData
-
-    run()
-    with tempfile.TemporaryDirectory() as d:
-        jax.profiler.start_trace(d)
-        run()
-        jax.profiler.stop_trace()
-        data = ProfileData.from_file(glob.glob(f"{d}/**/*.xplane.pb", recursive=True)[0])
-    total, calls = collections.Counter(), collections.Counter()
-    for plane in data.planes:
-        for line in plane.lines:
-            for ev in line.events:
-                if ".py" in ev.name or ev.name.startswith("$") or "pjit" in ev.name.lower():
-                    continue
-                total[ev.name] += ev.duration_ns
-                calls[ev.name] += 1
-    print(f"\nJAX profiler, {N_STEPS} steps of the full payoff: operations by total time")
-    print(f"{'ms':>9s} {'calls':>7s} {'us/call':>8s}  operation")
-    for name, ns in total.most_common(top):
-        print(f"{ns / 1e6:9.2f} {calls[name]:7d} {ns / calls[name] / 1e3:8.2f}  {name[:80]}")
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--B", type=int, nargs="+", default=[1, 64])
@@ -143,7 +115,7 @@ def main(argv=None):
             print(f"{name:32s} {B:4d} {t_step:9.1f} {t_step / B:8.2f} {t_screen:10.1f} {t_screen / B:8.2f} "
                   f"{t_point:13.1f} {t_point / B:8.2f}", flush=True)
     if args.trace:
-        trace(programs(ORCA(), args.B[-1])["step"])
+        profile_ops(programs(ORCA(), args.B[-1])["step"], f"{N_STEPS} steps of the full payoff, B = {args.B[-1]}")
     print(f"load average: {os.getloadavg()[0]:.1f} (1 min)")
 
 
