@@ -33,8 +33,17 @@ the exact maximum over the $K$ nature components at the final $\theta$ (whatever
 temperature); when it is $\le 0$ no outcome *distribution* of the nature family can increase
 $\|\bar\pi\|$ in expectation (L342–343). ``pointwise`` is $\max_y\langle c, \pi(x, p, y)\rangle$
 over a dense set of single outcomes (``n_check`` points per bin plus both sides of every jump
-of the quantile block): a realised $y$ cannot make $\langle\bar\pi_{t-1}, \pi_t\rangle$ exceed it
-beyond the payoff's variation between neighbouring points.
+the payoff declares, :meth:`~jcalib.payoffs.AbstractPayoff.jumps`: the quantiles of the quantile
+block): a realised $y$ cannot make $\langle\bar\pi_{t-1}, \pi_t\rangle$ exceed it beyond the
+payoff's variation between neighbouring points. The warm start ($\theta_t$ and the Adam state)
+goes from ``predict`` to ``update`` in ``Forecast.carry`` (an :class:`ORCACarry`), which
+recorders keep only when asked (``History(carry=True)``).
+
+Cost: the component values are :meth:`~jcalib.payoffs.AbstractPayoff.expect_bins_along`, closed
+forms in the bin masses and their cumulative sums ($O(n + m)$ for the quantile block with $m$
+levels, cumulative sums for the CRPS; the expert's terms do not depend on $\theta$ and XLA
+computes them once per round, outside the Adam loop). ``benchmarks/profile_orca.py`` times a
+step per payoff block.
 """
 
 from __future__ import annotations
@@ -113,8 +122,9 @@ class ORCA(AbstractForecaster):
     Attributes:
         payoff: the payoff (default :func:`~jcalib.payoffs.experiment_payoff`: quantile +
             CRPS/MSE regret against the context's expert + moments 1, 2, blocks normalised).
-            It must implement ``expect_uniform``; outcomes are scalars in
-            ``[edges[0], edges[-1]]``.
+            Its ``expect_bins_along`` (by default ``expect_uniform`` on the bins, projected)
+            gives the component values, its ``jumps`` the outcomes where it steps; outcomes are
+            scalars in ``[edges[0], edges[-1]]``.
         edges: static tuple of bin edges (default 50 equal bins of $[0, 1]$).
         n_steps: Adam steps per round (static, default 400).
         learning_rate: Adam's step size (float, vmappable; default 0.05).
@@ -297,8 +307,8 @@ class ORCA(AbstractForecaster):
         warm start alone the certificate stayed near $+1.5\\|c\\|$ and $T\\cdot$QCE grew from 6 at
         $T = 300$ to 130 at $T = 1000$; with the screened starts it stays at 0.4. Screening costs
         $1 + n\\,|\\text{spike\\_weights}|$ evaluations of :meth:`component_values` (151 for the
-        defaults; measured 40.1 against 35.4 ms per round with 400 Adam steps, +13%). With
-        ``satisfice`` values are clipped at 0, so a start that already passes is kept.
+        defaults), without gradients. With ``satisfice`` values are clipped at 0, so a start
+        that already passes is kept.
         """
         cands = self.spikes(theta)
         vals = jax.vmap(lambda th: jnp.max(self.component_values(th, c, x)))(cands)
