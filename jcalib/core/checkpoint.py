@@ -198,7 +198,8 @@ def fingerprint(forecaster, nature, recorder, keys, T: int, layout, carry_like) 
     """Hashes of everything that determines a run's numbers, by component (not the chunk length).
 
     ``carry_like`` (the carry's shapes and dtypes) and the ``jax_enable_x64`` flag make a
-    float32 checkpoint refuse to resume under x64 and vice versa.
+    float32 checkpoint refuse to resume under x64 and vice versa. The components' names
+    (forecaster, nature, recorder, key, T and batch, state, precision) say what differs.
     """
     carry_types = jax.tree_util.tree_map(lambda x: (tuple(x.shape), str(x.dtype)), carry_like)
     return {
@@ -207,7 +208,8 @@ def fingerprint(forecaster, nature, recorder, keys, T: int, layout, carry_like) 
         "recorder": _digest(recorder),
         "key": _digest(keys),
         "T and batch": _digest(T, layout),
-        "precision": _digest(bool(jax.config.jax_enable_x64), jax.tree_util.tree_leaves(carry_types)),
+        "state": _digest(jax.tree_util.tree_structure(carry_types).num_leaves, jax.tree_util.tree_leaves(carry_types)),
+        "precision": _digest(bool(jax.config.jax_enable_x64)),
     }
 
 
@@ -292,7 +294,7 @@ class Checkpoint:
     def _read(self, path: str, what: str) -> dict:
         """Every array of one file, read eagerly; a file that cannot be read is a CheckpointError."""
         try:
-            with np.load(path, allow_pickle=False) as data:
+            with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
                 contents = {k: np.asarray(data[k]) for k in data.files}
         except FileNotFoundError as e:
             raise self._fail(path, f"is missing ({self.path} counts it)") from e

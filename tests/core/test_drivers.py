@@ -1,5 +1,5 @@
 """Drivers: play is one scan, chunking and recorders lose nothing, sweep batches and shards
-without changing a number, hyperparameters do not recompile, checkpoints resume exactly."""
+without changing a number, hyperparameters do not recompile (checkpoints: test_checkpoint.py)."""
 
 import os
 import subprocess
@@ -299,63 +299,6 @@ def test_sweep_shares_unbatched_data_across_seeds():
         sizes[S] = mem.temp_size_in_bytes + mem.argument_size_in_bytes + mem.output_size_in_bytes
     # a per-seed copy would add 31 x 2 x T x 4 bytes = 5 MB; allow 0.5 MB for per-seed state
     assert sizes[32] - sizes[1] < 500_000, sizes
-
-
-@pytest.mark.parametrize("record", ["full", "summary"])
-def test_checkpoint_resume_is_exact(tmp_path, record):
-    f, n, T = GridFrequency(), Coin(), 60
-    ref = jcalib.play(f, n, T, KEY, record=record, chunk=7, progress=False)
-    for stop in (7, 21, 56):
-        path = tmp_path / f"ck{stop}.npz"
-        # an interrupted run: the same arguments, stopped after `stop` rounds
-        _interrupted(f, n, T, KEY, record, path, stop)
-        resumed = jcalib.play(f, n, T, KEY, record=record, chunk=7, checkpoint=path, progress=False)
-        chex.assert_trees_all_equal(resumed, ref)
-        # a finished checkpoint returns the result again without running
-        again = jcalib.play(f, n, T, KEY, record=record, chunk=7, checkpoint=path, progress=False)
-        chex.assert_trees_all_equal(again, ref)
-
-
-def _interrupted(f, n, T, key, record, path, stop, chunk=7):
-    """Run the first `stop` rounds of the T-round run and leave its checkpoint behind."""
-    from jcalib.core.checkpoint import Checkpoint
-
-    class Stop(Exception):
-        pass
-
-    real = Checkpoint.save
-
-    def save(self, carry, t, outs):
-        real(self, carry, t, outs)
-        if t >= stop:
-            raise Stop
-
-    Checkpoint.save = save
-    try:
-        with pytest.raises(Stop):
-            jcalib.play(f, n, T, key, record=record, chunk=chunk, checkpoint=path, progress=False)
-    finally:
-        Checkpoint.save = real
-
-
-@pytest.mark.parametrize(
-    "change",
-    [
-        dict(f=GridFrequency(prior=0.25)),
-        dict(n=Coin(0.7)),
-        dict(key=jax.random.key(1)),
-        dict(T=40),
-        dict(T=100),
-        dict(record="full"),
-    ],
-)
-def test_checkpoint_of_another_run_is_refused(tmp_path, change):
-    path = tmp_path / "ck.npz"
-    args = dict(f=GridFrequency(), n=Coin(), T=60, key=KEY, record="summary")
-    _interrupted(args["f"], args["n"], args["T"], args["key"], args["record"], path, 21)
-    args.update(change)
-    with pytest.raises(ValueError, match="different run"):
-        jcalib.play(args["f"], args["n"], args["T"], args["key"], record=args["record"], chunk=7, checkpoint=path, progress=False)
 
 
 def test_contexts_through_play_and_sweep():
