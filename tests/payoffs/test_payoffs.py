@@ -213,3 +213,38 @@ def test_distribution_calibration_weights_and_cost(x64):
         assert float(jnp.sum(d(None, p, jnp.asarray(0.3)) ** 2)) <= d.bound()
     with pytest.raises(ValueError, match="exponential"):
         DistributionCalibration(tuple(np.linspace(0, 1, 12)), 20)
+
+
+@pytest.mark.parametrize("n_cells, n_ticks", [(2, 1), (2, 7), (3, 4), (4, 5), (5, 3), (6, 2)])
+def test_distribution_calibration_ranks_match_brute_force(n_cells, n_ticks):
+    """The combinatorial rank of every grid vertex is its index in the lexicographic list."""
+    from jcalib.payoffs.interval import _compositions, _rank_compositions
+
+    comps = _compositions(n_ticks, n_cells)
+    ranks = _rank_compositions(jnp.asarray(comps, jnp.int32), n_ticks)
+    np.testing.assert_array_equal(np.asarray(ranks), np.arange(len(comps)))
+
+
+def test_distribution_calibration_ten_cells_ten_ticks_in_small_memory():
+    """M = N = 10 (831,402 coordinates): the dense (N+1)^(M-1) lookup table it replaced asked
+    for 17.6 GiB and overflowed its int32 flat index; the compiled payoff needs a few MB."""
+    edges = tuple(np.linspace(0.0, 1.0, 11))
+    d = DistributionCalibration(edges, 10)
+    assert d.dim == 9 * 92378
+    p = random_pc(jax.random.key(3), edges=np.asarray(edges))
+    y = jnp.asarray(0.42, p.dtype)
+    compiled = jax.jit(lambda p, y: d(None, p, y)).lower(p, y).compile()
+    mem = compiled.memory_analysis()
+    assert mem.temp_size_in_bytes + mem.output_size_in_bytes < 64 * 2**20, mem
+    v = compiled(p, y)
+    assert v.shape == (d.dim,) and bool(jnp.all(jnp.isfinite(v)))
+    idx, lam = d.weights(p)
+    assert int(idx.min()) >= 0 and int(idx.max()) < d.n_vertices
+    # barycentric: the vertices (looked up by rank in the brute-force list) average to p's
+    # cumulative masses; float32 weights and CDF values, hence the tolerance
+    from jcalib.payoffs.interval import _compositions
+
+    V = _compositions(10, 10) / 10
+    F = np.asarray(p.cdf(jnp.asarray(edges[1:-1], p.dtype)))
+    np.testing.assert_allclose(np.asarray(lam) @ V[np.asarray(idx)], F, atol=1e-5)
+    assert float(jnp.sum(v**2)) <= d.bound() * (1 + 1e-6)  # float32 rounding of a sum of 9 squares
