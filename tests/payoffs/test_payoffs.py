@@ -248,3 +248,23 @@ def test_distribution_calibration_ten_cells_ten_ticks_in_small_memory():
     F = np.asarray(p.cdf(jnp.asarray(edges[1:-1], p.dtype)))
     np.testing.assert_allclose(np.asarray(lam) @ V[np.asarray(idx)], F, atol=1e-5)
     assert float(jnp.sum(v**2)) <= d.bound() * (1 + 1e-6)  # float32 rounding of a sum of 9 squares
+
+
+@pytest.mark.parametrize("payoff", ["decision", "swap"])
+def test_decision_payoffs_compile_once_across_eager_calls(payoff):
+    """Eager calls with new forecasts, contexts and outcomes reuse one compiled expectation (the
+    quadrature's integrand, a closure over the context, used to be a new static argument each
+    call and compiled again every time)."""
+    from conformance import count_compilations
+
+    from jcalib.payoffs import SwapRegret
+
+    cls = DecisionCalibration if payoff == "decision" else SwapRegret
+    d = cls(utility, 3, 1.0)
+    d(None, random_pc(jax.random.key(0)), jnp.asarray(0.3))  # warm-up compile
+    d(None, 0.3, 1)
+    with count_compilations() as c:
+        for s in range(1, 4):
+            d(None, random_pc(jax.random.key(s)), jnp.asarray(0.1 * s))
+            d(None, 0.1 * s, s % 2)
+    assert c.n == 0, f"{c.n} compilations"
