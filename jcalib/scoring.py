@@ -24,6 +24,7 @@ All functions are elementwise and vmappable.
 
 from __future__ import annotations
 
+import abc
 import math
 
 import equinox as eqx
@@ -54,10 +55,12 @@ class AbstractScoringRule(eqx.Module):
 
     lipschitz_bounded = True
 
+    @abc.abstractmethod
     def __call__(self, p: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
         raise NotImplementedError  # abstract
 
     @property
+    @abc.abstractmethod
     def lipschitz(self) -> float:
         raise NotImplementedError  # abstract
 

@@ -23,6 +23,7 @@ calibration), which is what keeps ORCA's gradients non-zero.
 
 from __future__ import annotations
 
+import abc
 from typing import Any, Callable, NamedTuple
 
 import equinox as eqx
@@ -66,13 +67,16 @@ class AbstractPayoff(eqx.Module):
     """A vector payoff $\\pi(x, p, y)$ with its bound and (for real $y$) its bin expectations."""
 
     @property
+    @abc.abstractmethod
     def dim(self) -> int:
         """Length $d$ of the payoff vector (a Python int)."""
         raise NotImplementedError  # abstract
 
+    @abc.abstractmethod
     def __call__(self, x: Any, p: Any, y: Any) -> Float[Array, " d"]:
         raise NotImplementedError  # abstract
 
+    @abc.abstractmethod
     def bound(self) -> float:
         """$B = \\sup_{x,p,y}\\|\\pi(x,p,y)\\|_2^2$ (a Python float)."""
         raise NotImplementedError  # abstract

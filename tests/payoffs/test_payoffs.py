@@ -268,3 +268,24 @@ def test_decision_payoffs_compile_once_across_eager_calls(payoff):
             d(None, random_pc(jax.random.key(s)), jnp.asarray(0.1 * s))
             d(None, 0.1 * s, s % 2)
     assert c.n == 0, f"{c.n} compilations"
+
+
+def test_incomplete_payoff_cannot_be_instantiated():
+    from jcalib.payoffs import AbstractPayoff
+
+    class NoBound(AbstractPayoff):
+        @property
+        def dim(self):
+            return 1
+
+        def __call__(self, x, p, y):
+            return jnp.zeros(1)
+
+    with pytest.raises(TypeError, match="abstract.*bound"):
+        NoBound()
+
+    class Complete(NoBound):
+        def bound(self):
+            return 1.0
+
+    assert Complete().bound() == 1.0
