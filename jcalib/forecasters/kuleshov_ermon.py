@@ -37,7 +37,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from .._validation import check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture
 from ..scoring import AbstractScoringRule, Brier
-from .aosa import grid_points
+from .._grid import grid_points
 from .partitioned import Partitioned, UniformCells
 
 __all__ = ["KuleshovErmon", "SwapRegretCalibrated", "SwapRegretState", "swap_stationary"]

@@ -32,6 +32,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._dtypes import float_dtype as _fdt
+
 __all__ = [
     "AbstractPayoff",
     "DirectSum",
@@ -52,10 +54,6 @@ class ExpertContext(NamedTuple):
 
     expert: Any
     features: Any = None
-
-
-def _fdt():
-    return jnp.result_type(float)
 
 
 def _gauss_legendre(n: int):
