@@ -54,7 +54,7 @@ class IIDInterval(AbstractNature):
         self.probs = PiecewiseConstant(probs, self.edges).probs  # validates shape, sign, sum, NaN
 
     @classmethod
-    def default(cls, n: int = 50) -> "IIDInterval":
+    def skewed(cls, n: int = 50) -> "IIDInterval":
         """A fixed skewed density on $n$ equal bins of $[0, 1]$ (masses $\\propto (i + 1/2)(n - i)$)."""
         n = check_positive_int(n, "n")
         i = np.arange(n) + 0.5

@@ -115,10 +115,11 @@ class GridCounts(AbstractRecorder):
 def forecast_grid(forecaster) -> int | None:
     """The grid size m of a grid forecaster (forecasts in {0, 1/m, …, 1}), else ``None``.
 
-    Grid forecasters say so with a ``value_grid`` property (e.g. Gupta–Ramdas scores interval
-    midpoints on a grid twice as fine as its ``n_bins``).
+    Grid forecasters say so with their ``value_grid`` property
+    (:attr:`jcalib.core.AbstractForecaster.value_grid`, ``None`` by default; e.g. Gupta–Ramdas
+    scores interval midpoints on a grid twice as fine as its ``n_bins``).
     """
-    m = getattr(forecaster, "value_grid", None)
+    m = forecaster.value_grid
     return None if m is None else int(m)
 
 

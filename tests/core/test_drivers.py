@@ -198,6 +198,7 @@ def test_grid_summary_refuses_real_outcomes():
 def test_forecast_grid():
     assert jcalib.recorders.forecast_grid(GridFrequency(n_bins=7)) == 7
     assert jcalib.recorders.forecast_grid(_NoBins()) is None
+    assert isinstance(AbstractForecaster.value_grid, property) and _NoBins().value_grid is None  # the declared default
     assert jcalib.recorders.forecast_grid(jcalib.forecasters.GuptaRamdas(n_bins=5)) == 10
 
 
