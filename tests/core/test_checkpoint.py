@@ -133,8 +133,10 @@ def test_fingerprint_hashes_function_bodies_and_closure_values(tmp_path):
 
 
 def test_float32_checkpoint_refuses_to_resume_under_x64(tmp_path):
+    """AOSA (integer state, no float fields) on a replayed integer sequence: nothing in the
+    modules changes under x64, yet the history's forecasts become float64."""
     path = tmp_path / "ck"
-    f, n = F.RunningFrequency(), N.Bernoulli(0.3)
+    f, n = AOSA, N.Replay((np.arange(60) % 3 == 0).astype(np.int32))
     _interrupted(f, n, 60, KEY, "full", path, 21)
     with jax.enable_x64(True):
         with pytest.raises(ValueError, match="different run \\([^)]*precision"):
