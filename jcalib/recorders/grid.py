@@ -52,7 +52,8 @@ class GridSummary(NamedTuple):
     def info_l1(self) -> Array:
         """$\\sum_t |p_t - \\tilde p_t|$, the first term of paper 000's Theorem 1 (divided once)."""
         m = self.counts.shape[-1] - 1
-        return self.info_steps.astype(float_dtype()) / m
+        # computed by JAX whether the counts are on the host or a device: one rounding everywhere
+        return jnp.asarray(self.info_steps).astype(float_dtype()) / m
 
 
 def _binary_outcome(y):
