@@ -45,7 +45,8 @@ from _timing import profile_ops, timed  # benchmarks/ is on sys.path when a scri
 
 import jcalib
 from jcalib.core import AbstractRecorder, Forecast
-from jcalib.forecasters.aosa import AlmostOneStepAhead, grid_points
+from jcalib._grid import grid_points
+from jcalib.forecasters.aosa import AlmostOneStepAhead
 
 
 class SumOfOutcomes(AbstractRecorder):

@@ -22,7 +22,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jcalib import cli
+from jcalib import studies
 from jcalib.recorders import forecast_grid
 
 
@@ -41,13 +41,13 @@ def main(argv=None):
         args.T, args.seeds, args.distance_seeds = [10**2, 10**3, 10**4], 16, 4
 
     def forecasters_for(T):
-        fs = cli.default_forecasters(T)
+        fs = studies.default_forecasters(T)
         return {k: f for k, f in fs.items() if T <= args.max_full_T or forecast_grid(f) is not None}
 
     t0 = time.perf_counter()
-    rows = cli.distance_study(args.T, args.seeds, jax.random.key(args.seed), forecasters_for=forecasters_for,
+    rows = studies.distance_study(args.T, args.seeds, jax.random.key(args.seed), forecasters_for=forecasters_for,
                               distance_seeds=args.distance_seeds)
-    paths = cli.write_report(rows, args.out, title="Paper 000 at full size: distance to calibration of AOSA")
+    paths = studies.write_report(rows, args.out, title="Paper 000 at full size: distance to calibration of AOSA")
 
     # rate: regress log(max distance over natures and seeds) on log T for AOSA
     Ts = np.array(sorted({r.T for r in rows}), dtype=float)

@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 import jcalib
 from jcalib.datasets import logistic_stream
-from jcalib.forecasters import ApproachabilityRecalibrator, LeeMultiObjectiveMW, kuleshov_ermon_for_horizon
+from jcalib.forecasters import ApproachabilityRecalibrator, KuleshovErmon, LeeMultiObjectiveMW
 from jcalib.natures import DistortedModel, RecalibrationAdversary, Replay
 from jcalib.recorders import RecalibrationCounts
 
@@ -109,7 +109,7 @@ def part_c(Ts, seeds, target, out):
     res = {}
     for name, mk in (
         ("approachability", lambda T: ApproachabilityRecalibrator.for_horizon(T)),
-        ("Kuleshov-Ermon", lambda T: kuleshov_ermon_for_horizon(T, min(12, max(2, math.ceil(T ** (1 / 3)))), n_squarings=30)),
+        ("Kuleshov-Ermon", lambda T: KuleshovErmon.for_horizon(T, min(12, max(2, math.ceil(T ** (1 / 3)))), n_squarings=30)),
     ):
         cal, reg = [], []
         for T in tqdm(Ts, desc=f"(c) {name}"):
@@ -146,7 +146,7 @@ def part_d(ms, B, T, ke_max, repeats, out):
     for name, mk, cap in (
         ("approachability", lambda m: ApproachabilityRecalibrator(n_bins=m, step_size=0.05), None),
         ("Lee MW", lambda m: LeeMultiObjectiveMW(n_bins=m, learning_rate=0.05), None),
-        ("Kuleshov-Ermon", lambda m: kuleshov_ermon_for_horizon(T, m, n_squarings=30), ke_max),
+        ("Kuleshov-Ermon", lambda m: KuleshovErmon.for_horizon(T, m, n_squarings=30), ke_max),
     ):
         per = []
         for m in tqdm(ms, desc=f"(d) {name}"):

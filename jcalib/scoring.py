@@ -24,11 +24,14 @@ All functions are elementwise and vmappable.
 
 from __future__ import annotations
 
+import abc
 import math
 
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
+
+from ._dtypes import float_dtype
 
 __all__ = [
     "AbstractScoringRule",
@@ -41,10 +44,6 @@ __all__ = [
 ]
 
 
-def _fdt(*xs):
-    return jnp.result_type(float, *[jnp.asarray(x).dtype for x in xs if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating)])
-
-
 class AbstractScoringRule(eqx.Module):
     """A binary proper scoring rule $s(p, y)$, negatively oriented (a loss).
 
@@ -54,10 +53,12 @@ class AbstractScoringRule(eqx.Module):
 
     lipschitz_bounded = True
 
+    @abc.abstractmethod
     def __call__(self, p: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
         raise NotImplementedError  # abstract
 
     @property
+    @abc.abstractmethod
     def lipschitz(self) -> float:
         raise NotImplementedError  # abstract
 
@@ -70,7 +71,7 @@ class AbstractScoringRule(eqx.Module):
 
 def _py(p, y):
     """$p_y$: the probability the forecast gave to the outcome that happened."""
-    p = jnp.asarray(p, _fdt(p))
+    p = jnp.asarray(p, float_dtype(p))
     y = jnp.asarray(y).astype(p.dtype)
     return y * p + (1 - y) * (1 - p), p
 
@@ -84,7 +85,7 @@ class Brier(AbstractScoringRule):
     """
 
     def __call__(self, p, y):
-        p = jnp.asarray(p, _fdt(p))
+        p = jnp.asarray(p, float_dtype(p))
         return (p - jnp.asarray(y).astype(p.dtype)) ** 2
 
     @property
@@ -151,7 +152,7 @@ def pinball(pred: ArrayLike, y: ArrayLike, alpha: ArrayLike) -> Float[Array, "..
         >>> float(pinball(0.0, 1.0, 0.9))
         0.9
     """
-    dt = _fdt(pred, y, alpha)
+    dt = float_dtype(pred, y, alpha)
     u = jnp.asarray(y, dt) - jnp.asarray(pred, dt)
     a = jnp.asarray(alpha, dt)
     return jnp.maximum(a * u, (a - 1) * u)
@@ -159,7 +160,7 @@ def pinball(pred: ArrayLike, y: ArrayLike, alpha: ArrayLike) -> Float[Array, "..
 
 def squared_error(pred: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
     r"""$(\hat y - y)^2$: strictly consistent for the mean."""
-    dt = _fdt(pred, y)
+    dt = float_dtype(pred, y)
     return (jnp.asarray(pred, dt) - jnp.asarray(y, dt)) ** 2
 
 

@@ -52,3 +52,14 @@ def test_pinball_and_squared_error_are_consistent(x64):
 def test_crps_needs_a_distribution():
     with pytest.raises(ValueError, match="crps"):
         scoring.crps(0.5, 1.0)
+
+
+def test_incomplete_scoring_rule_cannot_be_instantiated():
+    from jcalib.scoring import AbstractScoringRule
+
+    class NoLipschitz(AbstractScoringRule):
+        def __call__(self, p, y):
+            return (p - y) ** 2
+
+    with pytest.raises(TypeError, match="abstract.*lipschitz"):
+        NoLipschitz()

@@ -1,5 +1,6 @@
 """Core shapes and drivers: forecasters, natures, forecasts, trajectories, recorders, play, sweep."""
 
+from .checkpoint import CheckpointError
 from .drivers import as_traced_module, play, sweep
 from .optim import OptimResult, optimise, optax_update
 from .recorders import AbstractRecorder, History, Round
@@ -9,6 +10,7 @@ __all__ = [
     "AbstractForecaster",
     "AbstractNature",
     "AbstractRecorder",
+    "CheckpointError",
     "Forecast",
     "History",
     "Mixture",

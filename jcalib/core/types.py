@@ -169,6 +169,13 @@ class AbstractForecaster(eqx.Module):
         """The state after the outcome ``y`` of this round is revealed."""
         raise NotImplementedError  # abstract
 
+    @property
+    def value_grid(self) -> int | None:
+        """The grid size $m$ when every forecast value lies on $\\{0, 1/m, \\dots, 1\\}$, else
+        ``None`` (the default). Grid forecasters override it; ``record="summary"`` reads it
+        for its default grid."""
+        return None
+
     def info(self, state: Any, x: Any, forecast: Forecast, y: Any) -> Any:
         """Per-round value recorded in :attr:`Trajectory.info` (default: none).
 

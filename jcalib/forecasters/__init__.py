@@ -7,7 +7,7 @@ from .defensive import DefensiveForecaster
 from .foster import FosterRandomized, foster_bins
 from .orca import ORCA
 from .gupta_ramdas import GuptaRamdas
-from .kuleshov_ermon import KuleshovErmon, SwapRegretCalibrated, kuleshov_ermon_for_horizon
+from .kuleshov_ermon import KuleshovErmon, SwapRegretCalibrated
 from .lee_mw import LeeMultiObjectiveMW, lee_weights
 from .partitioned import Partitioned, UniformCells
 from .trivial import Constant, RunningFrequency
@@ -34,5 +34,4 @@ __all__: list[str] = [
     "lee_weights",
     "KuleshovErmon",
     "SwapRegretCalibrated",
-    "kuleshov_ermon_for_horizon",
 ]

@@ -27,9 +27,9 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from .._grid import grid_points, lookahead_update, sign_change_index
 from .._validation import check_binary_labels, check_positive_int
 from ..core.types import AbstractForecaster, Forecast
 
@@ -38,10 +38,7 @@ __all__ = [
     "AlmostOneStepAhead",
     "aosa_bins",
     "aosa_bound",
-    "grid_points",
-    "lookahead_update",
     "one_step_ahead",
-    "sign_change_index",
 ]
 
 
@@ -79,68 +76,6 @@ def aosa_bound(T: int, n_bins: int | None = None) -> float:
     T = check_positive_int(T, "T")
     m = aosa_bins(T) if n_bins is None else check_positive_int(n_bins, "n_bins")
     return T / m + m + 1
-
-
-def grid_points(n_bins: int) -> Float[Array, " m+1"]:
-    r"""The grid $\{0, 1/m, \dots, 1\}$ as correctly rounded floats (default float dtype).
-
-    Forecasters index this table instead of computing ``i / m`` in the graph: XLA rewrites a
-    division by a constant as a multiplication by its reciprocal, which can miss the nearest
-    float by one ulp (e.g. ``49 * (1/49) != 1``). The table makes every grid forecast exactly the
-    float nearest to $i/m$, so equal grid points compare equal across forecasters and metrics.
-    """
-    m = check_positive_int(n_bins, "n_bins")
-    return jnp.asarray(np.arange(m + 1) / m, jnp.result_type(float))
-
-
-def sign_change_index(values: Int[Array, " n+1"]) -> Int[Array, ""]:
-    r"""Bisection for an adjacent sign change: $i$ with $v_i \le 0 \le v_{i+1}$.
-
-    Requires $v_0 \le 0 \le v_n$. Keeps $v_{lo} \le 0$, $v_{hi} \ge 0$ and halves
-    $hi - lo$ for a fixed $\lceil\log_2 n\rceil$ iterations (a fully unrolled
-    ``fori_loop``; extra iterations at $hi - lo = 1$ change nothing), so vmapped batches never
-    wait on each other.
-
-    Args:
-        values: shape ``(n + 1,)``, ``n >= 1``.
-
-    Returns:
-        int32 scalar in ``[0, n - 1]``.
-    """
-    n = values.shape[0] - 1
-    n_iter = max(n - 1, 0).bit_length()  # = ceil(log2 n) for n >= 1
-
-    def body(_, lohi):
-        lo, hi = lohi
-        # lo + hi >= 0: a shift is the floor division without the sign fix-ups that `//` emits
-        # (a dozen integer ops per step in the hot loop)
-        mid = jax.lax.shift_right_logical(lo + hi, jnp.int32(1))
-        right = values[mid] <= 0
-        return jnp.where(right, mid, lo), jnp.where(right, hi, mid)
-
-    lo, _ = jax.lax.fori_loop(0, n_iter, body, (jnp.int32(0), jnp.int32(n)), unroll=True)
-    return lo
-
-
-def lookahead_update(beta: Int[Array, " m+1"], i: Int[Array, ""], y, n_bins: int) -> Int[Array, " m+1"]:
-    r"""One-Step-Ahead's state transition, shared by AOSA and Gupta–Ramdas.
-
-    With $i$ the pair's lower index ($\beta_i \le 0 \le \beta_{i+1}$, :func:`sign_change_index`)
-    and outcome $y_t$, the look-ahead point is $j = i + y_t$ and $\beta_j \mathrel{+}= j - m y_t$,
-    i.e. $\alpha(p_j) \mathrel{+}= \tilde p_t - y_t$ (paper 000, §3).
-
-    Args:
-        beta: int32 ``(m + 1,)``, $m\,\alpha(p_i)$.
-        i: int32 scalar, the pair's lower index.
-        y: the 0/1 outcome.
-        n_bins: $m$.
-
-    Returns:
-        The new ``beta``.
-    """
-    y = jnp.asarray(y, jnp.int32)
-    j = i + y
-    return beta.at[j].add(j - n_bins * y)
 
 
 class AOSAState(NamedTuple):

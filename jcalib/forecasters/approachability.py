@@ -57,10 +57,11 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from .._dtypes import float_dtype
 from .._validation import check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture
 from ..scoring import AbstractScoringRule, Brier
-from .aosa import grid_points
+from .._grid import grid_points
 
 __all__ = [
     "ApproachabilityRecalibrator",
@@ -72,9 +73,6 @@ __all__ = [
     "tradeoff_parameters",
 ]
 
-
-def _fdt():
-    return jnp.result_type(float)
 
 
 def tradeoff_parameters(T: int, beta: float) -> tuple[float, float]:
@@ -130,7 +128,7 @@ def point_mass(j, m: int):
     """``(index, prob)`` of the point mass on grid point ``j`` in the two-point representation."""
     j = jnp.asarray(j, jnp.int32)
     i = jnp.minimum(j, m - 1)
-    return i, jnp.where(j <= m - 1, 1.0, 0.0).astype(_fdt())
+    return i, jnp.where(j <= m - 1, 1.0, 0.0).astype(float_dtype())
 
 
 def _mixture(i, w, m: int) -> Mixture:
@@ -188,7 +186,7 @@ def _oracle(theta, lam, q, m: int, scoring: AbstractScoringRule, preset=None):
     $h$ is recomputed after the loop instead of being carried through it, so ``n_evals`` (the
     distinct grid points evaluated) is unchanged.
     """
-    fdt = _fdt()
+    fdt = float_dtype()
     theta = jnp.asarray(theta).astype(fdt)
     lam_l = jnp.asarray(lam).astype(fdt) / jnp.asarray(scoring.lipschitz, fdt)
     q = jnp.asarray(q).astype(fdt)
@@ -273,7 +271,7 @@ def check_context_prob(q, name: str = "q", guard=None):
 
     With ``guard`` (a pytree computed from ``q``), returns ``guard`` behind the same check instead.
     """
-    q = jnp.asarray(q).astype(_fdt())
+    q = jnp.asarray(q).astype(float_dtype())
     bad = jnp.isnan(q) | (q < 0) | (q > 1)
     msg = f"the model's forecast {name} must be a probability in [0, 1] (got NaN or a value outside)"
     return eqx.error_if(q if guard is None else guard, bad, msg)
@@ -387,7 +385,7 @@ class ApproachabilityRecalibrator(AbstractForecaster):
         return self.n_bins
 
     def init(self, key: PRNGKeyArray) -> ApproachabilityState:
-        fdt = _fdt()
+        fdt = float_dtype()
         z = jnp.zeros((self.n_bins + 1,), fdt)
         zero = jnp.zeros((), fdt)
         return ApproachabilityState(z, zero, z, zero, zero, jnp.zeros((), jnp.int32))
@@ -398,7 +396,7 @@ class ApproachabilityRecalibrator(AbstractForecaster):
     def choose(self, state: ApproachabilityState, q) -> tuple[Int[Array, ""], Float[Array, ""]]:
         """``(index, prob)`` of this round's mixture (oracle or follow-the-oracle)."""
         m = self.n_bins
-        fdt = _fdt()
+        fdt = float_dtype()
         preset = None
         if self.follow_oracle:
             # follow-the-oracle: the point mass nearest q, given to the oracle as a preset so
@@ -411,7 +409,7 @@ class ApproachabilityRecalibrator(AbstractForecaster):
         return i, w
 
     def predict(self, state: ApproachabilityState, x, key: PRNGKeyArray) -> Forecast:
-        q = jnp.asarray(x).astype(_fdt())
+        q = jnp.asarray(x).astype(float_dtype())
         # The check of q guards the choice made from it: eqx.error_if compiles to a conditional
         # whose outputs XLA keeps in memory, so (i, w) is computed once, instead of inside each
         # of the five fusions that read it (support, probabilities, draw, recorder, update).

@@ -35,7 +35,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from .._validation import as_float_array, check_positive_int, is_concrete
 from ..core.types import AbstractForecaster, Forecast
-from .aosa import sign_change_index
+from .._grid import sign_change_index
 
 __all__ = ["DefensiveForecaster", "DefensiveState", "grid_kernel"]
 

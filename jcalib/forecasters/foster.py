@@ -22,7 +22,7 @@ from jaxtyping import Array, Int, PRNGKeyArray
 
 from .._validation import check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture
-from .aosa import grid_points, sign_change_index
+from .._grid import grid_points, sign_change_index
 
 __all__ = ["FosterRandomized", "FosterState", "foster_bins"]
 

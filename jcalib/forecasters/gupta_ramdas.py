@@ -32,7 +32,8 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._validation import check_positive_int
 from ..core.types import AbstractForecaster, Forecast
-from .aosa import AOSAState, grid_points, lookahead_update, sign_change_index
+from .._grid import grid_points, lookahead_update, sign_change_index
+from .aosa import AOSAState
 
 __all__ = ["GuptaRamdas", "GuptaRamdasState"]
 

@@ -37,7 +37,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from .._validation import check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture
 from ..scoring import AbstractScoringRule, Brier
-from .aosa import grid_points
+from .._grid import grid_points
 from .partitioned import Partitioned, UniformCells
 
 __all__ = ["KuleshovErmon", "SwapRegretCalibrated", "SwapRegretState", "swap_stationary"]
@@ -135,19 +135,12 @@ class SwapRegretCalibrated(AbstractForecaster):
         return SwapRegretState(state.regret + p[:, None] * (loss[None, :] - loss[:, None]), state.t + 1)
 
 
-def KuleshovErmon(
-    n_cells: int,
-    learning_rate: float,
-    *,
-    n_squarings: int = 40,
-    scoring: AbstractScoringRule | None = None,
-) -> Partitioned:
+class KuleshovErmon(Partitioned):
     r"""Kuleshov & Ermon (2017): :class:`Partitioned` over $N$ uniform cells of $q_t$, each running
     :class:`SwapRegretCalibrated` on the grid $\{0, 1/N, \dots, 1\}$.
 
-    A constructor (it returns the composed ``Partitioned`` module, so sweeps, conformance and
-    recorders treat it like any forecaster). :func:`kuleshov_ermon_for_horizon` picks the
-    settings from $T$.
+    A :class:`Partitioned` module (sweeps, conformance and recorders treat it like any
+    forecaster) built from $N$ and $\eta$; :meth:`for_horizon` picks them from $T$.
 
     Args:
         n_cells: $N$: cells of the model's forecast and grid size of each cell's forecaster.
@@ -165,17 +158,19 @@ def KuleshovErmon(
     References:
         V. Kuleshov, S. Ermon (2017), *Estimating uncertainty online against an adversary*, AAAI.
     """
-    n = check_positive_int(n_cells, "n_cells")
-    inner = SwapRegretCalibrated(n, learning_rate, n_squarings, Brier() if scoring is None else scoring)
-    return Partitioned(inner, n, UniformCells(n))
 
+    def __init__(self, n_cells: int, learning_rate: float, *, n_squarings: int = 40,
+                 scoring: AbstractScoringRule | None = None):
+        n = check_positive_int(n_cells, "n_cells")
+        self.inner = SwapRegretCalibrated(n, learning_rate, n_squarings, Brier() if scoring is None else scoring)
+        self.n_cells = n
+        self.cell_of = UniformCells(n)
 
-def kuleshov_ermon_for_horizon(T: int, n_cells: int | None = None, **kw) -> Partitioned:
-    r"""$N = \lceil T^{1/3}\rceil$ by default and $\eta = \sqrt{2\ln(N+1)/T}$ (SPEC's $\sqrt{2\ln N/T}$
-    with $N + 1$ actions in place of $N$, so that $N = 1$ still learns)."""
-    T = check_positive_int(T, "T")
-    N = max(1, math.ceil(T ** (1 / 3) - 1e-9)) if n_cells is None else check_positive_int(n_cells, "n_cells")
-    return KuleshovErmon(N, math.sqrt(2 * math.log(N + 1) / T), **kw)
-
-
-__all__ += ["kuleshov_ermon_for_horizon"]
+    @classmethod
+    def for_horizon(cls, T: int, n_cells: int | None = None, **kw) -> "KuleshovErmon":
+        r"""$N = \lceil T^{1/3}\rceil$ by default and $\eta = \sqrt{2\ln(N+1)/T}$ (SPEC's
+        $\sqrt{2\ln N/T}$ with $N + 1$ actions in place of $N$, so that $N = 1$ still learns);
+        ``kw`` (``n_squarings``, ``scoring``) pass through."""
+        T = check_positive_int(T, "T")
+        N = max(1, math.ceil(T ** (1 / 3) - 1e-9)) if n_cells is None else check_positive_int(n_cells, "n_cells")
+        return cls(N, math.sqrt(2 * math.log(N + 1) / T), **kw)

@@ -41,7 +41,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from .._validation import check_positive_int
 from ..core.types import AbstractForecaster, Forecast
 from ..scoring import AbstractScoringRule, Brier
-from .aosa import grid_points
+from .._grid import grid_points
 from .approachability import _mixture, check_context_prob, halfspace_oracle
 
 __all__ = ["LeeMultiObjectiveMW", "LeeMWState", "lee_weights"]

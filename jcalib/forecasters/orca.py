@@ -154,7 +154,7 @@ class ORCA(AbstractForecaster):
         >>> import jax, jcalib
         >>> from jcalib.natures import IIDInterval
         >>> f = ORCA(payoff=jcalib.payoffs.QuantileCalibration(9), edges=uniform_edges(10), n_steps=20)
-        >>> traj = jcalib.play(f, IIDInterval.default(10), 5, jax.random.key(0))
+        >>> traj = jcalib.play(f, IIDInterval.skewed(10), 5, jax.random.key(0))
         >>> traj.certificate.value.shape
         (5,)
 

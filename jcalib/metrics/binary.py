@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from .._grid import grid_index, off_grid
 from .._validation import (
     check_binary_inputs,
     check_grid_counts,
@@ -93,12 +94,10 @@ def _bucket_exact(p, k):
 def _bucket_of_grid_point(p, k, m):
     # Forecasts j/m: integer index j, then bucket floor(j·k/m) from an exact integer table
     # (NumPy int64: no overflow, no float rounding), the last bucket closed.
-    scaled = p * m
-    j = jnp.round(scaled)
-    if is_concrete(scaled) and scaled.size and float(jnp.max(jnp.abs(scaled - j))) > 1e-3:
+    if is_concrete(p) and p.size and bool(jnp.any(off_grid(p, m))):
         raise ValueError(f"probs must lie on the grid {{j/{m}}} (within 1e-3/{m}) when grid={m} is given")
     table = np.minimum(np.arange(m + 1, dtype=np.int64) * k // m, k - 1).astype(np.int32)
-    return jnp.asarray(table)[jnp.clip(j.astype(jnp.int32), 0, m)]
+    return jnp.asarray(table)[grid_index(p, m)]
 
 
 def _bin_index_quantile(p, w, n_bins):

@@ -29,6 +29,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
+from .._dtypes import float_dtype
+from .._grid import grid_index, off_grid
 from .._validation import check_binary_labels, check_binary_probs, check_positive_int
 from ..scoring import AbstractScoringRule, Brier
 
@@ -36,25 +38,10 @@ __all__ = [
     "average_regret",
     "calibration_from_buckets",
     "eps_calibration",
-    "grid_index",
     "grid_to_midpoint",
 ]
 
 _FORMS = ("mean", "norm")
-
-
-def _fdt():
-    return jnp.result_type(float)
-
-
-def grid_index(p, m: int) -> Int[Array, "..."]:
-    """The integer index $j$ of grid forecasts $p = j/m$ (rounded; raises if off the grid by > 1e-3/m)."""
-    m = check_positive_int(m, "m")
-    scaled = jnp.asarray(p).astype(_fdt()) * m
-    j = jnp.clip(jnp.round(scaled), 0, m)
-    if not isinstance(scaled, jax.core.Tracer) and bool(jnp.any(jnp.abs(scaled - j) > 1e-3)):
-        raise ValueError(f"forecasts are not on the grid {{0, 1/{m}, ..., 1}}; pass n_buckets alone to bucket them by value")
-    return j.astype(jnp.int32)
 
 
 def grid_to_midpoint(j, m: int, n_buckets: int) -> Int[Array, "..."]:
@@ -81,7 +68,7 @@ def calibration_from_buckets(counts, ones, values, T, p: float = 1, form: str = 
         raise ValueError(f"form must be one of {_FORMS}, got {form!r}")
     if not p >= 1:
         raise ValueError(f"p must be >= 1, got {p!r}")
-    fdt = _fdt()
+    fdt = float_dtype()
     n = jnp.asarray(counts).astype(fdt)
     o = jnp.asarray(ones).astype(fdt)
     v = jnp.asarray(values).astype(fdt)
@@ -145,6 +132,9 @@ def eps_calibration(
     T = f.shape[0]
     yy = jnp.broadcast_to(yv[:, None].astype(fdt), f.shape)
     if m is not None:
+        m = check_positive_int(m, "m")
+        if not isinstance(f, jax.core.Tracer) and bool(jnp.any(off_grid(f, m))):
+            raise ValueError(f"forecasts are not on the grid {{0, 1/{m}, ..., 1}}; pass n_buckets alone to bucket them by value")
         j = grid_index(f, m)
         if n_buckets is None:
             idx, K = j, m + 1

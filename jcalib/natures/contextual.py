@@ -20,9 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from .._dtypes import float_dtype
 from .._validation import as_float_array, is_concrete
 from ..core.types import AbstractNature, Forecast
-from .oblivious import _bernoulli, _check_positive, _check_scalar_prob, _fdt
+from .oblivious import _bernoulli, _check_positive, _check_scalar_prob
 
 __all__ = ["DistortedModel", "DriftingModel", "LatentState", "TwoLevelModel"]
 
@@ -44,10 +45,10 @@ class _LatentModel(AbstractNature):
     """Draws one uniform latent per round; subclasses map (t, latent) to (q_t, p*_t)."""
 
     def init(self, key: PRNGKeyArray) -> LatentState:
-        return LatentState(jnp.zeros((), jnp.int32), jax.random.uniform(key, (), _fdt()))
+        return LatentState(jnp.zeros((), jnp.int32), jax.random.uniform(key, (), float_dtype()))
 
     def update(self, state: LatentState, x, forecast: Forecast, y, key: PRNGKeyArray) -> LatentState:
-        return LatentState(state.t + 1, jax.random.uniform(key, (), _fdt()))
+        return LatentState(state.t + 1, jax.random.uniform(key, (), float_dtype()))
 
     def truth(self, state: LatentState) -> Float[Array, ""]:
         """$p^*_t$, the probability the outcome is drawn with."""
@@ -184,7 +185,7 @@ class DriftingModel(_LatentModel):
 
     def bias(self, t: Int[Array, ""]) -> Float[Array, ""]:
         """$b_t$."""
-        fdt = _fdt()
+        fdt = float_dtype()
         frac = jnp.minimum(jnp.asarray(t, fdt) / jnp.asarray(self.horizon, fdt), 1.0)
         start = jnp.asarray(self.start, fdt)
         return start + (jnp.asarray(self.end, fdt) - start) * frac

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from .._dtypes import float_dtype
 from .._validation import check_positive_int
 from ..core.types import AbstractNature, Forecast
 from ..distributions import PiecewiseConstant, uniform_edges
@@ -35,9 +36,6 @@ __all__ = [
     "binned_gaussian",
 ]
 
-
-def _fdt():
-    return jnp.result_type(float)
 
 
 class IIDInterval(AbstractNature):
@@ -56,12 +54,12 @@ class IIDInterval(AbstractNature):
         self.probs = PiecewiseConstant(probs, self.edges).probs  # validates shape, sign, sum, NaN
 
     @classmethod
-    def default(cls, n: int = 50) -> "IIDInterval":
+    def skewed(cls, n: int = 50) -> "IIDInterval":
         """A fixed skewed density on $n$ equal bins of $[0, 1]$ (masses $\\propto (i + 1/2)(n - i)$)."""
         n = check_positive_int(n, "n")
         i = np.arange(n) + 0.5
         w = i * (n - i + 0.5)
-        return cls(jnp.asarray(w / w.sum(), _fdt()), uniform_edges(n))
+        return cls(jnp.asarray(w / w.sum(), float_dtype()), uniform_edges(n))
 
     def distribution(self) -> PiecewiseConstant:
         return PiecewiseConstant(self.probs, self.edges)
@@ -115,12 +113,12 @@ class HalfSpaceAdversary(AbstractNature):
             raise ValueError(f"payoff must be an AbstractPayoff, got {type(self.payoff).__name__}")
 
     def init(self, key: PRNGKeyArray) -> AdversaryState:
-        return AdversaryState(jnp.zeros((self.payoff.dim,), _fdt()), jnp.zeros((), jnp.int32))
+        return AdversaryState(jnp.zeros((self.payoff.dim,), float_dtype()), jnp.zeros((), jnp.int32))
 
     def grid(self):
         if self.binary:
             return jnp.array([0, 1], jnp.int32)
-        return jnp.linspace(self.lo, self.hi, self.n_grid, dtype=_fdt())
+        return jnp.linspace(self.lo, self.hi, self.n_grid, dtype=float_dtype())
 
     def outcome(self, state: AdversaryState, x, public, key: PRNGKeyArray):
         c = direction(self.payoff, state.total / jnp.maximum(state.count, 1).astype(state.total.dtype))
@@ -176,7 +174,7 @@ class OverconfidentGaussian(AbstractNature):
                 raise ValueError(f"{name} must be positive, got {v!r}")
 
     def init(self, key: PRNGKeyArray) -> LatentMean:
-        mu = 0.5 + self.spread * jax.random.normal(key, (), _fdt())
+        mu = 0.5 + self.spread * jax.random.normal(key, (), float_dtype())
         return LatentMean(jnp.zeros((), jnp.int32), jnp.clip(mu, 0.1, 0.9))
 
     def truth(self, state: LatentMean) -> PiecewiseConstant:

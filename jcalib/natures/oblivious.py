@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from .._dtypes import float_dtype
 from .._validation import as_float_array, check_binary_labels, check_binary_probs, is_concrete
 from ..core.types import AbstractNature, Forecast
 
@@ -33,12 +34,9 @@ __all__ = [
 ]
 
 
-def _fdt():
-    return jnp.result_type(float)
-
 
 def _bernoulli(key, p) -> Int[Array, ""]:
-    return jax.random.bernoulli(key, jnp.asarray(p, _fdt())).astype(jnp.int32)
+    return jax.random.bernoulli(key, jnp.asarray(p, float_dtype())).astype(jnp.int32)
 
 
 def _check_scalar_prob(value, name):
@@ -113,7 +111,7 @@ class Drifting(_Clocked):
 
     def rate(self, t: Int[Array, ""]) -> Float[Array, ""]:
         """$q_t$."""
-        fdt = _fdt()
+        fdt = float_dtype()
         frac = jnp.minimum(jnp.asarray(t, fdt) / jnp.asarray(self.horizon, fdt), 1.0)
         start = jnp.asarray(self.start, fdt)
         return start + (jnp.asarray(self.end, fdt) - start) * frac
@@ -166,11 +164,11 @@ class Periodic(AbstractNature):
                 )
 
     def init(self, key: PRNGKeyArray) -> PeriodicState:
-        return PeriodicState(t=jnp.zeros((), jnp.int32), r=jnp.zeros((), _fdt()))
+        return PeriodicState(t=jnp.zeros((), jnp.int32), r=jnp.zeros((), float_dtype()))
 
     def rate_at(self, r: Float[Array, ""]) -> Float[Array, ""]:
         """$q$ at residue $r = t \bmod$ period."""
-        fdt = _fdt()
+        fdt = float_dtype()
         phase = 2 * jnp.pi * (jnp.asarray(r, fdt) / jnp.asarray(self.period, fdt))
         q = jnp.asarray(self.base, fdt) + jnp.asarray(self.amplitude, fdt) * jnp.sin(phase)
         return jnp.clip(q, 0.0, 1.0)  # only guards round-off at the extremes
@@ -182,7 +180,7 @@ class Periodic(AbstractNature):
             import numpy as np
 
             return self.rate_at(np.fmod(np.float64(t), np.float64(self.period)))
-        return self.rate_at(jnp.fmod(jnp.asarray(t, _fdt()), jnp.asarray(self.period, _fdt())))
+        return self.rate_at(jnp.fmod(jnp.asarray(t, float_dtype()), jnp.asarray(self.period, float_dtype())))
 
     def outcome(self, state: PeriodicState, x, public, key: PRNGKeyArray) -> Int[Array, ""]:
         return _bernoulli(key, self.rate_at(state.r))
@@ -219,14 +217,14 @@ class Markov(AbstractNature):
         _check_scalar_prob(self.p10, "p10")
 
     def init(self, key: PRNGKeyArray) -> MarkovState:
-        fdt = _fdt()
+        fdt = float_dtype()
         a, b = jnp.asarray(self.p01, fdt), jnp.asarray(self.p10, fdt)
         s = a + b
         pi1 = jnp.where(s > 0, a / jnp.where(s > 0, s, 1.0), 0.5)
         return MarkovState(prev=_bernoulli(key, pi1))
 
     def outcome(self, state: MarkovState, x, public, key: PRNGKeyArray) -> Int[Array, ""]:
-        fdt = _fdt()
+        fdt = float_dtype()
         q = jnp.where(state.prev == 1, 1.0 - jnp.asarray(self.p10, fdt), jnp.asarray(self.p01, fdt))
         return _bernoulli(key, q)
 
@@ -281,8 +279,8 @@ class RegimeSwitch(AbstractNature):
 
     def update(self, state: RegimeState, x, forecast: Forecast, y, key: PRNGKeyArray) -> RegimeState:
         K = self.rates.shape[0]
-        u = jax.random.uniform(key, (), _fdt())
-        sp = jnp.asarray(self.switch_prob, _fdt())
+        u = jax.random.uniform(key, (), float_dtype())
+        sp = jnp.asarray(self.switch_prob, float_dtype())
         switch = (u < sp) & (K > 1)
         # given a switch, u/sp is uniform on [0, 1): shift by 1..K-1 to a uniform *other* regime
         frac = u / jnp.where(sp > 0, sp, 1.0)

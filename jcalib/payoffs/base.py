@@ -32,6 +32,7 @@ Every payoff here is an equinox module with ``__call__(x, p, y) -> (d,)``, ``bou
 
 from __future__ import annotations
 
+import abc
 from typing import Any, Callable, NamedTuple
 
 import equinox as eqx
@@ -39,6 +40,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
+
+from .._dtypes import float_dtype as _fdt
 
 __all__ = [
     "AbstractPayoff",
@@ -62,10 +65,6 @@ class ExpertContext(NamedTuple):
     features: Any = None
 
 
-def _fdt():
-    return jnp.result_type(float)
-
-
 def _gauss_legendre(n: int):
     nodes, weights = np.polynomial.legendre.leggauss(n)
     return nodes, weights / 2.0  # weights of the uniform distribution on [-1, 1]
@@ -75,13 +74,16 @@ class AbstractPayoff(eqx.Module):
     """A vector payoff $\\pi(x, p, y)$ with its bound and (for real $y$) its bin expectations."""
 
     @property
+    @abc.abstractmethod
     def dim(self) -> int:
         """Length $d$ of the payoff vector (a Python int)."""
         raise NotImplementedError  # abstract
 
+    @abc.abstractmethod
     def __call__(self, x: Any, p: Any, y: Any) -> Float[Array, " d"]:
         raise NotImplementedError  # abstract
 
+    @abc.abstractmethod
     def bound(self) -> float:
         """$B = \\sup_{x,p,y}\\|\\pi(x,p,y)\\|_2^2$ (a Python float)."""
         raise NotImplementedError  # abstract

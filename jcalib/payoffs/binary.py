@@ -18,11 +18,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._grid import grid_index
 from .._validation import check_positive_int
 from ..core.types import Mixture
 from .base import AbstractPayoff
 
-__all__ = ["BinaryCalibration", "MixedBinaryCalibration", "tent_weights", "grid_index"]
+__all__ = ["BinaryCalibration", "MixedBinaryCalibration", "tent_weights"]
 
 
 def tent_weights(p, m: int) -> Float[Array, " m+1"]:
@@ -34,12 +35,6 @@ def tent_weights(p, m: int) -> Float[Array, " m+1"]:
     p = jnp.asarray(p)
     v = jnp.arange(m + 1, dtype=p.dtype)
     return jnp.maximum(0.0, 1.0 - jnp.abs(m * p - v))
-
-
-def grid_index(p, m: int):
-    """Index of the grid point nearest $p$ (int32)."""
-    p = jnp.asarray(p)
-    return jnp.clip(jnp.round(p * m), 0, m).astype(jnp.int32)
 
 
 class BinaryCalibration(AbstractPayoff):

@@ -23,13 +23,28 @@ import jax
 import jax.numpy as jnp
 
 from .._validation import check_positive_int
+from ..core.batching import as_traced_module
 from .base import AbstractPayoff
 
 __all__ = ["DecisionCalibration", "SwapRegret", "expected_utility"]
 
 
 def expected_utility(utility: Callable, p, x):
-    """$\\mathbb E_{y\\sim p} u(\\cdot, y, x)$, shape ``(K,)``."""
+    """$\\mathbb E_{y\\sim p} u(\\cdot, y, x)$, shape ``(K,)``.
+
+    Compiled once per ``utility`` (the same function object), forecast type and shapes: numbers
+    in ``p`` and ``x`` are traced, so eager calls with new forecasts or contexts reuse it.
+    """
+    if not hasattr(p, "expect"):
+        p = jnp.asarray(p)
+    return _expected_utility(utility, p, as_traced_module(x))
+
+
+@eqx.filter_jit
+def _expected_utility(utility: Callable, p, x):
+    # A distribution's `expect` takes its integrand as a static argument: the closure over x
+    # made here is new on every call, so it is built inside this jit (traced once per utility
+    # and shapes), never on an eager call (which would compile `expect` again every time).
     if hasattr(p, "expect"):
         def fn(ys):
             u = jax.vmap(jax.vmap(lambda y: utility(y, x)))(ys)  # (n, m, K)

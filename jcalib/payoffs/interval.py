@@ -386,11 +386,38 @@ class QuantileStepPayoff(AbstractPayoff):
 
 
 def _compositions(n_ticks: int, n_cells: int) -> np.ndarray:
-    """All non-decreasing integer vectors $0 \\le s_1 \\le \\dots \\le s_{M-1} \\le N$ (cumulative pmf ticks)."""
+    """All non-decreasing integer vectors $0 \\le s_1 \\le \\dots \\le s_{M-1} \\le N$ (cumulative pmf ticks),
+    in lexicographic order: row $r$ is the vector of rank $r$ (:func:`_rank_compositions`)."""
     out = [[]]
     for _ in range(n_cells - 1):
         out = [v + [k] for v in out for k in range(v[-1] if v else 0, n_ticks + 1)]
     return np.asarray(out, np.int64).reshape(-1, n_cells - 1)
+
+
+def _binomials(n_max: int, k_max: int) -> np.ndarray:
+    """``C[n, k]`` = $\\binom{n}{k}$ for $0 \\le n \\le$ ``n_max``, $0 \\le k \\le$ ``k_max`` (int64)."""
+    from math import comb
+
+    return np.asarray([[comb(n, k) for k in range(k_max + 1)] for n in range(n_max + 1)], np.int64)
+
+
+def _rank_compositions(s, n_ticks: int):
+    r"""The lexicographic rank of non-decreasing vectors ``s[..., :k]`` with entries in $[0, N]$.
+
+    Combinatorial number system, $O(k)$ per vector and no table of all vectors: the vectors
+    that precede $s$ are, for each position $i$ and each smaller value $v \in [s_{i-1}, s_i)$ at
+    $i$ (with $s_0 = 0$), the non-decreasing tails of length $r = k - i$ over $[v, N]$, of which
+    there are $\binom{N - v + r}{r}$. By the hockey-stick identity the sum over $v$ is
+    $\binom{N - s_{i-1} + r + 1}{r + 1} - \binom{N - s_i + r + 1}{r + 1}$.
+    """
+    k = s.shape[-1]
+    # every entry read counts vectors of the grid, so it is at most the grid's size (checked to
+    # fit int32 at construction); entries never read are clipped instead of overflowing
+    C = jnp.asarray(np.minimum(_binomials(n_ticks + k, k), np.iinfo(np.int32).max), jnp.int32)
+    prev = jnp.concatenate([jnp.zeros(s.shape[:-1] + (1,), s.dtype), s[..., :-1]], axis=-1)
+    r1 = jnp.broadcast_to(jnp.arange(k, 0, -1, dtype=s.dtype), s.shape)  # r + 1 = k - i + 1 at position i
+    terms = C[n_ticks - prev + r1, r1] - C[n_ticks - s + r1, r1]
+    return terms.sum(-1)
 
 
 class DistributionCalibration(AbstractPayoff):
@@ -405,7 +432,10 @@ class DistributionCalibration(AbstractPayoff):
 
     **Cost**: the payoff has $(M-1)\binom{N+M-1}{M-1}$ coordinates — exponential in $M$ (the
     paper's remark that distribution calibration is computationally hard). Construction raises a
-    ``ValueError`` beyond ``max_dim`` coordinates (default $10^6$). There is no practical oracle
+    ``ValueError`` beyond ``max_dim`` coordinates (default $10^6$; at most $2^{31} - 1$). A
+    vertex's index is its rank among the grid's vertices, computed in $O(M)$ operations by the
+    combinatorial number system, so memory is that of the payoff vector itself (no table of the
+    $(N+1)^{M-1}$ integer points). There is no practical oracle
     for $M > 2$ (App. C.2.3's fixed point needs a search over the simplices); use ORCA with it
     when the cells are unions of ORCA's bins (the payoff is then constant in $y$ on each bin).
 
@@ -427,10 +457,10 @@ class DistributionCalibration(AbstractPayoff):
         from math import comb
 
         size = (len(e) - 2) * comb(self.n_ticks + len(e) - 2, len(e) - 2)
-        if size > self.max_dim:
+        if size > self.max_dim or size >= 2**31:
             raise ValueError(
                 f"distribution calibration with M = {len(e) - 1} cells and N = {self.n_ticks} ticks has "
-                f"{size} coordinates (> max_dim = {self.max_dim}): the cost is exponential in M"
+                f"{size} coordinates (> max_dim = {min(self.max_dim, 2**31 - 1)}): the cost is exponential in M"
             )
 
     @property
@@ -447,13 +477,6 @@ class DistributionCalibration(AbstractPayoff):
     def dim(self) -> int:
         return (self.n_cells - 1) * self.n_vertices
 
-    def _lookup(self):
-        comps = _compositions(self.n_ticks, self.n_cells)
-        base = (self.n_ticks + 1) ** np.arange(self.n_cells - 2, -1, -1)
-        table = np.full((self.n_ticks + 1) ** (self.n_cells - 1), -1, np.int64)
-        table[comps @ base] = np.arange(len(comps))
-        return table, base
-
     def weights(self, p) -> tuple:
         """``(idx, w)``: the $M$ vertices (flat indices) and barycentric weights of ``p``'s cell masses."""
         F = jnp.asarray(p.cdf(jnp.asarray(self.cell_edges[1:-1], p.dtype)))  # (M-1,)
@@ -468,9 +491,8 @@ class DistributionCalibration(AbstractPayoff):
         lam = jnp.concatenate([1 - rs[:1], rs[:-1] - rs[1:], rs[-1:]])  # (M,)
         steps = jnp.cumsum(jax.nn.one_hot(order, k, dtype=jnp.int32), axis=0)  # (M-1, M-1)
         verts = fl.astype(jnp.int32)[None, :] + jnp.concatenate([jnp.zeros((1, k), jnp.int32), steps])
-        table, base = self._lookup()
-        idx = jnp.asarray(table, jnp.int32)[verts @ jnp.asarray(base, jnp.int32)]
-        return idx, lam
+        # the vertices' ranks among all grid points, computed (no table of the whole grid)
+        return _rank_compositions(verts, self.n_ticks), lam
 
     def __call__(self, x, p, y):
         z = jnp.asarray(self.cell_edges[1:-1], p.dtype)

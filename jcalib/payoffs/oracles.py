@@ -35,6 +35,8 @@ $\binom{N+M-1}{M-1}$ vertices grow exponentially in $M$; for $M = 2$ it is
 
 from __future__ import annotations
 
+import abc
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -69,9 +71,11 @@ class AbstractOracle(eqx.Module):
     """``oracle(c, x, key) -> Forecast`` with ``certificate = max_y <c, π(x, public, y)>``."""
 
     @property
+    @abc.abstractmethod
     def payoff(self) -> AbstractPayoff:
         raise NotImplementedError  # abstract
 
+    @abc.abstractmethod
     def __call__(self, c: Float[Array, " d"], x, key: PRNGKeyArray) -> Forecast:
         raise NotImplementedError  # abstract
 

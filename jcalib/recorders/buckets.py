@@ -17,6 +17,8 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
+from .._dtypes import float_dtype
+from .._grid import grid_index, off_grid
 from .._validation import check_positive_int
 from ..core.recorders import AbstractRecorder, Round
 from ..core.types import as_mixture
@@ -24,10 +26,6 @@ from ..metrics.online import calibration_from_buckets, grid_to_midpoint
 from ..scoring import AbstractScoringRule, Brier
 
 __all__ = ["RecalibrationCounts", "RecalibrationSummary"]
-
-
-def _fdt():
-    return jnp.result_type(float)
 
 
 class RecalibrationSummary(NamedTuple):
@@ -64,7 +62,7 @@ class RecalibrationSummary(NamedTuple):
         n = self.exp_counts if expected else self.counts
         o = self.exp_ones if expected else self.ones
         m = n.shape[-1] - 1
-        fdt = _fdt()
+        fdt = float_dtype()
         if n_buckets is None:
             return calibration_from_buckets(n, o, jnp.arange(m + 1).astype(fdt) / m, self.T, p, form)
         K = check_positive_int(n_buckets, "n_buckets")
@@ -81,7 +79,7 @@ class RecalibrationSummary(NamedTuple):
     def model_calibration(self, p: float = 1, form: str = "mean") -> Float[Array, ""]:
         """The model's own (ε, ℓp)-calibration in its K midpoint buckets."""
         K = self.model_counts.shape[-1]
-        fdt = _fdt()
+        fdt = float_dtype()
         return calibration_from_buckets(self.model_counts, self.model_ones, (jnp.arange(K).astype(fdt) + 0.5) / K, self.T, p, form)
 
 
@@ -122,7 +120,7 @@ class RecalibrationCounts(AbstractRecorder):
         return self.m if self.n_model_buckets is None else self.n_model_buckets
 
     def init(self) -> RecalibrationSummary:
-        fdt = _fdt()
+        fdt = float_dtype()
         zi = jnp.zeros((self.m + 1,), jnp.int32)
         zf = jnp.zeros((self.m + 1,), fdt)
         zk = jnp.zeros((self._K,), jnp.int32)
@@ -132,7 +130,7 @@ class RecalibrationCounts(AbstractRecorder):
 
     def step(self, s: RecalibrationSummary, rnd: Round):
         m, K = self.m, self._K
-        fdt = _fdt()
+        fdt = float_dtype()
         y = jnp.asarray(rnd.y)
         if not (jnp.issubdtype(y.dtype, jnp.integer) or y.dtype == jnp.bool_):
             raise ValueError(f"RecalibrationCounts needs binary (integer 0/1) outcomes, got dtype {y.dtype}")
@@ -143,12 +141,9 @@ class RecalibrationCounts(AbstractRecorder):
         mix = as_mixture(rnd.forecast.public)
         support = jnp.asarray(mix.support).astype(fdt)
         w = mix.probs.astype(fdt)
-        scaled = support * m
-        js = jnp.clip(jnp.round(scaled), 0, m)
-        off = jnp.any(jnp.abs(scaled - js) > 1e-3)
-        js = js.astype(jnp.int32)
+        js, off = grid_index(support, m), jnp.any(off_grid(support, m))
         v = jnp.asarray(rnd.forecast.value).astype(fdt)
-        j = jnp.clip(jnp.round(v * m), 0, m).astype(jnp.int32)
+        j = grid_index(v, m)
         yf = y.astype(fdt)
         sq = self.scoring(q, y).astype(fdt)
         exp_score = jnp.sum(w * self.scoring(support, y).astype(fdt))

@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Int
 
+from .._dtypes import float_dtype
+from .._grid import grid_index, off_grid
 from .._validation import check_positive_int
 from ..core.recorders import AbstractRecorder, Round, register_shorthand
 from ..core.types import Trajectory
@@ -50,14 +52,8 @@ class GridSummary(NamedTuple):
     def info_l1(self) -> Array:
         """$\\sum_t |p_t - \\tilde p_t|$, the first term of paper 000's Theorem 1 (divided once)."""
         m = self.counts.shape[-1] - 1
-        return self.info_steps.astype(jnp.result_type(float)) / m
-
-
-def _grid_index(v, m: int):
-    scaled = jnp.asarray(v, jnp.result_type(float)) * m
-    idx = jnp.clip(jnp.round(scaled), 0, m)
-    # float32 round-off in v·m grows with m; a real off-grid forecast misses by far more
-    return idx.astype(jnp.int32), jnp.abs(scaled - idx) > 1e-3
+        # computed by JAX whether the counts are on the host or a device: one rounding everywhere
+        return jnp.asarray(self.info_steps).astype(float_dtype()) / m
 
 
 def _binary_outcome(y):
@@ -103,11 +99,11 @@ class GridCounts(AbstractRecorder):
     def step(self, s: _GridState, rnd: Round):
         m = self.m
         y = _binary_outcome(rnd.y)
-        i, off = _grid_index(rnd.forecast.value, m)
+        i, off = grid_index(rnd.forecast.value, m), off_grid(rnd.forecast.value, m)
         s = s._replace(off_grid=s.off_grid + off.astype(jnp.int32))
         if rnd.info is None:
             return s._replace(hist=s.hist.at[2 * i + y].add(1)), None
-        j, _ = _grid_index(rnd.info, m)
+        j = grid_index(rnd.info, m)
         codes = jnp.stack([2 * i + y, 2 * (m + 1) + 2 * j + y])
         return s._replace(hist=s.hist.at[codes].add(1), info_steps=s.info_steps + jnp.abs(i - j)), None
 
@@ -120,10 +116,11 @@ class GridCounts(AbstractRecorder):
 def forecast_grid(forecaster) -> int | None:
     """The grid size m of a grid forecaster (forecasts in {0, 1/m, …, 1}), else ``None``.
 
-    Grid forecasters say so with a ``value_grid`` property (e.g. Gupta–Ramdas scores interval
-    midpoints on a grid twice as fine as its ``n_bins``).
+    Grid forecasters say so with their ``value_grid`` property
+    (:attr:`jcalib.core.AbstractForecaster.value_grid`, ``None`` by default; e.g. Gupta–Ramdas
+    scores interval midpoints on a grid twice as fine as its ``n_bins``).
     """
-    m = getattr(forecaster, "value_grid", None)
+    m = forecaster.value_grid
     return None if m is None else int(m)
 
 

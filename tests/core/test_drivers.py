@@ -1,5 +1,5 @@
 """Drivers: play is one scan, chunking and recorders lose nothing, sweep batches and shards
-without changing a number, hyperparameters do not recompile, checkpoints resume exactly."""
+without changing a number, hyperparameters do not recompile (checkpoints: test_checkpoint.py)."""
 
 import os
 import subprocess
@@ -85,7 +85,7 @@ def test_numbers_do_not_depend_on_chunk_across_blocks(chunk):
     """Random bits come in blocks of 128 rounds aligned to absolute round indices: any chunking
     (chunks that start inside a block, span several blocks, or exceed T) gives the same run.
     Foster draws its forecast (stream kp), Markov its outcome (ky), RegimeSwitch its update (ku)."""
-    from jcalib.core.drivers import BLOCK
+    from jcalib.core.keys import BLOCK
 
     assert BLOCK == 128
     T, F, N = 300, jcalib.forecasters, jcalib.natures
@@ -135,22 +135,22 @@ def test_one_compiled_chunk_for_every_horizon():
 def test_round_keys_read_their_bits_once_and_hash_the_rest():
     """Round keys (ROUND_KEY_IMPL): a draw of <= 64 bits is the key's own words; split,
     fold_in and larger draws are threefry's; Bernoulli frequencies match p."""
-    from jcalib.core.drivers import ROUND_KEY_IMPL, _block_keys
+    from jcalib.core.keys import ROUND_KEY_IMPL, block_keys
 
-    keys = _block_keys(jax.random.key(3), 5)
+    keys = block_keys(jax.random.key(3), 5)
     assert keys.shape == (128,) and jax.random.key_impl(keys) == ROUND_KEY_IMPL
     words = np.asarray(jax.random.key_data(keys))
     bits = np.asarray(jax.vmap(lambda k: jax.random.bits(k, (), jnp.uint32))(keys))
     np.testing.assert_array_equal(bits, words[:, 0])
     # the blocks are threefry output under fold_in(stream, b): distinct across blocks and streams
-    other = np.asarray(jax.random.key_data(_block_keys(jax.random.key(3), 6)))
+    other = np.asarray(jax.random.key_data(block_keys(jax.random.key(3), 6)))
     assert len(np.unique(np.concatenate([words, other]), axis=0)) == 256
     k = keys[0]
     a, b = jax.random.split(k)
     assert not np.array_equal(jax.random.key_data(a), jax.random.key_data(b))
     u = jax.random.uniform(k, (1000,))  # larger draws are hashed, not the key's words
     assert 0.4 < float(u.mean()) < 0.6 and float(u.min()) >= 0.0 and float(u.max()) < 1.0
-    many = jnp.concatenate([_block_keys(jax.random.key(1), b) for b in range(40)])  # 5120 keys
+    many = jnp.concatenate([block_keys(jax.random.key(1), b) for b in range(40)])  # 5120 keys
     freq = float(jnp.mean(jax.vmap(lambda kk: jax.random.bernoulli(kk, 0.3))(many)))
     assert abs(freq - 0.3) < 0.02  # 3 sd of a 5120-draw frequency is 0.019
 
@@ -198,6 +198,7 @@ def test_grid_summary_refuses_real_outcomes():
 def test_forecast_grid():
     assert jcalib.recorders.forecast_grid(GridFrequency(n_bins=7)) == 7
     assert jcalib.recorders.forecast_grid(_NoBins()) is None
+    assert isinstance(AbstractForecaster.value_grid, property) and _NoBins().value_grid is None  # the declared default
     assert jcalib.recorders.forecast_grid(jcalib.forecasters.GuptaRamdas(n_bins=5)) == 10
 
 
@@ -282,80 +283,23 @@ def test_play_compiles_once_across_float_hyperparameters(record):
 def test_sweep_shares_unbatched_data_across_seeds():
     """A Replay of length T inside a sweep over seeds is stored once per nature, not once per
     seed: the compiled program's memory does not grow with the number of seeds."""
-    from jcalib.core import drivers
+    from jcalib.core import batching, loop
 
     T = 20_000
     y = np.random.default_rng(0).integers(0, 2, T)
     f = jcalib.forecasters.AlmostOneStepAhead(n_bins=10)
     sizes = {}
     for S in (1, 32):
-        nb, _ = drivers._stack([jcalib.natures.Replay(y)] * 2, "natures")
+        nb, _ = batching.stack_modules([jcalib.natures.Replay(y)] * 2, "natures")
         keys = jax.random.split(KEY, S)
-        rec, fm, layout = GridCounts(10), drivers.as_traced_module(f), (None, 2, S)
-        carry = drivers._placeholder(eqx.filter_eval_shape(drivers._init_all, fm, nb, rec, keys, layout))
+        rec, fm, layout = GridCounts(10), batching.as_traced_module(f), (None, 2, S)
+        carry = loop._placeholder(eqx.filter_eval_shape(loop._init_all, fm, nb, rec, keys, layout))
         n = jnp.int32(T)
-        compiled = drivers._chunk_all.lower(fm, nb, rec, keys, carry, n > 0, 0 * n, n, T, layout).compile()
+        compiled = loop._chunk_all.lower(fm, nb, rec, keys, carry, n > 0, 0 * n, n, T, layout).compile()
         mem = compiled.compiled.memory_analysis()  # equinox wraps jax's Compiled
         sizes[S] = mem.temp_size_in_bytes + mem.argument_size_in_bytes + mem.output_size_in_bytes
     # a per-seed copy would add 31 x 2 x T x 4 bytes = 5 MB; allow 0.5 MB for per-seed state
     assert sizes[32] - sizes[1] < 500_000, sizes
-
-
-@pytest.mark.parametrize("record", ["full", "summary"])
-def test_checkpoint_resume_is_exact(tmp_path, record):
-    f, n, T = GridFrequency(), Coin(), 60
-    ref = jcalib.play(f, n, T, KEY, record=record, chunk=7, progress=False)
-    for stop in (7, 21, 56):
-        path = tmp_path / f"ck{stop}.npz"
-        # an interrupted run: the same arguments, stopped after `stop` rounds
-        _interrupted(f, n, T, KEY, record, path, stop)
-        resumed = jcalib.play(f, n, T, KEY, record=record, chunk=7, checkpoint=path, progress=False)
-        chex.assert_trees_all_equal(resumed, ref)
-        # a finished checkpoint returns the result again without running
-        again = jcalib.play(f, n, T, KEY, record=record, chunk=7, checkpoint=path, progress=False)
-        chex.assert_trees_all_equal(again, ref)
-
-
-def _interrupted(f, n, T, key, record, path, stop):
-    """Run the first `stop` rounds of the T-round run and leave its checkpoint behind."""
-    from jcalib.core import drivers
-
-    class Stop(Exception):
-        pass
-
-    real = drivers._save_checkpoint
-
-    def save(p, carry, t, fp, outs):
-        real(p, carry, t, fp, outs)
-        if t >= stop:
-            raise Stop
-
-    drivers._save_checkpoint = save
-    try:
-        with pytest.raises(Stop):
-            jcalib.play(f, n, T, key, record=record, chunk=7, checkpoint=path, progress=False)
-    finally:
-        drivers._save_checkpoint = real
-
-
-@pytest.mark.parametrize(
-    "change",
-    [
-        dict(f=GridFrequency(prior=0.25)),
-        dict(n=Coin(0.7)),
-        dict(key=jax.random.key(1)),
-        dict(T=40),
-        dict(T=100),
-        dict(record="full"),
-    ],
-)
-def test_checkpoint_of_another_run_is_refused(tmp_path, change):
-    path = tmp_path / "ck.npz"
-    args = dict(f=GridFrequency(), n=Coin(), T=60, key=KEY, record="summary")
-    _interrupted(args["f"], args["n"], args["T"], args["key"], args["record"], path, 21)
-    args.update(change)
-    with pytest.raises(ValueError, match="different run"):
-        jcalib.play(args["f"], args["n"], args["T"], args["key"], record=args["record"], chunk=7, checkpoint=path, progress=False)
 
 
 def test_contexts_through_play_and_sweep():
@@ -457,7 +401,7 @@ def test_compiler_options_reach_the_compiler_and_keep_exact_results():
     """``compiler_options`` compile the chunk as another program (one per set of options, cached)
     with XLA's options: an unknown option is refused by XLA, and an unoptimised program gives a
     grid forecaster's counts exactly."""
-    from jcalib.core import drivers
+    from jcalib.core import loop
 
     f = jcalib.forecasters.AlmostOneStepAhead(n_bins=6)
     natures = [jcalib.natures.Bernoulli(0.3), jcalib.natures.Bernoulli(0.7)]
@@ -465,8 +409,8 @@ def test_compiler_options_reach_the_compiler_and_keep_exact_results():
     want = jcalib.sweep(f, natures, 300, KEY, n_seeds=4, record="summary", progress=False)
     got = jcalib.sweep(f, natures, 300, KEY, n_seeds=4, record="summary", progress=False, compiler_options=fast)
     chex.assert_trees_all_equal(got, want)
-    one = drivers._chunk_with(drivers._check_compiler_options(fast))
-    assert one is drivers._chunk_with((("xla_backend_optimization_level", 0),)) and one is not drivers._chunk_all
+    one = loop._chunk_with(loop.check_compiler_options(fast))
+    assert one is loop._chunk_with((("xla_backend_optimization_level", 0),)) and one is not loop._chunk_all
     traj = jcalib.play(f, natures[0], 40, KEY, progress=False, compiler_options=fast)
     chex.assert_trees_all_equal(traj, jcalib.play(f, natures[0], 40, KEY, progress=False))
     with pytest.raises(Exception, match="xla_no_such_option"):

@@ -15,7 +15,8 @@ from reference.forecasters import bisect_sign_change, ece
 
 import jcalib
 from jcalib.forecasters import AlmostOneStepAhead, aosa_bins, aosa_bound, one_step_ahead
-from jcalib.forecasters.aosa import AOSAState, sign_change_index
+from jcalib._grid import sign_change_index
+from jcalib.forecasters.aosa import AOSAState
 from jcalib.metrics import distance_to_calibration, ece_from_counts
 from jcalib.metrics.distance import atoms_from_counts
 from jcalib.natures import Bernoulli, Contrarian, MaxCalibrationError, RandomMixture, Replay

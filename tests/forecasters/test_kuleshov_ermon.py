@@ -13,7 +13,7 @@ from conformance import check_forecaster
 from reference.recalibration import ke_cell_run, swap_distribution
 
 import jcalib
-from jcalib.forecasters import KuleshovErmon, Partitioned, SwapRegretCalibrated, kuleshov_ermon_for_horizon
+from jcalib.forecasters import KuleshovErmon, Partitioned, SwapRegretCalibrated
 from jcalib.forecasters.kuleshov_ermon import swap_stationary
 from jcalib.natures import Bernoulli, RecalibrationAdversary, Replay, TwoLevelModel
 
@@ -79,8 +79,9 @@ def test_internal_regret_guarantee_against_adversary():
 
 
 def test_conformance():
-    f = kuleshov_ermon_for_horizon(1000, 4)
-    assert isinstance(f, Partitioned)
+    f = KuleshovErmon.for_horizon(1000, 4)
+    assert isinstance(f, KuleshovErmon) and isinstance(f, Partitioned)  # a class with the for_horizon convention
+    assert f.n_cells == 4 and KuleshovErmon.for_horizon(1000).n_cells == 10
     check_forecaster((f, KuleshovErmon(4, 0.5)), TwoLevelModel())
 
 

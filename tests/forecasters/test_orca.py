@@ -93,7 +93,7 @@ def test_certificates(x64):
 def test_l_nonpositive_certifies_the_nature_family(x64):
     # ℓ_t <= 0 means every mixture of the uniform-on-bin components — e.g. the i.i.d. truth —
     # has E<c, π> <= 0: check it against the truth's own expectation each round
-    nat = IIDInterval.default(10)
+    nat = IIDInterval.skewed(10)
     f = ORCA(payoff=QuantileCalibration(9), edges=E10, n_steps=100)
     traj = jcalib.play(f, nat, 40, jax.random.key(1), record=jcalib.core.History(carry=True))
     truth = np.asarray(nat.probs)
@@ -114,7 +114,7 @@ def test_qce_falls_toward_the_calibrated_floor():
     # forecaster has E[T·QCE] = Σ α(1-α) = 1.65. Measured T·QCE at T = 300: see the print.
     f = ORCA(payoff=QuantileCalibration(9), edges=E10, n_steps=100)
     T = 300
-    traj = jcalib.play(f, IIDInterval.default(10), T, jax.random.key(0))
+    traj = jcalib.play(f, IIDInterval.skewed(10), T, jax.random.key(0))
     tq = [T_ * qce_sum(traj.forecast.probs[:T_], traj.y[:T_], E10, 9) for T_ in (50, 300)]
     floor = float(np.sum(np.arange(1, 10) / 10 * (1 - np.arange(1, 10) / 10)))
     uniform = T * qce_sum(jnp.full((T, 10), 0.1), traj.y, E10, 9)
@@ -131,7 +131,7 @@ def test_qce_falls_toward_the_floor_50_bins():
     E = uniform_edges(50)
     f = ORCA(payoff=QuantileCalibration(99), edges=E)
     T = 1000
-    traj = jcalib.play(f, IIDInterval.default(50), T, jax.random.key(0))
+    traj = jcalib.play(f, IIDInterval.skewed(50), T, jax.random.key(0))
     tq = [t * qce_sum(traj.forecast.probs[:t], traj.y[:t], E, 99) for t in (300, T)]
     print(f"\n50 bins, 99 levels, 400 steps: T·QCE at T = 300, {T}: {tq} (floor 16.665)")
     assert max(tq) <= 16.665

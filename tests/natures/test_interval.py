@@ -22,7 +22,7 @@ def kf():
 
 
 def test_conformance_iid():
-    a = IIDInterval.default(10)
+    a = IIDInterval.skewed(10)
     b = IIDInterval(jnp.asarray(np.full(10, 0.1), jnp.result_type(float)), E10)
     check_nature((a, b), kf(), space="interval")
 
@@ -39,7 +39,7 @@ def test_conformance_adversary():
 
 
 def test_iid_draws_follow_the_density():
-    nat = IIDInterval.default(10)
+    nat = IIDInterval.skewed(10)
     traj = jcalib.play(kf(), nat, 4000, jax.random.key(0))
     counts = np.bincount(np.minimum((np.asarray(traj.y) * 10).astype(int), 9), minlength=10) / 4000
     # 4 standard errors of a frequency from 4000 draws

@@ -191,3 +191,22 @@ def test_oracle_bad_settings():
         MomentOracle(0)
     with pytest.raises(ValueError, match="quasi"):
         KakadeFoster(4, quasi=True, sum_payoff=BinaryCalibration(4))
+
+
+def test_incomplete_oracle_cannot_be_instantiated():
+    from jcalib.payoffs import AbstractOracle, BinaryCalibration
+
+    class NoCall(AbstractOracle):
+        @property
+        def payoff(self):
+            return BinaryCalibration(4)
+
+    with pytest.raises(TypeError, match="abstract.*__call__"):
+        NoCall()
+
+    class NoPayoff(AbstractOracle):
+        def __call__(self, c, x, key):
+            return None
+
+    with pytest.raises(TypeError, match="abstract.*payoff"):
+        NoPayoff()

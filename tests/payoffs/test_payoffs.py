@@ -320,3 +320,79 @@ def test_jumps_are_declared_by_the_payoff(x64):
     assert s.jumps(None, p).shape == (13,)
     dc = DistributionCalibration((0.0, 0.25, 0.5, 1.0), 4)
     np.testing.assert_allclose(np.asarray(dc.jumps(None, p)), [0.25, 0.5])
+
+
+@pytest.mark.parametrize("n_cells, n_ticks", [(2, 1), (2, 7), (3, 4), (4, 5), (5, 3), (6, 2)])
+def test_distribution_calibration_ranks_match_brute_force(n_cells, n_ticks):
+    """The combinatorial rank of every grid vertex is its index in the lexicographic list."""
+    from jcalib.payoffs.interval import _compositions, _rank_compositions
+
+    comps = _compositions(n_ticks, n_cells)
+    ranks = _rank_compositions(jnp.asarray(comps, jnp.int32), n_ticks)
+    np.testing.assert_array_equal(np.asarray(ranks), np.arange(len(comps)))
+
+
+def test_distribution_calibration_ten_cells_ten_ticks_in_small_memory():
+    """M = N = 10 (831,402 coordinates): the dense (N+1)^(M-1) lookup table it replaced asked
+    for 17.6 GiB and overflowed its int32 flat index; the compiled payoff needs a few MB."""
+    edges = tuple(np.linspace(0.0, 1.0, 11))
+    d = DistributionCalibration(edges, 10)
+    assert d.dim == 9 * 92378
+    p = random_pc(jax.random.key(3), edges=np.asarray(edges))
+    y = jnp.asarray(0.42, p.dtype)
+    compiled = jax.jit(lambda p, y: d(None, p, y)).lower(p, y).compile()
+    mem = compiled.memory_analysis()
+    assert mem.temp_size_in_bytes + mem.output_size_in_bytes < 64 * 2**20, mem
+    v = compiled(p, y)
+    assert v.shape == (d.dim,) and bool(jnp.all(jnp.isfinite(v)))
+    idx, lam = d.weights(p)
+    assert int(idx.min()) >= 0 and int(idx.max()) < d.n_vertices
+    # barycentric: the vertices (looked up by rank in the brute-force list) average to p's
+    # cumulative masses; float32 weights and CDF values, hence the tolerance
+    from jcalib.payoffs.interval import _compositions
+
+    V = _compositions(10, 10) / 10
+    F = np.asarray(p.cdf(jnp.asarray(edges[1:-1], p.dtype)))
+    np.testing.assert_allclose(np.asarray(lam) @ V[np.asarray(idx)], F, atol=1e-5)
+    assert float(jnp.sum(v**2)) <= d.bound() * (1 + 1e-6)  # float32 rounding of a sum of 9 squares
+
+
+@pytest.mark.parametrize("payoff", ["decision", "swap"])
+def test_decision_payoffs_compile_once_across_eager_calls(payoff):
+    """Eager calls with new forecasts, contexts and outcomes reuse one compiled expectation (the
+    quadrature's integrand, a closure over the context, used to be a new static argument each
+    call and compiled again every time)."""
+    from conformance import count_compilations
+
+    from jcalib.payoffs import SwapRegret
+
+    cls = DecisionCalibration if payoff == "decision" else SwapRegret
+    d = cls(utility, 3, 1.0)
+    d(None, random_pc(jax.random.key(0)), jnp.asarray(0.3))  # warm-up compile
+    d(None, 0.3, 1)
+    with count_compilations() as c:
+        for s in range(1, 4):
+            d(None, random_pc(jax.random.key(s)), jnp.asarray(0.1 * s))
+            d(None, 0.1 * s, s % 2)
+    assert c.n == 0, f"{c.n} compilations"
+
+
+def test_incomplete_payoff_cannot_be_instantiated():
+    from jcalib.payoffs import AbstractPayoff
+
+    class NoBound(AbstractPayoff):
+        @property
+        def dim(self):
+            return 1
+
+        def __call__(self, x, p, y):
+            return jnp.zeros(1)
+
+    with pytest.raises(TypeError, match="abstract.*bound"):
+        NoBound()
+
+    class Complete(NoBound):
+        def bound(self):
+            return 1.0
+
+    assert Complete().bound() == 1.0

@@ -1,0 +1,256 @@
+"""The chunked run loop: one compiled chunk of rounds, called ``ceil(T / chunk)`` times.
+
+A run is one program per (forecaster, nature, recorder, chunk length, batch layout): the start
+round and the number of rounds of a chunk are traced, and the first call initialises (a
+``lax.cond``), so every horizon ``T`` reuses it. A history's per-round outputs are moved to the
+host after every chunk and stay there: the result is NumPy arrays, never copied back to a
+device. With a checkpoint, the carry is saved after every chunk and the chunk's history
+appended (:mod:`jcalib.core.checkpoint`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from .._validation import check_positive_int
+from .batching import nest
+from .checkpoint import Checkpoint, fingerprint
+from .keys import BLOCK, block_keys, split_run_key
+from .recorders import AbstractRecorder, Round, stack_outputs
+
+__all__ = ["DEFAULT_CHUNK", "run", "chunk_length", "check_compiler_options"]
+
+DEFAULT_CHUNK = 2048
+"""Rounds per compiled call when ``chunk`` is not given (a multiple of :data:`~jcalib.core.keys.BLOCK`)."""
+
+
+class _Carry(NamedTuple):
+    fstate: Any
+    nstate: Any
+    rstate: Any
+
+
+def _init(forecaster, nature, recorder, key):
+    """The carry before round 0."""
+    kf, kn, _ = split_run_key(key)
+    return _Carry(forecaster.init(kf), nature.init(kn), recorder.init())
+
+
+def _one_round(forecaster, nature, recorder, c: _Carry, t, keys):
+    kx, kp, ky, ku = keys
+    x = nature.context(c.nstate, kx)
+    fc = forecaster.predict(c.fstate, x, kp)
+    y = nature.outcome(c.nstate, x, fc.public, ky)
+    info = forecaster.info(c.fstate, x, fc, y)
+    rstate, out = recorder.step(c.rstate, Round(t, x, fc, y, info))
+    new = _Carry(forecaster.update(c.fstate, x, fc, y), nature.update(c.nstate, x, fc, y, ku), rstate)
+    return new, out
+
+
+def _scan_rounds(forecaster, nature, recorder, streams, carry: _Carry, t0, n, length: int):
+    """Rounds ``t0, …, t0+n-1`` (``n <= length``, both traced) as loops over blocks and rounds.
+
+    Returns the carry and the per-round outputs in a buffer of ``length`` rows (row ``t - t0``;
+    rows past ``n`` are zeros). ``length`` fixes the program; ``t0`` and ``n`` do not, so every
+    horizon T reuses one compiled chunk, and a last partial chunk runs fewer iterations of the
+    same program instead of compiling another.
+    """
+    one = functools.partial(_one_round, forecaster, nature, recorder)
+    t_like = jnp.zeros((), jnp.int32)
+    key_like = block_keys(streams[0], 0)[0]
+    _, out_like = jax.eval_shape(one, carry, t_like, (key_like,) * 4)
+    buf = jax.tree_util.tree_map(lambda o: jnp.zeros((length,) + o.shape, o.dtype), out_like)
+    end = t0 + n
+
+    def block(b, state):
+        # A stream no player uses is dropped by XLA (its block is never hashed): a deterministic
+        # forecaster against a Bernoulli nature hashes one block per BLOCK rounds.
+        bkeys = [block_keys(s, b) for s in streams]
+
+        def round_(t, state):
+            c, buf = state
+            c, out = one(c, t, tuple(k[t - b * BLOCK] for k in bkeys))
+            buf = jax.tree_util.tree_map(lambda a, o: jax.lax.dynamic_update_index_in_dim(a, o, t - t0, 0), buf, out)
+            return c, buf
+
+        lo = jnp.maximum(t0, b * BLOCK)
+        hi = jnp.minimum(end, (b + 1) * BLOCK)
+        return jax.lax.fori_loop(lo, hi, round_, state)
+
+    return jax.lax.fori_loop(t0 // BLOCK, (end + BLOCK - 1) // BLOCK, block, (carry, buf))
+
+
+# ---- the compiled pieces: one function, nested vmaps over (forecaster, nature, seed) ----------
+
+
+def _init_all(forecaster, nature, recorder, keys, layout):
+    return nest(lambda f, n, k: _init(f, n, recorder, k), layout, forecaster, nature, ("seed",))(forecaster, nature, keys)
+
+
+def _chunk_body(forecaster, nature, recorder, keys, carry, fresh, t0, n, length: int, layout):
+    """One compiled chunk: ``n <= length`` rounds from ``t0`` (all traced) for the whole batch.
+
+    With ``fresh`` (traced), the players' and recorder's init replaces ``carry`` first (a
+    ``lax.cond``: the first call of a run initialises, later calls skip it), so a run compiles
+    one program, not an init program and a chunk program. The round streams are re-derived
+    from the seed keys at each call (three threefry hashes per sequence).
+    """
+
+    def one(f, nat, k, c):
+        c = jax.lax.cond(fresh, lambda c: _init(f, nat, recorder, k), lambda c: c, c)
+        return _scan_rounds(f, nat, recorder, split_run_key(k)[2], c, t0, n, length)
+
+    return nest(one, layout, forecaster, nature, ("seed", "all"))(forecaster, nature, keys, carry)
+
+
+_chunk_all = eqx.filter_jit(_chunk_body)
+
+
+@functools.lru_cache(maxsize=None)
+def _chunk_with(compiler_options: tuple):
+    """The chunk compiled with XLA ``compiler_options`` (a sorted tuple of items; () = defaults)."""
+    if not compiler_options:
+        return _chunk_all
+    return eqx.filter_jit(_chunk_body, compiler_options=dict(compiler_options))
+
+
+def check_compiler_options(options) -> tuple:
+    """``compiler_options`` as a hashable sorted tuple of items (``()`` for none)."""
+    if options is None:
+        return ()
+    if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
+        raise ValueError(f"compiler_options must be a dict of XLA option names to values, got {options!r}")
+    return tuple(sorted(options.items()))
+
+
+def _placeholder(like):
+    """Zeros shaped like ``like`` (a tree of ShapeDtypeStructs): the carry a first chunk ignores."""
+
+    # jnp.zeros also makes (all-zero) key arrays, for states that hold keys
+    return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), like)
+
+
+def _vmapped_finalise(recorder, n_batch: int):
+    fn = recorder.finalise
+    for _ in range(n_batch):
+        fn = jax.vmap(fn)
+    return fn
+
+
+@eqx.filter_jit
+def _finalise_jit(recorder, rstate, outs, n_batch: int):
+    return _vmapped_finalise(recorder, n_batch)(rstate, outs)
+
+
+def _finalise(recorder, rstate, outs, n_batch: int):
+    """The recorder's result, on the host: the history (host arrays) is never sent back to a device.
+
+    The batched ``finalise`` is traced once and its program evaluated op by op: a result that
+    is a history array passed through (``History``) is that host array itself; what is computed
+    from the (small) recorder state is computed on the device and fetched.
+    """
+    if outs is None or _traced((rstate, outs)):
+        out = _finalise_jit(recorder, rstate, outs, n_batch)
+        return out if _traced(out) else jax.device_get(out)
+    fn = _vmapped_finalise(recorder, n_batch)
+    abstract = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), outs)
+    closed, shape = jax.make_jaxpr(fn, return_shape=True)(rstate, abstract)
+    args = jax.tree_util.tree_leaves((rstate, outs))
+    flat = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    return jax.device_get(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(shape), flat))
+
+
+# ---- the run loop -------------------------------------------------------------------------------
+
+
+def _traced(tree) -> bool:
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
+
+
+def _first_rows(outs, n: int, axis: int):
+    """The first n rounds of a chunk's output buffer: on the host, or in the graph when ``play``
+    itself is being traced (``jax.jit(lambda k: play(..., k))``)."""
+    if _traced(outs):
+        return jax.tree_util.tree_map(lambda a: jax.lax.slice_in_dim(a, 0, n, axis=axis), outs)
+    return jax.tree_util.tree_map(lambda a: np.asarray(a).take(np.arange(n), axis=axis), jax.device_get(outs))
+
+
+def _concat(pieces: list, axis: int):
+    if len(pieces) == 1:
+        return pieces[0]
+    if _traced(pieces):
+        return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=axis), *pieces)
+    return stack_outputs(pieces, axis)
+
+
+def _out_struct(forecaster, nature, recorder, keys, carry, layout):
+    """The per-round outputs' structure (a chunk of one round), ``None`` when there are none."""
+    one = jnp.ones((), jnp.int32)
+    _, outs = eqx.filter_eval_shape(_chunk_all, forecaster, nature, recorder, keys, carry, one > 0, 0 * one, one, 1, layout)
+    if not jax.tree_util.tree_leaves(outs):
+        return None
+    return outs
+
+
+def _open_checkpoint(path, forecaster, nature, recorder, keys, T, layout, carry, round_axis):
+    if _traced((forecaster, nature, keys)):
+        raise ValueError("checkpoint cannot be used when play or sweep is traced (inside jax.jit); call it eagerly")
+    like = _out_struct(forecaster, nature, recorder, keys, carry, layout)
+    fp = fingerprint(forecaster, nature, recorder, keys, T, layout, carry)
+    return Checkpoint(path, fp, carry, like, round_axis)
+
+
+def run(forecaster, nature, recorder: AbstractRecorder, keys, T: int, chunk: int, progress, checkpoint, layout,
+        compiler_options: tuple = ()):
+    """``ceil(T / chunk)`` calls of one compiled chunk of ``chunk`` rounds (the first also
+    initialises), then finalise. ``layout`` is the batch layout (:mod:`jcalib.core.batching`)."""
+    chunk_fn = _chunk_with(compiler_options)
+    n_batch = sum(a is not None for a in layout)
+    round_axis = n_batch
+    carry = _placeholder(eqx.filter_eval_shape(_init_all, forecaster, nature, recorder, keys, layout))
+    fresh = True
+    start, pieces = 0, []
+    ckpt = None
+    if checkpoint is not None:
+        ckpt = _open_checkpoint(checkpoint, forecaster, nature, recorder, keys, T, layout, carry, round_axis)
+        if ckpt.exists():
+            carry, start, pieces = ckpt.load()
+            fresh = False
+    n_chunks = math.ceil((T - start) / chunk)
+    show = (n_chunks > 1) if progress is None else bool(progress)
+    bar = tqdm(total=T, initial=start, unit="round", disable=not show, leave=False)
+    t = start
+    while t < T:
+        n = min(chunk, T - t)
+        carry, outs = chunk_fn(forecaster, nature, recorder, keys, carry, jnp.asarray(fresh), jnp.asarray(t, jnp.int32),
+                               jnp.asarray(n, jnp.int32), chunk, layout)
+        fresh = False
+        # the buffer holds `chunk` rows; a last partial chunk filled the first n
+        piece = _first_rows(outs, n, round_axis) if jax.tree_util.tree_leaves(outs) else None
+        if piece is not None:
+            pieces.append(piece)
+        t += n
+        bar.update(n)
+        if ckpt is not None:
+            ckpt.save(carry, t, piece)
+    bar.close()
+    outs = _concat(pieces, round_axis) if pieces else None
+    return _finalise(recorder, carry.rstate, outs, n_batch)
+
+
+def chunk_length(T: int, chunk) -> int:
+    """The rounds per compiled call: ``chunk``, or by default ``T`` rounded up to a power of two
+    (at least :data:`~jcalib.core.keys.BLOCK`, at most :data:`DEFAULT_CHUNK`)."""
+    if chunk is None:
+        # a few programs cover every horizon (short runs stop the loops early) and a history's
+        # buffer is < 2T
+        return min(DEFAULT_CHUNK, max(BLOCK, 1 << (T - 1).bit_length()))
+    return check_positive_int(chunk, "chunk")

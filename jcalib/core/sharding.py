@@ -1,0 +1,73 @@
+"""Sharding: a sweep's seeds split over processes (``jax.distributed``) and over each process's
+devices (a 1-D mesh named ``"batch"``), and the shards gathered back on every process.
+
+Seed ``s`` always uses ``jax.random.split(key, n_seeds)[s]``, so the numbers do not depend on
+the number of processes or devices.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+__all__ = ["SeedShard", "shard_seeds", "gather_seeds", "process_checkpoint"]
+
+
+class SeedShard(NamedTuple):
+    """This process's share of a sweep's seeds.
+
+    Attributes:
+        keys: the seed keys this process runs (padded, sharded over its local devices).
+        n_local: how many seeds this process runs (padding included).
+        n_proc: the number of processes.
+        proc: this process's index.
+    """
+
+    keys: jax.Array
+    n_local: int
+    n_proc: int
+    proc: int
+
+
+def shard_seeds(key, n_seeds: int) -> SeedShard:
+    """Split ``n_seeds`` seed keys evenly over processes, then over each process's devices.
+
+    The seeds are padded (with copies of seed 0) to a multiple of processes × local devices;
+    process ``p`` runs seeds ``[p·S/P, (p+1)·S/P)`` with no communication until the gather.
+    """
+    n_proc, proc = jax.process_count(), jax.process_index()
+    devices = jax.local_devices()
+    unit = n_proc * len(devices)
+    S = n_seeds + (-n_seeds) % unit
+    keys = jax.random.split(key, n_seeds)
+    if S > n_seeds:
+        keys = jnp.concatenate([keys, jnp.repeat(keys[:1], S - n_seeds, axis=0)])
+    S_local = S // n_proc
+    keys = keys[proc * S_local:(proc + 1) * S_local]
+    if len(devices) > 1:
+        keys = jax.device_put(keys, NamedSharding(Mesh(np.array(devices), ("batch",)), PartitionSpec("batch")))
+    return SeedShard(keys, S_local, n_proc, proc)
+
+
+def process_checkpoint(checkpoint, shard: SeedShard):
+    """The checkpoint path of this process: its own file when there are several processes."""
+    if checkpoint is None or shard.n_proc == 1:
+        return checkpoint
+    return f"{os.fspath(checkpoint)}.process{shard.proc}-of-{shard.n_proc}"
+
+
+def gather_seeds(out, seed_axis: int):
+    """Every process's shard of the seed axis, concatenated in process order, on every process
+    (host NumPy arrays)."""
+    from jax.experimental import multihost_utils
+
+    def gather(x):
+        front = np.moveaxis(np.asarray(x), seed_axis, 0)
+        return np.moveaxis(np.asarray(multihost_utils.process_allgather(front, tiled=True)), 0, seed_axis)
+
+    return jax.tree_util.tree_map(gather, out)
