@@ -101,12 +101,15 @@ class ORCACertificate(NamedTuple):
     opt_state: Any
 
 
-def _quantile_blocks(payoff):
-    if isinstance(payoff, QuantileCalibration):
-        return [payoff]
+def _leaf_blocks(payoff) -> list:
+    """The payoff's blocks with every :class:`DirectSum` flattened."""
     if isinstance(payoff, DirectSum):
-        return [b for blk in payoff.blocks for b in _quantile_blocks(blk)]
-    return []
+        return [b for blk in payoff.blocks for b in _leaf_blocks(blk)]
+    return [payoff]
+
+
+def _quantile_blocks(payoff):
+    return [b for b in _leaf_blocks(payoff) if isinstance(b, QuantileCalibration)]
 
 
 class ORCA(AbstractForecaster):
@@ -192,6 +195,32 @@ class ORCA(AbstractForecaster):
             v = getattr(self, name)
             if isinstance(v, (int, float)) and (not np.isfinite(v) or v < 0 or (name != "temperature" and v == 0)):
                 raise ValueError(f"{name} must be a finite positive float, got {v!r}")
+        # a block that knows its outcome range must be built for the edges' range: its bound B
+        # (and the normalisation of a DirectSum) holds only there
+        span = e[-1] - e[0]
+        for b in _leaf_blocks(self.payoff):
+            if hasattr(b, "lo") and hasattr(b, "hi"):
+                lo, hi = float(b.lo), float(b.hi)
+                if abs(lo - e[0]) > 1e-9 * span or abs(hi - e[-1]) > 1e-9 * span:
+                    raise ValueError(
+                        f"payoff block {type(b).__name__} is built for outcomes in [{lo}, {hi}] but edges "
+                        f"span [{e[0]}, {e[-1]}]; build the payoff for the edges' range, e.g. "
+                        f"payoff=experiment_payoff(lo={e[0]}, hi={e[-1]})"
+                    )
+
+    def check_context(self, x) -> None:
+        """Raise ``ValueError`` (at trace time: the context's pytree structure is known) when the
+        payoff compares with an expert (an :class:`~jcalib.payoffs.ExpertRegret` block) and the
+        context carries none."""
+        regret = [b for b in _leaf_blocks(self.payoff) if isinstance(b, ExpertRegret)]
+        expert = ExpertRegret.expert_of(x) if regret else None
+        if regret and not (hasattr(expert, "crps") and hasattr(expert, "mean")):
+            raise ValueError(
+                f"ORCA's payoff has an ExpertRegret block, which compares with the context's expert "
+                f"forecast, but the nature's context is {type(x).__name__}; play against a nature "
+                f"whose context is the expert's forecast, or pass a payoff without the regret block, "
+                f"e.g. DirectSum((QuantileCalibration(99), MomentCalibration((1, 2), lo, hi)))"
+            )
 
     # ----------------------------------------------------------------------------- family
     @property
@@ -325,6 +354,7 @@ class ORCA(AbstractForecaster):
         return jnp.concatenate(pts)
 
     def predict(self, state: ORCAState, x, key: PRNGKeyArray) -> Forecast:
+        self.check_context(x)
         c = direction(self.payoff, state.mean())
         opt = self._optimizer(state.theta.dtype)
         opt_state = state.opt_state
