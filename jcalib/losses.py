@@ -46,6 +46,7 @@ from ._validation import (
     check_positive_int,
     check_same_length,
     check_weights,
+    in_graph,
     is_concrete,
 )
 from .metrics import smooth_ece
@@ -74,7 +75,8 @@ _DEFAULT_TILE = 512
 
 
 def _in_graph_check(x: Array, lo: float | None, hi: float | None, name: str) -> Array:
-    """On a tracer, ``eqx.error_if`` for NaN/inf (and values outside [lo, hi]); else identity."""
+    """On a tracer, ``eqx.error_if`` for NaN/inf (and values outside [lo, hi]) unless
+    ``jcalib.config.checks(False)``; else identity."""
     if is_concrete(x):
         return x
     bad = ~jnp.all(jnp.isfinite(x))
@@ -83,7 +85,7 @@ def _in_graph_check(x: Array, lo: float | None, hi: float | None, name: str) -> 
     if hi is not None:
         bad = bad | jnp.any(x > hi)
     rng = "" if lo is None else f" and lie in [{lo}, {hi}]"
-    return eqx.error_if(x, bad, f"{name} must be finite{rng}")
+    return in_graph(x, bad, f"{name} must be finite{rng}")
 
 
 def _finite_logits(logits, name: str = "logits") -> Array:
@@ -298,8 +300,10 @@ def _per_column_sq(kernel, points, coef, weights, tile, unbiased):
     if not unbiased:
         return quad
     diag = jnp.sum(cw**2 * _kernel_diagonal(kernel, points)[:, None], axis=0)
-    # U-statistic: drop i = j; with weights ω summing to 1 the off-diagonal mass is 1 − Σω².
-    return (quad - diag) / (1.0 - jnp.sum(weights**2))
+    # U-statistic: drop i = j; with weights ω summing to 1 the off-diagonal mass is 1 − Σω²
+    # (0 with fewer than two positive weights: no pair, the value is NaN, not ±inf).
+    off = 1.0 - jnp.sum(weights**2)
+    return (quad - diag) / jnp.where(off > 0, off, jnp.nan)
 
 
 def _scale(kernel, s) -> float:
@@ -311,6 +315,16 @@ def _scale(kernel, s) -> float:
     if bound is None:
         raise ValueError("pass s with s**2 >= sup_v ker(v, v) on the simplex: the kernel has no diag_bound attribute")
     return math.sqrt(float(bound))
+
+
+def _two_positive_weights(w):
+    """``w`` after checking that two samples have positive weight (the U-statistic has a pair)."""
+    msg = "unbiased=True needs at least two samples with positive weight (the U-statistic averages pairs i != j)"
+    if is_concrete(w):
+        if int(np.sum(np.asarray(w) > 0)) < 2:
+            raise ValueError(msg)
+        return w
+    return in_graph(w, jnp.sum(w > 0) < 2, msg)
 
 
 def _check_flags(squared, unbiased):
@@ -355,7 +369,9 @@ def kernel_calibration_loss(
       and large near it).
     * ``unbiased=True`` (with ``squared=True``): the U-statistic, $i \ne j$ only, divided by
       $1 - \sum_i\omega_i^2$ (= $n(n-1)/n^2$ for unit weights); unbiased for the population
-      value, may be negative.
+      value, may be negative. It needs two samples with positive weight ($\sum_i\omega_i^2 < 1$):
+      with fewer there is no pair $i \ne j$, and a ``ValueError`` is raised (under ``jit``, an
+      ``eqx.error_if`` failure; with ``jcalib.config.checks(False)`` the value is NaN).
 
     Tiled: Gram products go through ``kernel_matmul`` in blocks of ``tile`` rows inside a
     rematerialised ``lax.scan``, so value and gradient need $O(\mathrm{tile}\cdot n + nk)$
@@ -396,6 +412,8 @@ def kernel_calibration_loss(
         raise ValueError(f"kernel must be callable ker(A, B) -> Gram block, got {type(kernel).__name__}")
     _check_flags(squared, unbiased)
     v, y, w = _multiclass(probs, labels, sample_weight, from_logits)
+    if unbiased:
+        w = _two_positive_weights(w)
     return _kce(
         v, y, w, kernel=kernel, s=_scale(kernel, s), tile=check_positive_int(tile, "tile"),
         squared=bool(squared), unbiased=bool(unbiased),

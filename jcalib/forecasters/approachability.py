@@ -57,7 +57,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import check_positive_int
+from .._validation import as_int, check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture
 from ..scoring import AbstractScoringRule, Brier
 from .aosa import grid_points
@@ -317,7 +317,7 @@ class ApproachabilityRecalibrator(AbstractForecaster):
         equivalent*, §5.2; M. Zinkevich (2003).
     """
 
-    n_bins: int = eqx.field(static=True)
+    n_bins: int = eqx.field(static=True, converter=as_int)
     step_size: float
     Lambda: float = 1.0
     eps: float | None = None

@@ -528,8 +528,9 @@ def lower_distance_to_calibration(
         probs: forecasts in $[0, 1]$, shape ``(T,)``.
         labels: outcomes in $\{0, 1\}$, shape ``(T,)``.
         sample_weight: optional non-negative weights (multiplicities), shape ``(T,)``.
-        rtol: relative gap between the certified value and the LP optimum at which to stop.
-        max_iter: cap on cutting-plane rounds.
+        rtol: relative gap between the certified value and the LP optimum at which to stop,
+            in $(0, 1)$.
+        max_iter: cap on cutting-plane rounds (a positive integer).
 
     Returns:
         Python float, unnormalised.
@@ -539,9 +540,12 @@ def lower_distance_to_calibration(
         calibration* (lower distance); Qiao, Zheng (2024), *On the distance from
         calibration in sequential prediction*; paper 000 §2 (CalDist of a sequence).
     """
+    max_iter = check_positive_int(max_iter, "max_iter")
+    if isinstance(rtol, bool) or not isinstance(rtol, (int, float, np.floating)) or not 0 < rtol < 1:
+        raise ValueError(f"rtol must be a float in (0, 1), got {rtol!r}")
     p, y, w, keep = _host_inputs(probs, labels, sample_weight, integer_weights=False)
     (v1, w1), (v0, w0) = _atoms(p[keep], y[keep], w[keep])
-    return _lower_lp(v1, w1, v0, w0, rtol, max_iter)[0]
+    return _lower_lp(v1, w1, v0, w0, float(rtol), max_iter)[0]
 
 
 def _witness(one: _Side, zero: _Side, idx1, idx0, path):
