@@ -42,6 +42,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from tqdm.auto import tqdm
 
 from .._validation import (
+    check_key,
     check_class_labels,
     check_float_scalar,
     check_positive_int,
@@ -298,10 +299,13 @@ def decision_calibration_fit(
     References:
         Zhao, Kim, Sahoo, Ma, Ermon (2021), Algorithm 1, Theorem 2.2, Section 4.4.
     """
+    check_key(key)
     _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective, projection)
     probs = check_simplex_probs(probs)
     labels = check_class_labels(labels, probs.shape[1])
     n = check_same_length(probs=probs, labels=labels)
+    if n == 0:
+        raise ValueError("probs and labels are empty; fitting needs at least one sample")
     sample_weight = check_weights(sample_weight, n)
     onehot = jax.nn.one_hot(labels, probs.shape[1], dtype=probs.dtype)
     weights = normalised_weights(sample_weight, n, probs.dtype)

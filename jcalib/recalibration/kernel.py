@@ -54,6 +54,7 @@ from .. import _kernels
 from .._kernels import GaussianKernel, MultinomialKernel, gaussian_kernel, kernel_matmul, multinomial_kernel
 from .._simplex import project_simplex
 from .._validation import (
+    check_key,
     check_multiclass_inputs,
     check_positive_int,
     check_simplex_probs,
@@ -405,6 +406,7 @@ def kernel_calibration_fit(
         Gopalan, Hu, Rothblum (2024), Lemma 4.2, Definition 4.1; Gopalan, Kalai, Sharan,
         Wieder (2022, GKSZ22), Lemma 33.
     """
+    check_key(key)
     del key  # deterministic
     kernel, s_, n_steps, tile = _fit_settings(kernel, beta, eta, max_steps, tile, s)
     v, y = _audit_inputs(probs, labels)

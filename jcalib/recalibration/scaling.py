@@ -65,6 +65,7 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from .._validation import (
+    check_key,
     check_multiclass_inputs,
     as_float_array,
     check_positive_int,
@@ -266,6 +267,7 @@ def temperature_scaling_fit(
     References:
         Guo, Pleiss, Sun, Weinberger (2017), "On calibration of modern neural networks", §4.2.
     """
+    check_key(key)
     del key  # deterministic fit
     probs, labels, weights = _prepare(probs, labels, sample_weight)
     return _temperature_fit(probs, labels, weights, check_positive_int(n_steps, "n_steps"))
@@ -320,6 +322,7 @@ def vector_scaling_fit(
     References:
         Guo et al. (2017), §4.2; Kull et al. (2019) (vector scaling as diagonal Dirichlet).
     """
+    check_key(key)
     del key
     probs, labels, weights = _prepare(probs, labels, sample_weight)
     return _vector_fit(probs, labels, weights, check_positive_int(n_steps, "n_steps"))
@@ -391,6 +394,7 @@ def matrix_scaling_fit(
     References:
         Guo et al. (2017), §4.2; Kull et al. (2019) (ODIR).
     """
+    check_key(key)
     del key
     probs, labels, weights = _prepare(probs, labels, sample_weight)
     reg_lambda = _check_reg(reg_lambda, "reg_lambda")
@@ -451,6 +455,7 @@ def dirichlet_fit(
     References:
         Kull, Perello-Nieto, Kängsepp, Silva Filho, Song, Flach (2019), NeurIPS.
     """
+    check_key(key)
     return matrix_scaling_fit(
         key, probs, labels, reg_lambda=reg_lambda, reg_mu=reg_mu, n_steps=n_steps, sample_weight=sample_weight
     )
