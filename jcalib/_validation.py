@@ -38,6 +38,7 @@ __all__ = [
     "check_same_length",
     "check_positive_int",
     "check_float_scalar",
+    "check_hyper",
     "check_binary_inputs",
     "check_multiclass_inputs",
     "check_grid_counts",
@@ -291,6 +292,34 @@ def check_float_scalar(value, name: str, dtype, *, positive: bool = False, non_n
         if non_negative and not v >= 0:
             raise ValueError(f"{name} must be >= 0, got {value!r}")
     return arr.astype(dtype)
+
+
+def check_hyper(value, name: str, lo: float | None = None, hi: float | None = None, *, open_lo: bool = False,
+                open_hi: bool = False):
+    """A scalar float hyperparameter of a module (checked in ``__check_init__``).
+
+    It must be a real number (a string or a list raises) of shape ``()`` — a list would change
+    the shapes a module produces; a traced scalar (a sweep's stacked hyperparameter, seen one at
+    a time under ``vmap``) passes after that shape check. Concrete values must be finite and in
+    ``[lo, hi]`` (``open_lo`` / ``open_hi`` exclude the ends). Returns the value unchanged.
+    """
+    if isinstance(value, (str, bytes, list, tuple, dict)) or value is None:
+        raise ValueError(f"{name} must be a real scalar, got {type(value).__name__} {value!r}")
+    arr = as_float_array(value, name)
+    if arr.ndim != 0:
+        raise ValueError(f"{name} must be a scalar, got shape {tuple(arr.shape)}")
+    v = _values(arr)
+    if v is not None:
+        x = float(v)
+        below = lo is not None and (x <= lo if open_lo else x < lo)
+        above = hi is not None and (x >= hi if open_hi else x > hi)
+        if not np.isfinite(x) or below or above:
+            rng = "" if lo is None and hi is None else (
+                f" in {'(' if open_lo else '['}{'-inf' if lo is None else lo}, "
+                f"{'inf' if hi is None else hi}{')' if open_hi or hi is None else ']'}"
+            )
+            raise ValueError(f"{name} must be finite{rng}, got {value!r}")
+    return value
 
 
 def check_binary_inputs(probs, labels, sample_weight):

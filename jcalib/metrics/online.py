@@ -94,6 +94,9 @@ def calibration_from_buckets(counts, ones, values, T, p: float = 1, form: str = 
 
 
 def _support_probs(forecasts, probs):
+    f = check_binary_probs(forecasts, "forecasts")
+    if f.ndim >= 1 and f.shape[0] == 0:
+        raise ValueError("forecasts are empty; an online metric needs at least one round")
     if probs is None:
         f = check_binary_probs(forecasts, "forecasts")
         if f.ndim != 1:

@@ -346,7 +346,11 @@ def crps_score(dist: Any, y: Float[Array, " T"], sample_weight: Float[Array, " T
     if not hasattr(dist, "crps"):
         raise ValueError(f"crps_score needs a distribution with a crps method, got {type(dist).__name__}")
     y = _outcomes(y)
+    if y.shape[0] == 0:
+        raise ValueError("y is empty; crps_score needs at least one outcome")
     s = _crps(dist, y)
     w = check_weights(sample_weight, y.shape[0])
+    if w is not None and is_concrete(w) and not float(np.sum(np.asarray(w))) > 0:
+        raise ValueError("sample_weight sums to zero; at least one outcome needs positive weight")
     w = jnp.ones_like(s) if w is None else w.astype(s.dtype)
     return jnp.sum(w * s) / jnp.sum(w)

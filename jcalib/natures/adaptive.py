@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import as_float_array, check_positive_int, is_concrete
+from .._validation import as_float_array, check_hyper, check_positive_int, is_concrete
 from ..core.types import AbstractNature, Forecast, as_mixture
 from .oblivious import _check_scalar_prob
 
@@ -130,6 +130,8 @@ class RandomMixture(AbstractNature):
     def __check_init__(self):
         check_positive_int(self.n_bins, "n_bins")
         _check_scalar_prob(self.rate, "rate")
+        for v, n in zip(self._raw_weights(), ("contrarian", "max_error", "bernoulli")):
+            check_hyper(v, n, 0.0)
         w = jnp.stack([as_float_array(v, n) for v, n in zip(self._raw_weights(), ("contrarian", "max_error", "bernoulli"))])
         if is_concrete(w) and not (bool(jnp.all(jnp.isfinite(w) & (w >= 0))) and bool(jnp.sum(w) > 0)):
             raise ValueError(

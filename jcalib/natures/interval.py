@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import check_positive_int
+from .._validation import check_hyper, check_positive_int
 from ..core.types import AbstractNature, Forecast
 from ..distributions import PiecewiseConstant, uniform_edges
 from ..distributions.piecewise import check_edges
@@ -159,7 +159,7 @@ class OverconfidentGaussian(AbstractNature):
 
     Attributes:
         scale: $s$ (float). overconfidence: $\kappa$ (float; $< 1$ is overconfident).
-        phi: AR coefficient (float). spread: $\varsigma$ (float).
+        phi: AR coefficient (float in $(-1, 1)$). spread: $\varsigma$ (float).
         edges: static bin edges (default 50 equal bins of [0, 1]).
     """
 
@@ -171,9 +171,9 @@ class OverconfidentGaussian(AbstractNature):
 
     def __check_init__(self):
         for name in ("scale", "overconfidence", "spread"):
-            v = getattr(self, name)
-            if isinstance(v, (int, float)) and not v > 0:
-                raise ValueError(f"{name} must be positive, got {v!r}")
+            check_hyper(getattr(self, name), name, 0.0, open_lo=True)
+        # |phi| < 1: the innovation's scale sqrt(1 - phi^2) is NaN beyond (phi = 1.7 gave NaN streams)
+        check_hyper(self.phi, "phi", -1.0, 1.0, open_lo=True, open_hi=True)
 
     def init(self, key: PRNGKeyArray) -> LatentMean:
         mu = 0.5 + self.spread * jax.random.normal(key, (), _fdt())

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import as_float_array, check_binary_labels, check_binary_probs, is_concrete
+from .._validation import as_float_array, check_binary_labels, check_binary_probs, check_hyper, is_concrete
 from ..core.types import AbstractNature, Forecast
 
 __all__ = [
@@ -42,16 +42,11 @@ def _bernoulli(key, p) -> Int[Array, ""]:
 
 
 def _check_scalar_prob(value, name):
-    arr = as_float_array(value, name)
-    if arr.ndim != 0:
-        raise ValueError(f"{name} must be a scalar, got shape {tuple(arr.shape)}")
-    check_binary_probs(arr[None], name)  # as 1-D: check_binary_probs reports bad entries by index
+    check_hyper(value, name, 0.0, 1.0)
 
 
 def _check_positive(value, name):
-    arr = as_float_array(value, name)
-    if is_concrete(arr) and not bool(np.all(np.isfinite(np.asarray(arr)) & (np.asarray(arr) > 0))):
-        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+    check_hyper(value, name, 0.0, open_lo=True)
 
 
 class RoundState(NamedTuple):
@@ -157,6 +152,7 @@ class Periodic(AbstractNature):
     def __check_init__(self):
         _check_scalar_prob(self.base, "base")
         _check_positive(self.period, "period")
+        check_hyper(self.amplitude, "amplitude")
         b = as_float_array(self.base, "base")
         a = as_float_array(self.amplitude, "amplitude")
         if is_concrete(a) and is_concrete(b):
