@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 
 from .._validation import check_positive_int
 from .recorders import AbstractRecorder, Round, resolve_recorder, stack_outputs
-from .types import AbstractForecaster, AbstractNature
+from .types import AbstractForecaster, AbstractNature, check_outcome_spaces
 
 __all__ = ["play", "sweep", "as_traced_module"]
 
@@ -180,6 +180,7 @@ def _check_modules(forecaster, nature):
         raise ValueError(f"forecaster must be an AbstractForecaster, got {type(forecaster).__name__}")
     if not isinstance(nature, AbstractNature):
         raise ValueError(f"nature must be an AbstractNature, got {type(nature).__name__}")
+    check_outcome_spaces(forecaster, nature)
 
 
 # ---- the compiled pieces: one function, nested vmaps over (forecaster, nature, seed) ----------

@@ -317,6 +317,9 @@ class ApproachabilityRecalibrator(AbstractForecaster):
         equivalent*, §5.2; M. Zinkevich (2003).
     """
 
+    outcome_space = "binary"
+    needs_context = True
+
     n_bins: int = eqx.field(static=True, converter=as_int)
     step_size: float
     Lambda: float = 1.0

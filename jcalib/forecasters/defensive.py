@@ -116,6 +116,8 @@ class DefensiveForecaster(AbstractForecaster):
         forecasting*. Formulation from SPEC §1 (reconstructed; the grid kernel $K_N$ is ours).
     """
 
+    outcome_space = "binary"
+
     n_grid: int = eqx.field(static=True, default=100)
     bandwidth: float = 0.1
 

@@ -103,6 +103,8 @@ class SwapRegretCalibrated(AbstractForecaster):
         Y. Mansour (2007), *From external to internal regret*, JMLR.
     """
 
+    outcome_space = "binary"
+
     n_bins: int = eqx.field(static=True)
     learning_rate: float
     n_squarings: int = eqx.field(static=True, default=40)

@@ -108,6 +108,9 @@ class LeeMultiObjectiveMW(AbstractForecaster):
         multicalibeating and other applications*, NeurIPS; paper 001, §6.
     """
 
+    outcome_space = "binary"
+    needs_context = True
+
     n_bins: int = eqx.field(static=True)
     learning_rate: float
     scoring: AbstractScoringRule = eqx.field(default_factory=Brier)

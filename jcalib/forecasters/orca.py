@@ -157,6 +157,8 @@ class ORCA(AbstractForecaster):
         Paper 002, Algorithm 2, Eq. 8–9, §6 (L462–466); SPEC §3.
     """
 
+    outcome_space = "real"
+
     payoff: AbstractPayoff = eqx.field(default_factory=experiment_payoff)
     edges: tuple = eqx.field(static=True, default=uniform_edges(50))
     n_steps: int = eqx.field(static=True, default=400)

@@ -88,6 +88,12 @@ class Partitioned(AbstractForecaster):
     n_cells: int = eqx.field(static=True, converter=as_int)
     cell_of: Callable[[Any], Array]
 
+    needs_context = True  # the cell is a function of the context
+
+    @property
+    def outcome_space(self) -> str | None:
+        return self.inner.outcome_space
+
     def __check_init__(self):
         if not isinstance(self.inner, AbstractForecaster):
             raise ValueError(f"inner must be an AbstractForecaster, got {type(self.inner).__name__}")

@@ -34,6 +34,8 @@ class Constant(AbstractForecaster):
         0.25
     """
 
+    outcome_space = "binary"
+
     p: float = 0.5
 
     def __check_init__(self):
@@ -83,6 +85,8 @@ class RunningFrequency(AbstractForecaster):
         prior_ones: $a \ge 0$.
         prior_count: $b > 0$ with $a \le b$, so forecasts stay in $[0, 1]$.
     """
+
+    outcome_space = "binary"
 
     prior_ones: float = 1.0
     prior_count: float = 2.0

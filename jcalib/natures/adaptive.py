@@ -40,6 +40,8 @@ class Contrarian(AbstractNature):
     forecaster is driven to alternate around $1/2$. Stateless and keyless.
     """
 
+    outcome_space = "binary"
+
     def init(self, key: PRNGKeyArray) -> ContrarianState:
         return ContrarianState()
 
@@ -78,6 +80,8 @@ class MaxCalibrationError(AbstractNature):
     Attributes:
         n_bins: bucket grid size $n$ (static: fixes the state's shape).
     """
+
+    outcome_space = "binary"
 
     n_bins: int = eqx.field(static=True, default=10)
 
@@ -120,6 +124,8 @@ class RandomMixture(AbstractNature):
         rate: the Bernoulli rate, in [0, 1].
         n_bins: bucket grid of the max-error part (static).
     """
+
+    outcome_space = "binary"
 
     contrarian: float = 1.0
     max_error: float = 1.0

@@ -43,6 +43,8 @@ class LatentState(NamedTuple):
 class _LatentModel(AbstractNature):
     """Draws one uniform latent per round; subclasses map (t, latent) to (q_t, p*_t)."""
 
+    outcome_space = "binary"
+
     def init(self, key: PRNGKeyArray) -> LatentState:
         return LatentState(jnp.zeros((), jnp.int32), jax.random.uniform(key, (), _fdt()))
 

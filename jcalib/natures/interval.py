@@ -48,6 +48,8 @@ class IIDInterval(AbstractNature):
         edges: static tuple of $n + 1$ increasing floats.
     """
 
+    outcome_space = "real"
+
     probs: Float[Array, " n"]
     edges: tuple = eqx.field(static=True)
 
@@ -104,6 +106,10 @@ class HalfSpaceAdversary(AbstractNature):
     lo: float = eqx.field(static=True, default=0.0)
     hi: float = eqx.field(static=True, default=1.0)
     binary: bool = eqx.field(static=True, default=False)
+
+    @property
+    def outcome_space(self) -> str:
+        return "binary" if self.binary else "real"
     context_value: object = None
 
     def context(self, state, key):
@@ -162,6 +168,8 @@ class OverconfidentGaussian(AbstractNature):
         phi: AR coefficient (float in $(-1, 1)$). spread: $\varsigma$ (float).
         edges: static bin edges (default 50 equal bins of [0, 1]).
     """
+
+    outcome_space = "real"
 
     scale: float = 0.12
     overconfidence: float = 0.4

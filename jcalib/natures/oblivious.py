@@ -58,6 +58,8 @@ class RoundState(NamedTuple):
 class _Clocked(AbstractNature):
     """A nature whose state is only the round index."""
 
+    outcome_space = "binary"
+
     def init(self, key: PRNGKeyArray) -> RoundState:
         return RoundState(t=jnp.zeros((), jnp.int32))
 
@@ -145,6 +147,8 @@ class Periodic(AbstractNature):
         period: rounds per cycle (positive).
     """
 
+    outcome_space = "binary"
+
     base: float = 0.5
     amplitude: float = 0.3
     period: float = 100.0
@@ -207,6 +211,8 @@ class Markov(AbstractNature):
         p01, p10: transition probabilities in [0, 1].
     """
 
+    outcome_space = "binary"
+
     p01: float = 0.1
     p10: float = 0.1
 
@@ -254,6 +260,8 @@ class RegimeSwitch(AbstractNature):
             natures swept together must share ``K``).
         switch_prob: in [0, 1].
     """
+
+    outcome_space = "binary"
 
     rates: Float[Array, " K"]
     switch_prob: float = 0.01
@@ -312,6 +320,10 @@ class Replay(_Clocked):
     y: Array
     x: Any
     outcomes: str = eqx.field(static=True)
+
+    @property
+    def outcome_space(self) -> str:
+        return self.outcomes
 
     def __init__(self, y, x=None, *, outcomes: str = "binary"):
         if outcomes not in ("binary", "real"):

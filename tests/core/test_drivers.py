@@ -473,3 +473,18 @@ def test_compiler_options_reach_the_compiler_and_keep_exact_results():
         jcalib.sweep(f, natures, 30, KEY, record="summary", progress=False, compiler_options={"xla_no_such_option": 1})
     with pytest.raises(ValueError, match="compiler_options"):
         jcalib.sweep(f, natures, 30, KEY, record="summary", progress=False, compiler_options=["opt"])
+
+
+def test_play_refuses_pairs_that_cannot_play_together():
+    from jcalib.forecasters import AlmostOneStepAhead, ApproachabilityRecalibrator, ORCA
+    from jcalib.natures import Bernoulli, DistortedModel, IIDInterval
+
+    # a binary forecaster given real-valued outcomes used to run
+    with pytest.raises(ValueError, match="forecasts binary outcomes but IIDInterval produces real"):
+        jcalib.play(AlmostOneStepAhead(10), IIDInterval.default(10), 5, jax.random.key(0))
+    with pytest.raises(ValueError, match="forecasts real outcomes but Bernoulli produces binary"):
+        jcalib.sweep(ORCA(), [Bernoulli(0.2), Bernoulli(0.4)], 5, jax.random.key(0))
+    # a recalibrator against a nature with no context failed deep inside the trace
+    with pytest.raises(ValueError, match="Bernoulli has no context"):
+        jcalib.play(ApproachabilityRecalibrator(10, 0.1), Bernoulli(0.3), 5, jax.random.key(0))
+    assert jcalib.play(ApproachabilityRecalibrator(10, 0.1), DistortedModel(), 5, jax.random.key(0)).y.shape == (5,)
