@@ -37,6 +37,7 @@ __all__ = [
 
 def quantile_levels(n: int, dtype=None):
     """The levels $\\alpha_j = j/(n+1)$, $j = 1..n$ (n = 99 gives 0.01, …, 0.99)."""
+    n = check_positive_int(n, "n")
     dtype = dtype or jnp.result_type(float)
     return jnp.arange(1, n + 1, dtype=dtype) / (n + 1)
 

@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._validation import check_positive_int
+from .._validation import as_int, check_hyper, check_positive_int, is_concrete
 from ..core.types import Forecast, Mixture
 from .base import AbstractPayoff
 from .binary import BinaryCalibration, MixedBinaryCalibration, tent_weights
@@ -251,12 +251,14 @@ class ConformalOracle(AbstractOracle):
     """
 
     beta: float
-    n_actions: int = eqx.field(static=True)
+    n_actions: int = eqx.field(static=True, converter=as_int)
     rule: str = eqx.field(static=True, default="corrected")
-    lp_steps: int = eqx.field(static=True, default=500)
+    lp_steps: int = eqx.field(static=True, default=500, converter=as_int)
 
     def __check_init__(self):
         check_positive_int(self.n_actions, "n_actions")
+        check_positive_int(self.lp_steps, "lp_steps")
+        check_hyper(self.beta, "beta", 0.0, 1.0, open_lo=True, open_hi=True)
         if self.rule not in ("corrected", "paper"):
             raise ValueError(f"rule must be 'corrected' or 'paper', got {self.rule!r}")
 
@@ -328,6 +330,10 @@ class SmoothConformalOracle(AbstractOracle):
 
     beta: float
     n_actions: int = eqx.field(static=True)
+
+    def __check_init__(self):
+        check_positive_int(self.n_actions, "n_actions")
+        check_hyper(self.beta, "beta", 0.0, 1.0, open_lo=True, open_hi=True)
 
     @property
     def payoff(self):
@@ -482,9 +488,16 @@ class QuantileStepOracle(AbstractOracle):
         y_min, y_max: outcome range (floats).
     """
 
-    n_levels: int = eqx.field(static=True)
+    n_levels: int = eqx.field(static=True, converter=as_int)
     y_min: float = 0.0
     y_max: float = 1.0
+
+    def __check_init__(self):
+        check_positive_int(self.n_levels, "n_levels")
+        check_hyper(self.y_min, "y_min")
+        check_hyper(self.y_max, "y_max")
+        if is_concrete(self.y_min) and is_concrete(self.y_max) and not float(self.y_min) < float(self.y_max):
+            raise ValueError(f"need y_min < y_max, got y_min={self.y_min!r}, y_max={self.y_max!r}")
 
     @property
     def payoff(self):

@@ -205,3 +205,17 @@ def test_oracle_bad_settings():
         MomentOracle(0)
     with pytest.raises(ValueError, match="quasi"):
         KakadeFoster(4, quasi=True, sum_payoff=BinaryCalibration(4))
+
+
+def test_quantile_step_and_conformal_settings_are_checked():
+    for bad, match in (({"n_levels": 0}, "n_levels"), ({"n_levels": 2.5}, "n_levels"), ({"y_min": float("nan")}, "y_min"),
+                       ({"y_min": [0.0, 0.1]}, "y_min"), ({"y_min": 2.0}, "y_min < y_max")):
+        with pytest.raises(ValueError, match=match):
+            QuantileStepOracle(**{"n_levels": 4, **bad})
+    assert QuantileStepOracle(np.int64(4)).n_levels == 4
+    for cls in (ConformalOracle, SmoothConformalOracle):
+        for beta in (float("nan"), -0.1, 1.0):
+            with pytest.raises(ValueError, match="beta"):
+                cls(beta, 5)
+    with pytest.raises(ValueError, match="lp_steps"):
+        ConformalOracle(0.3, 5, lp_steps=0)
