@@ -96,8 +96,8 @@ class _BandwidthKernel(eqx.Module):
     bandwidth: float = eqx.field(static=True)
 
     def __check_init__(self):
-        if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)) or not self.bandwidth > 0:
-            raise ValueError(f"bandwidth must be a positive number, got {self.bandwidth!r}")
+        if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)) or not 0 < self.bandwidth < float("inf"):
+            raise ValueError(f"bandwidth must be a positive finite number, got {self.bandwidth!r}")
 
     @property
     def diag_bound(self) -> float:

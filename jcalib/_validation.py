@@ -197,8 +197,9 @@ def check_class_labels(labels, n_classes: int, name: str = "labels") -> jax.Arra
     return jnp.asarray(arr.astype(np.int32))
 
 
-def check_weights(w, n: int, name: str = "sample_weight"):
-    """Optional non-negative sample weights of length n (None passes through)."""
+def check_weights(w, n: int, name: str = "sample_weight", *, positive_total: bool = False):
+    """Optional non-negative sample weights of length n (None passes through); with
+    ``positive_total``, concrete weights must not all be zero (a weighted mean needs mass)."""
     if w is None:
         return None
     arr = as_float_array(w, name)
@@ -212,6 +213,8 @@ def check_weights(w, n: int, name: str = "sample_weight"):
     v = _values(arr)
     if v is not None and np.any(v < 0):
         raise ValueError(f"{name} must be non-negative")
+    if positive_total and v is not None and n and not v.sum() > 0:
+        raise ValueError(f"{name} sums to zero; at least one sample needs positive weight")
     return arr
 
 

@@ -140,6 +140,12 @@ BINARY = {
     "y": Role(lambda: _Y, _LABEL_BAD),
     "sample_weight": Role(lambda: _W, _WEIGHT_BAD),
     "epsilon": _unit_float(0.1),
+    "m": _int(10),  # the forecasts above lie on the grid {j/10}
+    "residuals": Role(lambda: _P - _Y, (("nan", lambda: _swap(_P - _Y, 0, np.nan)), ("wrong length", lambda: (_P - _Y)[:-1]))),
+    "weights": Role(lambda: _W, _WEIGHT_BAD),
+    "sigma": _pos_float(0.1),
+    "t": Role(lambda: _P, _PROB_BAD[:3]),
+    "r": Role(lambda: _P - _Y, (("nan", lambda: _swap(_P - _Y, 0, np.nan)),)),
 }
 MULTICLASS = {
     "probs": Role(lambda: _PM, _MC_PROB_BAD),
@@ -153,6 +159,8 @@ COUNTS = {
     "counts": Role(lambda: np.array([3, 2, 1, 4, 5]), (("negative", lambda: np.array([3, -2, 1, 4, 5])), ("wrong length", lambda: np.array([3, 2, 1])))),
     "ones": Role(lambda: np.array([1, 1, 0, 2, 5]), (("more ones than counts", lambda: np.array([4, 1, 0, 2, 5])), ("negative", lambda: np.array([-1, 1, 0, 2, 5])))),
     "m": _int(4),
+    "values": Role(lambda: np.linspace(0, 1, 5), (("above 1", lambda: np.array([0, 0.25, 0.5, 0.75, 1.5])),)),
+    "T": _int(15),
 }
 REGRESSION = {
     "pit_values": Role(lambda: _U, _PROB_BAD[:4] + (("empty", lambda: _U[:0]),)),
@@ -172,7 +180,7 @@ HYPER = {
     "n_ticks": _int(3),
     "n_actions": _int(3),
     "n": _int(4),
-    "degree": _int(2),
+    "degree": Role(lambda: 2, _INT_BAD[1:], lambda: np.int64(2)),  # degree 0 is a (constant) kernel
     "T": _int(100),
     "beta": _unit_float(0.4),
     "alpha": _unit_float(0.1),
@@ -182,7 +190,25 @@ HYPER = {
     "L": _pos_float(2.0),
     "sigma": _pos_float(0.1),
 }
-PROFILES = {"binary": BINARY, "multiclass": MULTICLASS, "counts": COUNTS, "regression": REGRESSION, "hyper": HYPER}
+_E4 = (0.0, 0.25, 0.5, 0.75, 1.0)
+_D4 = np.array([0.1, 0.2, 0.3, 0.4])
+
+
+def _dist():
+    from jcalib.distributions import PiecewiseConstant
+
+    return PiecewiseConstant(jnp.asarray(np.tile(_D4, (N, 1))), _E4)
+
+
+DISTRIBUTION = {
+    "dist": Role(_dist, (("not a distribution", lambda: _U),)),
+    "y": Role(lambda: _U, (("nan", lambda: _swap(_U, 0, np.nan)), ("inf", lambda: _swap(_U, 0, np.inf)), ("empty", lambda: _U[:0]))),
+    "pred": Role(lambda: _U, (("nan", lambda: _swap(_U, 0, np.nan)),)),
+    "alpha": _unit_float(0.3),
+    "probs": Role(lambda: _D4, (("nan", lambda: _swap(_D4, 0, np.nan)), ("negative", lambda: _swap(_D4, 0, -0.1)), ("not summing to 1", lambda: _D4 * 2))),
+    "edges": Role(lambda: _E4, (("decreasing", lambda: (0.0, 0.5, 0.25, 0.75, 1.0)), ("nan", lambda: (0.0, float("nan"), 0.5, 0.75, 1.0)), ("one edge", lambda: (0.0,)))),
+}
+PROFILES = {"binary": BINARY, "multiclass": MULTICLASS, "counts": COUNTS, "regression": REGRESSION, "distribution": DISTRIBUTION, "hyper": HYPER}
 KEY = Role(_key, _KEY_BAD)
 
 
@@ -234,16 +260,19 @@ def _optional(obj) -> list[str]:
         return []
 
 
-def _roles(obj, profile) -> dict[str, Role] | None:
-    """The roles of ``obj``'s required parameters (and of known optional ones) under a profile."""
+OPTIONAL = ("sample_weight", "m")  # optional parameters fuzzed when the profile has them
+
+
+def _roles(obj, profile, optional: bool) -> dict[str, Role] | None:
+    """The roles of ``obj``'s required parameters (and, with ``optional``, of :data:`OPTIONAL`
+    ones) under a profile; None when a required parameter has no role there."""
     table = {**profile, "key": KEY}
     req = _required(obj)
     if any(p not in table for p in req):
         return None
     roles = {p: table[p] for p in req}
-    for p in _optional(obj):
-        if p in table and p not in roles and p in ("sample_weight",):
-            roles[p] = table[p]
+    if optional:
+        roles.update({p: table[p] for p in _optional(obj) if p in OPTIONAL and p in table and p not in roles})
     return roles
 
 
@@ -256,22 +285,22 @@ def _run(obj, kwargs):
 
 
 # callables whose parameter names mean something else than in the first profile that fits
-PROFILE_OF = {"check_outcomes": "regression"}
+PROFILE_OF = {"check_outcomes": "regression", "crps_score": "distribution", "pit": "distribution", "crps": "distribution"}
 
 
 def base_call(obj):
     """``(profile name, roles)`` of the first profile whose valid inputs ``obj`` accepts, or None."""
     order = [PROFILE_OF[obj.__name__]] if getattr(obj, "__name__", None) in PROFILE_OF else list(PROFILES)
     for pname in order:
-        profile = PROFILES[pname]
-        roles = _roles(obj, profile)
-        if roles is None or (not roles and pname != "hyper"):
-            continue
-        try:
-            _run(obj, {p: r.valid() for p, r in roles.items()})
-        except Exception:  # noqa: BLE001 - the profile does not fit this callable
-            continue
-        return pname, roles
+        for optional in (True, False):
+            roles = _roles(obj, PROFILES[pname], optional)
+            if roles is None or (not roles and pname != "hyper"):
+                break
+            try:
+                _run(obj, {p: r.valid() for p, r in roles.items()})
+            except Exception:  # noqa: BLE001 - the profile does not fit this callable
+                continue
+            return pname, roles
     return None
 
 
@@ -299,23 +328,43 @@ def _bind(obj, kwargs):
     return lambda: _run(obj, kwargs)
 
 
+# roles that mean less for one callable than in their profile
+ROLE_OF = {
+    # real outcomes where ±inf is allowed (the CDF is 0 or 1 there) and no length is implied
+    ("check_outcomes", "y"): Role(lambda: _YR, (("nan", lambda: _swap(_YR, 0, np.nan)), ("strings", lambda: np.array(["a"] * N)))),
+}
+_PAIRED = ("wrong length", "empty")  # bad only next to another array of the same length
+
+
+def battery(target: str, obj, full: bool = False) -> list[Case] | None:
+    """The bad inputs of one callable (None when no profile can call it).
+
+    ``full=False`` keeps the first three bad values per role and per module field. A wrong
+    length or an empty array is tried only where another array argument fixes the length."""
+    found = base_call(obj)
+    if found is None:
+        return None
+    _, roles = found
+    name = getattr(obj, "__name__", "")
+    roles = {p: ROLE_OF.get((name, p), r) for p, r in roles.items()}
+    base = {p: r.valid() for p, r in roles.items()}
+    paired = sum(isinstance(v, np.ndarray) and v.ndim >= 1 for v in base.values()) > 1
+    out = []
+    for p, r in roles.items():
+        bads = [b for b in r.bad if paired or b[0] not in _PAIRED]
+        for bname, bv in bads if full else bads[:3]:
+            out.append(Case(target, p, bname, _bind(obj, {**base, p: bv()})))
+        if r.numpy_scalar is not None:
+            out.append(Case(target, p, "NumPy scalar", _bind(obj, {**base, p: r.numpy_scalar()}), expect_value=True))
+    mf = _module_field_cases(target, obj, roles)
+    return out + (mf if full else mf[:3])
+
+
 def cases(full: bool = False) -> list[Case]:
-    """Every input of the battery. ``full=False`` keeps the first three bad values per role."""
+    """Every input of the battery: each public callable's, then :func:`extra_cases`."""
     out = []
     for target, obj in public_callables():
-        found = base_call(obj)
-        if found is None:
-            continue
-        _, roles = found
-        base = {p: r.valid() for p, r in roles.items()}
-        for p, r in roles.items():
-            bads = r.bad if full else r.bad[:3]
-            for bname, bv in bads:
-                out.append(Case(target, p, bname, _bind(obj, {**base, p: bv()})))
-            if r.numpy_scalar is not None:
-                out.append(Case(target, p, "NumPy scalar", _bind(obj, {**base, p: r.numpy_scalar()}), expect_value=True))
-        mf = _module_field_cases(target, obj, roles)
-        out += mf if full else mf[:3]
+        out += battery(target, obj, full) or []
     return out + extra_cases()
 
 

@@ -57,7 +57,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import as_int, check_positive_int
+from .._validation import as_int, check_hyper, check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture
 from ..scoring import AbstractScoringRule, Brier
 from .aosa import grid_points
@@ -342,9 +342,7 @@ class ApproachabilityRecalibrator(AbstractForecaster):
                 "to use it anyway, with L = 1/clip."
             )
         for name in ("step_size", "Lambda") + (("eps",) if self.eps is not None else ()):
-            v = getattr(self, name)
-            if isinstance(v, (int, float)) and not (math.isfinite(v) and v > 0):
-                raise ValueError(f"{name} must be positive and finite, got {v!r}")
+            check_hyper(getattr(self, name), name, 0.0, open_lo=True)
 
     @classmethod
     def for_horizon(

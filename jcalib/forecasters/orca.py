@@ -48,7 +48,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import check_positive_int
+from .._validation import check_hyper, check_int, check_positive_int
 from ..core.optim import optimise, standard_promotion
 from ..core.types import AbstractForecaster, Forecast
 from ..distributions import PiecewiseConstant, uniform_edges
@@ -179,8 +179,7 @@ class ORCA(AbstractForecaster):
         e = np.asarray(self.edges, np.float64)
         if e.ndim != 1 or len(e) < 2 or not np.all(np.diff(e) > 0):
             raise ValueError("edges must be a strictly increasing tuple of at least 2 floats")
-        if not isinstance(self.n_steps, int) or self.n_steps < 0:
-            raise ValueError(f"n_steps must be a non-negative int, got {self.n_steps!r}")
+        check_int(self.n_steps, "n_steps", minimum=0)
         if self.start not in ("warm", "expert"):
             raise ValueError(f"start must be 'warm' or 'expert', got {self.start!r}")
         if self.start == "expert" and self.family != "piecewise":
@@ -193,10 +192,9 @@ class ORCA(AbstractForecaster):
             isinstance(g, (int, float)) and 0 < g <= 1 for g in self.spike_weights
         ):
             raise ValueError(f"spike_weights must be a tuple of floats in (0, 1], got {self.spike_weights!r}")
-        for name in ("learning_rate", "temperature", "logit_range"):
-            v = getattr(self, name)
-            if isinstance(v, (int, float)) and (not np.isfinite(v) or v < 0 or (name != "temperature" and v == 0)):
-                raise ValueError(f"{name} must be a finite positive float, got {v!r}")
+        for name in ("learning_rate", "logit_range"):
+            check_hyper(getattr(self, name), name, 0.0, open_lo=True)
+        check_hyper(self.temperature, "temperature", 0.0)
         # a block that knows its outcome range must be built for the edges' range: its bound B
         # (and the normalisation of a DirectSum) holds only there
         span = e[-1] - e[0]

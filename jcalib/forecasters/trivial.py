@@ -12,7 +12,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import as_float_array, check_binary_probs, check_positive_int, is_concrete
+from .._validation import as_float_array, check_binary_probs, check_hyper, check_positive_int, is_concrete
 from ..core.types import AbstractForecaster, Forecast
 
 __all__ = ["Constant", "ConstantState", "RunningFrequency", "RunningFrequencyState"]
@@ -92,6 +92,8 @@ class RunningFrequency(AbstractForecaster):
     prior_count: float = 2.0
 
     def __check_init__(self):
+        check_hyper(self.prior_ones, "prior_ones", 0.0)
+        check_hyper(self.prior_count, "prior_count", 0.0, open_lo=True)
         a = as_float_array(self.prior_ones, "prior_ones")
         b = as_float_array(self.prior_count, "prior_count")
         if is_concrete(a) and is_concrete(b):

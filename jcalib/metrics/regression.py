@@ -288,7 +288,7 @@ def smape(
     y, p = _real_pair(y, y_hat, "y_hat")
     if p.ndim != 1:
         raise ValueError(f"y_hat must be 1-D, got shape {tuple(p.shape)}")
-    w = check_weights(sample_weight, y.shape[0])
+    w = check_weights(sample_weight, y.shape[0], positive_total=True)
     w = jnp.ones_like(y) if w is None else w.astype(y.dtype)
     den = (jnp.abs(y) + jnp.abs(p)) / 2
     num = jnp.abs(y - p)
@@ -323,7 +323,7 @@ def pinball_loss(
     lv = _levels(levels, y.dtype)
     if qs.ndim != 2 or qs.shape[1] != lv.shape[0]:
         raise ValueError(f"quantiles must have shape (T, {lv.shape[0]}), got {tuple(qs.shape)}")
-    w = check_weights(sample_weight, y.shape[0])
+    w = check_weights(sample_weight, y.shape[0], positive_total=True)
     w = jnp.ones_like(y) if w is None else w.astype(y.dtype)
     loss = pinball(qs, y[:, None], lv[None, :])
     return jnp.mean(w @ loss) / jnp.sum(w)
@@ -349,8 +349,6 @@ def crps_score(dist: Any, y: Float[Array, " T"], sample_weight: Float[Array, " T
     if y.shape[0] == 0:
         raise ValueError("y is empty; crps_score needs at least one outcome")
     s = _crps(dist, y)
-    w = check_weights(sample_weight, y.shape[0])
-    if w is not None and is_concrete(w) and not float(np.sum(np.asarray(w))) > 0:
-        raise ValueError("sample_weight sums to zero; at least one outcome needs positive weight")
+    w = check_weights(sample_weight, y.shape[0], positive_total=True)
     w = jnp.ones_like(s) if w is None else w.astype(s.dtype)
     return jnp.sum(w * s) / jnp.sum(w)

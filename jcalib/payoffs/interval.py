@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._validation import check_positive_int
+from .._validation import check_hyper, check_positive_int
 from .base import AbstractPayoff, DirectSum, ExpertContext
 
 __all__ = [
@@ -173,6 +173,10 @@ class ExpertRegret(AbstractPayoff):
     def __check_init__(self):
         if not self.losses or any(name not in _LOSSES for name in self.losses):
             raise ValueError(f"losses must be a non-empty tuple from {_LOSSES}, got {self.losses!r}")
+        check_hyper(self.lo, "lo")
+        check_hyper(self.hi, "hi")
+        if not self.lo < self.hi:
+            raise ValueError(f"need lo < hi, got lo={self.lo}, hi={self.hi}")
 
     @property
     def dim(self) -> int:

@@ -221,7 +221,7 @@ def decision_calibration_stage(
         raise ValueError(f"probs must be a float (n, C) array, got {current.dtype} {current.shape}")
     labels = check_class_labels(labels, current.shape[1])
     n = check_same_length(probs=current, labels=labels)
-    sample_weight = check_weights(sample_weight, n)
+    sample_weight = check_weights(sample_weight, n, positive_total=True)
     onehot = jax.nn.one_hot(labels, current.shape[1], dtype=current.dtype)
     return _stage(
         key, current, onehot, normalised_weights(sample_weight, n, current.dtype),
@@ -306,7 +306,7 @@ def decision_calibration_fit(
     n = check_same_length(probs=probs, labels=labels)
     if n == 0:
         raise ValueError("probs and labels are empty; fitting needs at least one sample")
-    sample_weight = check_weights(sample_weight, n)
+    sample_weight = check_weights(sample_weight, n, positive_total=True)
     onehot = jax.nn.one_hot(labels, probs.shape[1], dtype=probs.dtype)
     weights = normalised_weights(sample_weight, n, probs.dtype)
     hard, project = partition == "hard", projection == "simplex"

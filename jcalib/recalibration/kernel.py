@@ -669,8 +669,8 @@ def sigmoid_auditor(alpha: float, L: float, k: int | None = None, degree: int | 
         Theorem 7.9, Lemma 7.3.
     """
     alpha = _check_alpha(alpha)
-    if isinstance(L, bool) or not isinstance(L, (int, float, np.floating)) or not L >= 1:
-        raise ValueError(f"L must be a number >= 1, got {L!r}")
+    if isinstance(L, bool) or not isinstance(L, (int, float, np.floating)) or not 1 <= L < float("inf"):
+        raise ValueError(f"L must be a finite number >= 1, got {L!r}")
     a2 = 1.0 if k is None else float(check_positive_int(k, "k"))
     d = _tanh_degree(alpha, float(L)) if degree is None else int(degree)
     _, log10_r2 = _tanh_interpolants(float(L), d)
