@@ -235,8 +235,10 @@ def check_int(value, name: str, minimum: int | None = None) -> int:
     bools, floats (even integral ones) and anything else with a ``ValueError`` naming ``name``,
     as it does values below ``minimum``.
     """
-    if isinstance(value, (bool, np.bool_)) or isinstance(value, jax.core.Tracer):
-        raise ValueError(f"{name} must be a concrete integer, got {value!r}")
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be an integer, not a bool, got {value!r}")
+    if isinstance(value, jax.core.Tracer):
+        raise ValueError(f"{name} must be a concrete integer (it fixes a shape), got a traced value")
     try:
         out = operator.index(value)  # int, np.integer, 0-d integer arrays; not float or bool
     except TypeError:

@@ -13,7 +13,7 @@ re-implementation of it:
 | :func:`kernel_calibration_loss` | `jcalib.recalibration.kernel_audit` (paper 003, Alg. 2) | squared (default) — no $\sqrt{\cdot}$ kink |
 | :func:`mmce_loss` | MMCE of Kumar, Sarawagi, Jain (2018) | Laplacian kernel (their choice) |
 | :func:`decision_calibration_loss` | `jcalib.metrics.decision.decision_objective` (paper 004, Eq. 9) | softmax cells of temperature $\tau$ |
-| :func:`quantile_calibration_loss` | quantile calibration error (QCE) of regression | sigmoid coverage of temperature $\tau$ |
+| :func:`quantile_calibration_loss` | mean absolute coverage gap (MACE) of regression quantiles; not paper 002's QCE | sigmoid coverage of temperature $\tau$ |
 
 Logits go through ``jax.nn.softmax`` / ``jax.nn.sigmoid`` (log-sum-exp inside), so no clipping
 is needed anywhere: probabilities 0 and 1 are legal inputs and give finite gradients. Square
@@ -580,17 +580,21 @@ def quantile_calibration_loss(
     *,
     temperature: float = 0.01,
 ) -> Float[Array, ""]:
-    r"""Smoothed quantile calibration error of regression quantiles, **normalised**, in $[0, 1]$.
+    r"""Smoothed mean absolute coverage gap (MACE) of regression quantiles, **normalised**, in $[0, 1]$.
 
     A model predicting the $\alpha_j$-quantiles $\hat q_{ij}$ is quantile calibrated (Kuleshov,
     Fenner, Ermon 2018) when the coverage $P(Y \le \hat q_j(X))$ equals $\alpha_j$ for every
-    level. The quantile calibration error (QCE; e.g. Chung et al. 2021) of a sample is
-    $$\mathrm{QCE} = \frac1J\sum_{j=1}^J \Big|\sum_i \omega_i\,\mathbb 1[y_i \le \hat q_{ij}]
+    level. The mean absolute coverage gap of a sample (the "mean absolute calibration error" of
+    Chung et al. 2021) is
+    $$\mathrm{MACE} = \frac1J\sum_{j=1}^J \Big|\sum_i \omega_i\,\mathbb 1[y_i \le \hat q_{ij}]
       - \alpha_j\Big| .$$
-    Smoothing: the indicator becomes $\mathrm{sigmoid}((\hat q_{ij} - y_i)/\tau)$, so the
-    coverage is differentiable in the quantiles; $\tau$ = ``temperature`` is in the units of
-    the targets (scale it with them). As $\tau \to 0$ the value tends to QCE (tested). No
-    library metric computes QCE yet, so the hard form lives in the tests' reference.
+    It is not paper 002's QCE, a **sum** of **squared** gaps over 99 levels
+    (:func:`jcalib.metrics.quantile_calibration_error` with its default ``form="sum"``); the
+    same metric with ``form="mean_abs"`` computes this gap from PIT values, where this loss
+    reads predicted quantiles. Smoothing: the indicator becomes
+    $\mathrm{sigmoid}((\hat q_{ij} - y_i)/\tau)$, so the coverage is differentiable in the
+    quantiles; $\tau$ = ``temperature`` is in the units of the targets (scale it with them). As
+    $\tau \to 0$ the value tends to the hard gap (tested against the tests' reference).
 
     Args:
         quantiles: ``(n, J)`` predicted quantiles.

@@ -143,16 +143,18 @@ def quantile_calibration_error(
     *,
     form: str = "sum",
 ) -> Float[Array, ""]:
-    r"""Quantile calibration error (QCE) of a sequence of forecasts.
+    r"""Quantile calibration error (QCE, ``form="sum"``) or mean absolute coverage gap (MACE, ``form="mean_abs"``) of a sequence of forecasts.
 
-    ``form="sum"`` (paper 002 §6, the number in its Table 1):
+    ``form="sum"``, QCE (paper 002 §6, the number in its Table 1):
     $$\mathrm{QCE} = \sum_{q \in Q} (f_{q,T} - q)^2,\qquad Q = \{0.01, \dots, 0.99\},$$
     a **sum** over the levels of squared gaps (not a mean; a calibrated i.i.d. forecaster
     scores about $16.665/T$, see :func:`qce_calibrated_expectation`).
 
-    ``form="mean_abs"``: $\frac{1}{|Q|}\sum_{q \in Q} |f_{q,T} - q|$, the mean absolute gap
-    (the "calibration error" of Kuleshov, Fenner, Ermon 2018 with absolute instead of squared
-    gaps), in [0, 1].
+    ``form="mean_abs"``, MACE: $\frac{1}{|Q|}\sum_{q \in Q} |f_{q,T} - q|$, the mean absolute
+    coverage gap (the "calibration error" of Kuleshov, Fenner, Ermon 2018 with absolute instead
+    of squared gaps; Chung et al. 2021's mean absolute calibration error), normalised, in
+    [0, 1] — what :func:`jcalib.losses.quantile_calibration_loss` smooths, there computed from
+    predicted quantiles instead of PIT values.
 
     Args:
         pit_values: $u_t = F_t(y_t)$, shape ``(T,)``.
