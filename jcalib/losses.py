@@ -19,7 +19,9 @@ Logits go through ``jax.nn.softmax`` / ``jax.nn.sigmoid`` (log-sum-exp inside), 
 is needed anywhere: probabilities 0 and 1 are legal inputs and give finite gradients. Square
 roots use a safe form ($\sqrt{x}$ with gradient 0 at $x = 0$). Inputs are validated at the
 Python boundary with ``ValueError``; on traced inputs (inside the user's ``jit``/``grad``)
-non-finite or out-of-range values raise through ``eqx.error_if``.
+non-finite logits, probabilities outside $[0, 1]$ or rows not summing to 1, labels outside
+their classes and negative weights raise through ``eqx.error_if``, unless
+``jcalib.config.checks(False)`` was in force when the loss was traced.
 
 Every value is **normalised** (weighted means over samples, weights normalised to sum to 1);
 each docstring states its range and its paper.

@@ -40,6 +40,9 @@ How the interval is certified:
   the best path found, twice (local improvement).
 * **Lower end.** :func:`lower_distance_to_calibration`, certified by an explicit dual-feasible
   solution (see its docstring).
+
+Input checks: both run on the host (NumPy/SciPy), not under ``jit``: every input is concrete
+and checked at the Python boundary (``ValueError`` naming the argument).
 """
 
 from __future__ import annotations

@@ -21,6 +21,10 @@ Both are also available **in expectation** over published mixtures (``probs=``: 
 ``(T, k)`` support with its ``(T, k)`` weights), without the sampling noise of the draws. The
 recorders of :mod:`jcalib.recorders.buckets` keep exactly the bucket sums these functions need,
 in memory O(m), and :func:`calibration_from_buckets` evaluates them.
+
+Input checks: concrete inputs at the Python boundary (``ValueError`` naming the argument);
+under ``jit``/``vmap``/``grad``, forecasts and the model's forecasts in [0, 1] (no NaN) and outcomes in {0, 1} are checked in the graph
+with ``eqx.error_if`` unless ``jcalib.config.checks(False)`` was in force at trace time.
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ $Q = \{0.01, 0.02, \dots, 0.99\}$ by default (:data:`QCE_LEVELS`). For a calibra
 with i.i.d. PIT values, $\mathbb E[f_q] = q$ and $\mathrm{Var}[f_q] = q(1-q)/T$, so the sum-form
 QCE has expectation $\sum_q q(1-q)/T \approx 16.665/T$ — it is not zero at finite $T$
 (SPEC §3); :func:`qce_calibrated_expectation` returns that value.
+
+Input checks: concrete inputs at the Python boundary (``ValueError`` naming the argument);
+under ``jit``/``vmap``/``grad``, finite outcomes, predictions and PIT values, and non-negative finite weights are checked in the graph
+with ``eqx.error_if`` unless ``jcalib.config.checks(False)`` was in force at trace time.
 """
 
 from __future__ import annotations

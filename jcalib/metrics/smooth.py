@@ -2,6 +2,10 @@ r"""Smooth calibration error (exact LP) and smooth ECE (Błasiok–Nakkiran 2023
 
 Both are **normalised** (divided by the total weight), pure ``jax.numpy``, jit- and vmap-able
 (no Python branching on values; the bandwidth search is a fixed 10-step bisection).
+
+Input checks: concrete inputs at the Python boundary (``ValueError`` naming the argument);
+under ``jit``/``vmap``/``grad``, probabilities in [0, 1] (no NaN), labels in {0, 1} and non-negative finite weights are checked in the graph
+with ``eqx.error_if`` unless ``jcalib.config.checks(False)`` was in force at trace time.
 """
 
 from __future__ import annotations

@@ -31,6 +31,10 @@ subset family is the binary smooth calibration error of the events "label in $T$
 :func:`jcalib.metrics.smooth_calibration_error` (exact, jit-able). The projected and full
 families have residuals that are not tied to the projection, so they solve their LPs with
 SciPy's HiGHS on the host (not jit-able; meant for small and medium $n$).
+
+Input checks: concrete inputs at the Python boundary (``ValueError`` naming the argument);
+under ``jit``/``vmap``/``grad``, rows of predictions non-negative and summing to 1 (no NaN), labels in [0, C) and non-negative finite weights are checked in the graph
+with ``eqx.error_if`` unless ``jcalib.config.checks(False)`` was in force at trace time.
 """
 
 from __future__ import annotations
