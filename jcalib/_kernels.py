@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -160,6 +161,7 @@ def kernel_matmul(
     """
     blocks, m = _row_blocks(u, int(tile))
 
+    @jax.checkpoint  # reverse mode keeps each block's input and recomputes its Gram block
     def one(ub):
         return jnp.matmul(kernel(ub, v), c, precision=lax.Precision.HIGHEST)
 

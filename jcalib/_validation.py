@@ -266,10 +266,13 @@ def check_positive_int(value, name: str) -> int:
     return check_int(value, name, minimum=1)
 
 
-def check_key(key, name: str = "key") -> jax.Array:
+def check_key(key, name: str = "key", *, optional: bool = False) -> jax.Array:
     """A JAX PRNG key: a typed key array (``jax.random.key``) or a raw ``uint32`` key of shape
     ``(..., 2)`` (``jax.random.PRNGKey``); anything else (an int seed, a float, None) raises a
-    ``TypeError`` saying how to make one. Returned unchanged."""
+    ``TypeError`` saying how to make one. ``optional=True`` (deterministic fits, which ignore
+    the key) also accepts ``None``. Returned unchanged."""
+    if key is None and optional:
+        return key
     dtype = getattr(key, "dtype", None)
     if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
         return key

@@ -10,7 +10,7 @@ re-implementation of it:
 | --- | --- | --- |
 | :func:`smooth_ece_loss` | `jcalib.metrics.smooth_ece` (binary) | the kernel's own; weights at unit mass (float32) |
 | :func:`confidence_smooth_ece_loss` | `smooth_ece` of the top-label confidence | as above; the correctness indicator is held fixed |
-| :func:`kernel_calibration_loss` | `jcalib.recalibration.kernel_audit` (paper 003, Alg. 2) | squared (default) — no $\sqrt{\cdot}$ kink |
+| :func:`kernel_calibration_loss` | `jcalib.metrics.kernel_audit` (paper 003, Alg. 2) | squared (default) — no $\sqrt{\cdot}$ kink |
 | :func:`mmce_loss` | MMCE of Kumar, Sarawagi, Jain (2018) | Laplacian kernel (their choice) |
 | :func:`decision_calibration_loss` | `jcalib.metrics.decision.decision_objective` (paper 004, Eq. 9) | softmax cells of temperature $\tau$ |
 | :func:`quantile_calibration_loss` | mean absolute coverage gap (MACE) of regression quantiles; not paper 002's QCE | sigmoid coverage of temperature $\tau$ |
@@ -30,7 +30,6 @@ each docstring states its range and its paper.
 from __future__ import annotations
 
 import functools
-import math
 from typing import Callable
 
 import equinox as eqx
@@ -54,7 +53,8 @@ from ._validation import (
 from .metrics import smooth_ece
 from .metrics.smooth import smooth_ece_at_bandwidth
 from .metrics.decision import decision_objective
-from ._kernels import LaplacianKernel, kernel_matmul, laplacian_kernel, multinomial_kernel
+from .metrics.kernel import kernel_quadratic, kernel_scale
+from ._kernels import LaplacianKernel, laplacian_kernel, multinomial_kernel
 
 __all__ = [
     "smooth_ece_loss",
@@ -262,34 +262,6 @@ def confidence_smooth_ece_loss(
 # Kernel quadratic form, tiled and rematerialised
 
 
-def _kernel_quadratic(kernel: Kernel, points, coef, tile: int):
-    r"""$\big(\sum_{i,j} c_{i\ell} c_{j\ell} \ker(x_i, x_j)\big)_\ell$, shape ``(m,)``.
-
-    Row blocks of ``tile`` points go through ``kernel_matmul`` (the audit's Gram product) inside
-    a ``lax.scan`` whose body is ``jax.checkpoint``-ed: reverse mode keeps only each block's
-    inputs and recomputes its ``(tile, n)`` Gram block, so the gradient, like the value, needs
-    $O(\mathrm{tile}\cdot n + nm)$ memory, never $n\times n$.
-    """
-    n, d = points.shape
-    m = coef.shape[1]
-    tile = max(1, min(tile, n))
-    nb = -(-n // tile)
-    pad = nb * tile - n
-    # padded rows have zero coefficients, so they add nothing (value or gradient)
-    pts = jnp.pad(points, ((0, pad), (0, 0))).reshape(nb, tile, d)
-    cfs = jnp.pad(coef, ((0, pad), (0, 0))).reshape(nb, tile, m)
-
-    @jax.checkpoint
-    def block(pb, cb):
-        return jnp.sum(cb * kernel_matmul(kernel, pb, points, coef, tile), axis=0)
-
-    def step(acc, xs):
-        return acc + block(*xs), None
-
-    acc, _ = lax.scan(step, jnp.zeros((m,), coef.dtype), (pts, cfs))
-    return acc
-
-
 def _kernel_diagonal(kernel: Kernel, points):
     """$\\ker(x_i, x_i)$ for every row, shape ``(n,)``."""
     return jax.vmap(lambda x: kernel(x[None, :], x[None, :])[0, 0])(points)
@@ -298,7 +270,7 @@ def _kernel_diagonal(kernel: Kernel, points):
 def _per_column_sq(kernel, points, coef, weights, tile, unbiased):
     """Per-column squared RKHS norm of the weighted residual embedding (V- or U-statistic)."""
     cw = weights[:, None] * coef
-    quad = _kernel_quadratic(kernel, points, cw, tile)
+    quad, _ = kernel_quadratic(kernel, points, cw, tile)
     if not unbiased:
         return quad
     diag = jnp.sum(cw**2 * _kernel_diagonal(kernel, points)[:, None], axis=0)
@@ -306,17 +278,6 @@ def _per_column_sq(kernel, points, coef, weights, tile, unbiased):
     # (0 with fewer than two positive weights: no pair, the value is NaN, not ±inf).
     off = 1.0 - jnp.sum(weights**2)
     return (quad - diag) / jnp.where(off > 0, off, jnp.nan)
-
-
-def _scale(kernel, s) -> float:
-    if s is not None:
-        if isinstance(s, bool) or not isinstance(s, (int, float, np.floating)) or not (s > 0 and math.isfinite(s)):
-            raise ValueError(f"s must be a positive finite number, got {s!r}")
-        return float(s)
-    bound = getattr(kernel, "diag_bound", None)
-    if bound is None:
-        raise ValueError("pass s with s**2 >= sup_v ker(v, v) on the simplex: the kernel has no diag_bound attribute")
-    return math.sqrt(float(bound))
 
 
 def _two_positive_weights(w):
@@ -417,7 +378,7 @@ def kernel_calibration_loss(
     if unbiased:
         w = _two_positive_weights(w)
     return _kce(
-        v, y, w, kernel=kernel, s=_scale(kernel, s), tile=check_positive_int(tile, "tile"),
+        v, y, w, kernel=kernel, s=kernel_scale(kernel, s), tile=check_positive_int(tile, "tile"),
         squared=bool(squared), unbiased=bool(unbiased),
     )
 

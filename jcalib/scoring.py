@@ -33,6 +33,7 @@ import math
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ._validation import as_float_array, check_binary_labels, check_binary_probs, check_finite, is_concrete
@@ -88,6 +89,15 @@ def _checked(p, y):
 def _real(x, name):
     """A real prediction or outcome: numeric and, when concrete, finite."""
     return check_finite(as_float_array(x, name), name) if is_concrete(x) else x
+
+
+def _broadcastable(**arrays):
+    """The elementwise rules' arguments must broadcast together (else a ``ValueError`` naming them)."""
+    shapes = {k: tuple(jnp.shape(v)) for k, v in arrays.items()}
+    try:
+        np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        raise ValueError(f"arguments must broadcast together, got shapes {shapes}") from None
 
 
 def _py(p, y):
@@ -175,6 +185,7 @@ def pinball(pred: ArrayLike, y: ArrayLike, alpha: ArrayLike) -> Float[Array, "..
     pred, y = _real(pred, "pred"), _real(y, "y")
     if is_concrete(alpha):
         check_binary_probs(alpha, "alpha")
+    _broadcastable(pred=pred, y=y, alpha=alpha)
     dt = _fdt(pred, y, alpha)
     u = jnp.asarray(y, dt) - jnp.asarray(pred, dt)
     a = jnp.asarray(alpha, dt)
@@ -184,6 +195,7 @@ def pinball(pred: ArrayLike, y: ArrayLike, alpha: ArrayLike) -> Float[Array, "..
 def squared_error(pred: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
     r"""$(\hat y - y)^2$: strictly consistent for the mean."""
     pred, y = _real(pred, "pred"), _real(y, "y")
+    _broadcastable(pred=pred, y=y)
     dt = _fdt(pred, y)
     return (jnp.asarray(pred, dt) - jnp.asarray(y, dt)) ** 2
 
@@ -195,4 +207,4 @@ def crps(dist, y: ArrayLike) -> Float[Array, "..."]:
     """
     if not hasattr(dist, "crps"):
         raise ValueError(f"crps needs a distribution with a crps method, got {type(dist).__name__}")
-    return dist.crps(y)
+    return dist.crps(_real(y, "y"))

@@ -111,7 +111,7 @@ _WEIGHT_BAD = (
 )
 _REAL_BAD = (("nan", lambda: _swap(_YR, 0, np.nan)), ("inf", lambda: _swap(_YR, 0, np.inf)), ("empty", lambda: _YR[:0]))
 _INT_BAD = (("zero", lambda: 0), ("negative", lambda: -1), ("float", lambda: 2.5), ("bool", lambda: True), ("string", lambda: "4"))
-_KEY_BAD = (("int seed", lambda: 0), ("float", lambda: 1.5), ("None", lambda: None))
+_KEY_BAD = (("int seed", lambda: 0), ("float", lambda: 1.5), ("string", lambda: "0"))
 
 
 def _pos_float(v):
@@ -144,7 +144,7 @@ BINARY = {
     "residuals": Role(lambda: _P - _Y, (("nan", lambda: _swap(_P - _Y, 0, np.nan)), ("wrong length", lambda: (_P - _Y)[:-1]))),
     "weights": Role(lambda: _W, _WEIGHT_BAD),
     "sigma": _pos_float(0.1),
-    "t": Role(lambda: _P, _PROB_BAD[:3]),
+    "t": Role(lambda: _P, _PROB_BAD[:2] + _PROB_BAD[4:7]),  # any reals: no range
     "r": Role(lambda: _P - _Y, (("nan", lambda: _swap(_P - _Y, 0, np.nan)),)),
 }
 MULTICLASS = {
@@ -304,23 +304,31 @@ def base_call(obj):
     return None
 
 
+def _defaults(obj) -> list[tuple[str, Any]]:
+    """``(name, default)`` of the settings to fuzz: an equinox module's fields with defaults, a
+    function's parameters with defaults. Other classes (scikit-learn-style wrappers) check their
+    settings in ``fit``, by that ecosystem's convention, and are left out."""
+    if inspect.isclass(obj):
+        if not dataclasses.is_dataclass(obj):
+            return []
+        return [(f.name, f.default) for f in dataclasses.fields(obj) if f.init and f.default is not dataclasses.MISSING]
+    return [(n, p.default) for n, p in inspect.signature(obj).parameters.items() if p.default is not inspect.Parameter.empty]
+
+
 def _module_field_cases(target, obj, roles) -> list[Case]:
-    """Bad values for an equinox module's numeric hyperparameter fields that have defaults."""
-    if not (inspect.isclass(obj) and dataclasses.is_dataclass(obj)):
-        return []
+    """Bad values for numeric settings that have defaults (module fields, function parameters)."""
     base = {p: r.valid() for p, r in roles.items()}
     cases = []
-    for f in dataclasses.fields(obj):
-        if f.name in base or f.default is dataclasses.MISSING or not f.init:
+    for name, d in _defaults(obj):
+        if name in base:
             continue
-        d = f.default
         if isinstance(d, bool) or not isinstance(d, (int, float)):
             continue
-        bads = [("nan", float("nan")), ("string", "a"), ("list", [d, d])] if isinstance(d, float) else list(
-            (n, v()) for n, v in _INT_BAD[2:]
-        )
+        # an int default may be a real setting (an exponent p = 1): only type errors are bad
+        bads = [("nan", float("nan")), ("string", "a"), ("list", [d, d])] if isinstance(d, float) else [
+            ("string", "4"), ("list", [d, d])]
         for bname, bv in bads:
-            cases.append(Case(target, f.name, bname, _bind(obj, {**base, f.name: bv})))
+            cases.append(Case(target, name, bname, _bind(obj, {**base, name: bv})))
     return cases
 
 

@@ -131,6 +131,7 @@ def test_keys():
     for bad in (0, 1.5, None, np.uint32(3), np.zeros(2, np.uint32)):
         with pytest.raises(TypeError, match=r"key must be a JAX PRNG key, e.g. jax.random.key\(0\)"):
             V.check_key(bad)
+    assert V.check_key(None, optional=True) is None
 
 
 def test_grid_counts_past_int32_get_a_true_message():

@@ -55,8 +55,10 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._kernels import kernel_matmul, multinomial_kernel
 from .._validation import (
-    check_multiclass_inputs,
     as_float_array,
+    check_finite,
+    check_hyper,
+    check_multiclass_inputs,
     check_positive_int,
     is_concrete,
 )
@@ -268,8 +270,11 @@ def lipschitz_correlation(t, r, lipschitz: float = 1.0):
         ``(value, u, phi)``: the maximum, the sorted distinct points and the maximiser's values
         at them.
     """
-    t = np.asarray(t, np.float64)
-    r = np.asarray(r, np.float64)
+    check_hyper(lipschitz, "lipschitz", 0.0, open_lo=True)
+    t = np.asarray(check_finite(as_float_array(t, "t"), "t"), np.float64)
+    r = np.asarray(check_finite(as_float_array(r, "r"), "r"), np.float64)
+    if t.ndim != 1 or r.shape != t.shape or not t.size:
+        raise ValueError(f"t and r must be non-empty 1-D arrays of one length, got {t.shape} and {r.shape}")
     u, inv = np.unique(t, return_inverse=True)
     ru = np.bincount(inv.ravel(), weights=r, minlength=len(u))
     if len(u) == 1:

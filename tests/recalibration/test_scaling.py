@@ -326,9 +326,9 @@ def test_dirichlet_recovers_a_map_in_its_family():
 
 
 @pytest.mark.parametrize("fit", [temperature_scaling_fit, vector_scaling_fit, matrix_scaling_fit, dirichlet_fit])
-@pytest.mark.parametrize("key", [0, 1.5, None])
+@pytest.mark.parametrize("key", [0, 1.5, "seed"])
 def test_fits_refuse_a_non_key(fit, key):
-    # these fits ignore the key, and used to accept anything in its place
+    # these fits ignore the key (None is documented as fine), and used to accept anything
     p, y = np.array([[0.2, 0.8], [0.6, 0.4]]), np.array([1, 0])
     with pytest.raises(TypeError, match=r"key must be a JAX PRNG key, e.g. jax.random.key\(0\)"):
         fit(key, p, y)
