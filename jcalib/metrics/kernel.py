@@ -115,7 +115,7 @@ class KernelAudit(eqx.Module):
     witness: KernelWitness
 
 
-def _audit_core(kernel, s, tile, v, z):
+def audit_core(kernel, s, tile, v, z):  # shared with jcalib.recalibration.kernel
     """Algorithm 2 on residuals z (n, k); returns (value, per_class, lam, coef, w_at_v)."""
     n = v.shape[0]
     lam2, kz = kernel_quadratic(kernel, v, z, tile)  # kz (n, k): Σ_j ker(v_i, v_j) z_jℓ
@@ -126,19 +126,15 @@ def _audit_core(kernel, s, tile, v, z):
     return jnp.sum(per_class), per_class, lam, z * inv[None, :], kz * inv[None, :]
 
 
-def _audit_inputs(probs, labels):
+def audit_inputs(probs, labels):
     v, y, _ = check_multiclass_inputs(probs, labels)
     return v, y
 
 
-def _check_tile(tile):
-    return check_positive_int(tile, "tile")
-
-
 @functools.partial(jax.jit, static_argnames=("kernel", "s", "tile"))
-def _kernel_audit_jit(v, y, *, kernel, s, tile):
+def kernel_audit_jit(v, y, *, kernel, s, tile):
     z = jax.nn.one_hot(y, v.shape[1], dtype=v.dtype) - v
-    value, per_class, lam, coef, _ = _audit_core(kernel, s, tile, v, z)
+    value, per_class, lam, coef, _ = audit_core(kernel, s, tile, v, z)
     return KernelAudit(value, per_class, lam, jnp.asarray(s, v.dtype), KernelWitness(v, coef, kernel, tile))
 
 
@@ -195,5 +191,5 @@ def kernel_audit(
     kernel = multinomial_kernel(2) if kernel is None else kernel
     if not callable(kernel):
         raise ValueError(f"kernel must be callable ker(A, B) -> Gram block, got {type(kernel).__name__}")
-    v, y = _audit_inputs(probs, labels)
-    return _kernel_audit_jit(v, y, kernel=kernel, s=kernel_scale(kernel, s), tile=_check_tile(tile))
+    v, y = audit_inputs(probs, labels)
+    return kernel_audit_jit(v, y, kernel=kernel, s=kernel_scale(kernel, s), tile=check_positive_int(tile, "tile"))

@@ -208,8 +208,10 @@ def smooth_ece_at_bandwidth(
     """
     p = check_binary_probs(probs, "probs")
     r = check_finite(as_float_array(residuals, "residuals"), "residuals")
+    if p.ndim != 1 or r.ndim != 1:
+        raise ValueError(f"probs and residuals must be 1-D, got shapes {tuple(p.shape)} and {tuple(r.shape)}")
     n = check_same_length(probs=p, residuals=r)
-    w = check_weights(weights, n, "weights")
+    w = check_weights(weights, n, "weights", positive_total=True)
     check_hyper(sigma, "sigma", _MIN_SIGMA)
     return _smece_sigma(p, r, w, sigma, *_static_max(_MIN_SIGMA))
 

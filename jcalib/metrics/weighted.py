@@ -595,8 +595,8 @@ def sigmoid_calibration_error(
         ℓ for class ℓ) and ``b`` ``(k,)``.
     """
     v, _, z, w = _inputs(probs, labels, sample_weight)
-    if is_concrete(L) and not float(L) >= 1:
-        raise ValueError(f"L must be >= 1, got {L!r}")
+    check_hyper(L, "L", 1.0)
+    check_hyper(learning_rate, "learning_rate", 0.0, open_lo=True)
     value, per, a, b = _sigmoid_search(
         jax.random.key(0) if key is None else key, v, z, w,
         jnp.asarray(L, v.dtype), jnp.asarray(learning_rate, v.dtype),

@@ -63,11 +63,10 @@ from .._validation import (
 from ..metrics.kernel import (
     KernelAudit,
     KernelWitness,
-    _audit_core,
-    _audit_inputs,
-    _check_tile,
-    _kernel_audit_jit,
+    audit_core as _audit_core,
+    audit_inputs as _audit_inputs,
     kernel_audit,
+    kernel_audit_jit as _kernel_audit_jit,
     kernel_scale as _resolve_scale,
 )
 from .base import Recalibrator
@@ -131,7 +130,7 @@ def kernel_weak_learner(
     if is_concrete(z) and (not bool(jnp.all(jnp.isfinite(z))) or bool(jnp.any(jnp.abs(z) > 1))):
         raise ValueError("targets must be finite and lie in [-1, 1]")
     s_ = _resolve_scale(kernel, s)
-    tile = _check_tile(tile)
+    tile = check_positive_int(tile, "tile")
     value, _, _, coef, _ = _audit_core(kernel, s_, tile, v, z[:, None])
     return value, KernelWitness(v, coef, kernel, tile)
 
@@ -217,7 +216,7 @@ def _fit_settings(kernel, beta, eta, max_steps, tile, s):
         raise ValueError(f"beta must be a non-negative number, got {beta!r}")
     if eta is not None and is_concrete(eta) and not float(eta) > 0:
         raise ValueError(f"eta must be positive or None (adaptive), got {eta!r}")
-    return kernel, _resolve_scale(kernel, s), check_positive_int(max_steps, "max_steps"), _check_tile(tile)
+    return kernel, _resolve_scale(kernel, s), check_positive_int(max_steps, "max_steps"), check_positive_int(tile, "tile")
 
 
 def kernel_calibration_fit(
