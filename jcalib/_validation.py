@@ -323,10 +323,10 @@ def check_hyper(value, name: str, lo: float | None = None, hi: float | None = No
         above = hi is not None and (x >= hi if open_hi else x > hi)
         if not np.isfinite(x) or below or above:
             rng = "" if lo is None and hi is None else (
-                f" in {'(' if open_lo else '['}{'-inf' if lo is None else lo}, "
-                f"{'inf' if hi is None else hi}{')' if open_hi or hi is None else ']'}"
+                f" in {'(' if open_lo else '['}{'-inf' if lo is None else format(lo, 'g')}, "
+                f"{'inf' if hi is None else format(hi, 'g')}{')' if open_hi or hi is None else ']'}"
             )
-            raise ValueError(f"{name} must be finite{rng}, got {value!r}")
+            raise ValueError(f"{name} must be finite (no NaN){rng}, got {value!r}")
     return value
 
 

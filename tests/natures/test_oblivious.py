@@ -172,7 +172,7 @@ def test_replay_bad_input_raises(make, match):
         (lambda: Drifting(start="0.2"), "start must be a real scalar"),
         (lambda: Periodic(amplitude=float("nan")), "amplitude must be finite"),
         (lambda: Bernoulli(p=jnp.array([0.2, 0.4])), "p must be a scalar"),
-        (lambda: Markov(p01=1.5), r"p01 must be finite in \[0.0, 1.0\]"),
+        (lambda: Markov(p01=1.5), r"p01 must be finite \(no NaN\) in \[0, 1\]"),
     ],
 )
 def test_hyperparameters_are_checked(make, match):
