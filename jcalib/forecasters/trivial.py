@@ -34,7 +34,7 @@ class Constant(AbstractForecaster):
         0.25
     """
 
-    outcome_space = "binary"
+    outcome_space = None  # it never reads the outcome: any outcome space
 
     p: float = 0.5
 
