@@ -6,10 +6,12 @@ recorder asks for (``jcalib.recorders``); calibration metrics (``jcalib.metrics`
 recalibration (``jcalib.recalibration``); data loaders (``jcalib.datasets``); Blackwell payoffs
 and half-space oracles (``jcalib.payoffs``); distributions over an interval
 (``jcalib.distributions``); proper scoring rules (``jcalib.scoring``); differentiable
-calibration losses for training (``jcalib.losses``).
+calibration losses for training (``jcalib.losses``); the switch for in-graph input checks
+(``jcalib.config``).
 """
 
 from . import (
+    config,
     core,
     datasets,
     distributions,
@@ -46,6 +48,7 @@ __all__ = [
     "History",
     "Mixture",
     "Trajectory",
+    "config",
     "core",
     "datasets",
     "distributions",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -96,8 +97,8 @@ class _BandwidthKernel(eqx.Module):
     bandwidth: float = eqx.field(static=True)
 
     def __check_init__(self):
-        if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)) or not self.bandwidth > 0:
-            raise ValueError(f"bandwidth must be a positive number, got {self.bandwidth!r}")
+        if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)) or not 0 < self.bandwidth < float("inf"):
+            raise ValueError(f"bandwidth must be a positive finite number, got {self.bandwidth!r}")
 
     @property
     def diag_bound(self) -> float:
@@ -160,6 +161,7 @@ def kernel_matmul(
     """
     blocks, m = _row_blocks(u, int(tile))
 
+    @jax.checkpoint  # reverse mode keeps each block's input and recomputes its Gram block
     def one(ub):
         return jnp.matmul(kernel(ub, v), c, precision=lax.Precision.HIGHEST)
 

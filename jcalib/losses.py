@@ -10,16 +10,18 @@ re-implementation of it:
 | --- | --- | --- |
 | :func:`smooth_ece_loss` | `jcalib.metrics.smooth_ece` (binary) | the kernel's own; weights at unit mass (float32) |
 | :func:`confidence_smooth_ece_loss` | `smooth_ece` of the top-label confidence | as above; the correctness indicator is held fixed |
-| :func:`kernel_calibration_loss` | `jcalib.recalibration.kernel_audit` (paper 003, Alg. 2) | squared (default) — no $\sqrt{\cdot}$ kink |
+| :func:`kernel_calibration_loss` | `jcalib.metrics.kernel_audit` (paper 003, Alg. 2) | squared (default) — no $\sqrt{\cdot}$ kink |
 | :func:`mmce_loss` | MMCE of Kumar, Sarawagi, Jain (2018) | Laplacian kernel (their choice) |
 | :func:`decision_calibration_loss` | `jcalib.metrics.decision.decision_objective` (paper 004, Eq. 9) | softmax cells of temperature $\tau$ |
-| :func:`quantile_calibration_loss` | quantile calibration error (QCE) of regression | sigmoid coverage of temperature $\tau$ |
+| :func:`quantile_calibration_loss` | mean absolute coverage gap (MACE) of regression quantiles; not paper 002's QCE | sigmoid coverage of temperature $\tau$ |
 
 Logits go through ``jax.nn.softmax`` / ``jax.nn.sigmoid`` (log-sum-exp inside), so no clipping
 is needed anywhere: probabilities 0 and 1 are legal inputs and give finite gradients. Square
 roots use a safe form ($\sqrt{x}$ with gradient 0 at $x = 0$). Inputs are validated at the
 Python boundary with ``ValueError``; on traced inputs (inside the user's ``jit``/``grad``)
-non-finite or out-of-range values raise through ``eqx.error_if``.
+non-finite logits, probabilities outside $[0, 1]$ or rows not summing to 1, labels outside
+their classes and negative weights raise through ``eqx.error_if``, unless
+``jcalib.config.checks(False)`` was in force when the loss was traced.
 
 Every value is **normalised** (weighted means over samples, weights normalised to sum to 1);
 each docstring states its range and its paper.
@@ -28,7 +30,6 @@ each docstring states its range and its paper.
 from __future__ import annotations
 
 import functools
-import math
 from typing import Callable
 
 import equinox as eqx
@@ -46,12 +47,14 @@ from ._validation import (
     check_positive_int,
     check_same_length,
     check_weights,
+    in_graph,
     is_concrete,
 )
 from .metrics import smooth_ece
 from .metrics.smooth import smooth_ece_at_bandwidth
 from .metrics.decision import decision_objective
-from ._kernels import LaplacianKernel, kernel_matmul, laplacian_kernel, multinomial_kernel
+from .metrics.kernel import kernel_quadratic, kernel_scale
+from ._kernels import LaplacianKernel, laplacian_kernel, multinomial_kernel
 
 __all__ = [
     "smooth_ece_loss",
@@ -74,7 +77,8 @@ _DEFAULT_TILE = 512
 
 
 def _in_graph_check(x: Array, lo: float | None, hi: float | None, name: str) -> Array:
-    """On a tracer, ``eqx.error_if`` for NaN/inf (and values outside [lo, hi]); else identity."""
+    """On a tracer, ``eqx.error_if`` for NaN/inf (and values outside [lo, hi]) unless
+    ``jcalib.config.checks(False)``; else identity."""
     if is_concrete(x):
         return x
     bad = ~jnp.all(jnp.isfinite(x))
@@ -83,7 +87,7 @@ def _in_graph_check(x: Array, lo: float | None, hi: float | None, name: str) -> 
     if hi is not None:
         bad = bad | jnp.any(x > hi)
     rng = "" if lo is None else f" and lie in [{lo}, {hi}]"
-    return eqx.error_if(x, bad, f"{name} must be finite{rng}")
+    return in_graph(x, bad, f"{name} must be finite{rng}")
 
 
 def _finite_logits(logits, name: str = "logits") -> Array:
@@ -258,34 +262,6 @@ def confidence_smooth_ece_loss(
 # Kernel quadratic form, tiled and rematerialised
 
 
-def _kernel_quadratic(kernel: Kernel, points, coef, tile: int):
-    r"""$\big(\sum_{i,j} c_{i\ell} c_{j\ell} \ker(x_i, x_j)\big)_\ell$, shape ``(m,)``.
-
-    Row blocks of ``tile`` points go through ``kernel_matmul`` (the audit's Gram product) inside
-    a ``lax.scan`` whose body is ``jax.checkpoint``-ed: reverse mode keeps only each block's
-    inputs and recomputes its ``(tile, n)`` Gram block, so the gradient, like the value, needs
-    $O(\mathrm{tile}\cdot n + nm)$ memory, never $n\times n$.
-    """
-    n, d = points.shape
-    m = coef.shape[1]
-    tile = max(1, min(tile, n))
-    nb = -(-n // tile)
-    pad = nb * tile - n
-    # padded rows have zero coefficients, so they add nothing (value or gradient)
-    pts = jnp.pad(points, ((0, pad), (0, 0))).reshape(nb, tile, d)
-    cfs = jnp.pad(coef, ((0, pad), (0, 0))).reshape(nb, tile, m)
-
-    @jax.checkpoint
-    def block(pb, cb):
-        return jnp.sum(cb * kernel_matmul(kernel, pb, points, coef, tile), axis=0)
-
-    def step(acc, xs):
-        return acc + block(*xs), None
-
-    acc, _ = lax.scan(step, jnp.zeros((m,), coef.dtype), (pts, cfs))
-    return acc
-
-
 def _kernel_diagonal(kernel: Kernel, points):
     """$\\ker(x_i, x_i)$ for every row, shape ``(n,)``."""
     return jax.vmap(lambda x: kernel(x[None, :], x[None, :])[0, 0])(points)
@@ -294,23 +270,24 @@ def _kernel_diagonal(kernel: Kernel, points):
 def _per_column_sq(kernel, points, coef, weights, tile, unbiased):
     """Per-column squared RKHS norm of the weighted residual embedding (V- or U-statistic)."""
     cw = weights[:, None] * coef
-    quad = _kernel_quadratic(kernel, points, cw, tile)
+    quad, _ = kernel_quadratic(kernel, points, cw, tile)
     if not unbiased:
         return quad
     diag = jnp.sum(cw**2 * _kernel_diagonal(kernel, points)[:, None], axis=0)
-    # U-statistic: drop i = j; with weights ω summing to 1 the off-diagonal mass is 1 − Σω².
-    return (quad - diag) / (1.0 - jnp.sum(weights**2))
+    # U-statistic: drop i = j; with weights ω summing to 1 the off-diagonal mass is 1 − Σω²
+    # (0 with fewer than two positive weights: no pair, the value is NaN, not ±inf).
+    off = 1.0 - jnp.sum(weights**2)
+    return (quad - diag) / jnp.where(off > 0, off, jnp.nan)
 
 
-def _scale(kernel, s) -> float:
-    if s is not None:
-        if isinstance(s, bool) or not isinstance(s, (int, float, np.floating)) or not (s > 0 and math.isfinite(s)):
-            raise ValueError(f"s must be a positive finite number, got {s!r}")
-        return float(s)
-    bound = getattr(kernel, "diag_bound", None)
-    if bound is None:
-        raise ValueError("pass s with s**2 >= sup_v ker(v, v) on the simplex: the kernel has no diag_bound attribute")
-    return math.sqrt(float(bound))
+def _two_positive_weights(w):
+    """``w`` after checking that two samples have positive weight (the U-statistic has a pair)."""
+    msg = "unbiased=True needs at least two samples with positive weight (the U-statistic averages pairs i != j)"
+    if is_concrete(w):
+        if int(np.sum(np.asarray(w) > 0)) < 2:
+            raise ValueError(msg)
+        return w
+    return in_graph(w, jnp.sum(w > 0) < 2, msg)
 
 
 def _check_flags(squared, unbiased):
@@ -355,7 +332,9 @@ def kernel_calibration_loss(
       and large near it).
     * ``unbiased=True`` (with ``squared=True``): the U-statistic, $i \ne j$ only, divided by
       $1 - \sum_i\omega_i^2$ (= $n(n-1)/n^2$ for unit weights); unbiased for the population
-      value, may be negative.
+      value, may be negative. It needs two samples with positive weight ($\sum_i\omega_i^2 < 1$):
+      with fewer there is no pair $i \ne j$, and a ``ValueError`` is raised (under ``jit``, an
+      ``eqx.error_if`` failure; with ``jcalib.config.checks(False)`` the value is NaN).
 
     Tiled: Gram products go through ``kernel_matmul`` in blocks of ``tile`` rows inside a
     rematerialised ``lax.scan``, so value and gradient need $O(\mathrm{tile}\cdot n + nk)$
@@ -396,8 +375,10 @@ def kernel_calibration_loss(
         raise ValueError(f"kernel must be callable ker(A, B) -> Gram block, got {type(kernel).__name__}")
     _check_flags(squared, unbiased)
     v, y, w = _multiclass(probs, labels, sample_weight, from_logits)
+    if unbiased:
+        w = _two_positive_weights(w)
     return _kce(
-        v, y, w, kernel=kernel, s=_scale(kernel, s), tile=check_positive_int(tile, "tile"),
+        v, y, w, kernel=kernel, s=kernel_scale(kernel, s), tile=check_positive_int(tile, "tile"),
         squared=bool(squared), unbiased=bool(unbiased),
     )
 
@@ -562,17 +543,21 @@ def quantile_calibration_loss(
     *,
     temperature: float = 0.01,
 ) -> Float[Array, ""]:
-    r"""Smoothed quantile calibration error of regression quantiles, **normalised**, in $[0, 1]$.
+    r"""Smoothed mean absolute coverage gap (MACE) of regression quantiles, **normalised**, in $[0, 1]$.
 
     A model predicting the $\alpha_j$-quantiles $\hat q_{ij}$ is quantile calibrated (Kuleshov,
     Fenner, Ermon 2018) when the coverage $P(Y \le \hat q_j(X))$ equals $\alpha_j$ for every
-    level. The quantile calibration error (QCE; e.g. Chung et al. 2021) of a sample is
-    $$\mathrm{QCE} = \frac1J\sum_{j=1}^J \Big|\sum_i \omega_i\,\mathbb 1[y_i \le \hat q_{ij}]
+    level. The mean absolute coverage gap of a sample (the "mean absolute calibration error" of
+    Chung et al. 2021) is
+    $$\mathrm{MACE} = \frac1J\sum_{j=1}^J \Big|\sum_i \omega_i\,\mathbb 1[y_i \le \hat q_{ij}]
       - \alpha_j\Big| .$$
-    Smoothing: the indicator becomes $\mathrm{sigmoid}((\hat q_{ij} - y_i)/\tau)$, so the
-    coverage is differentiable in the quantiles; $\tau$ = ``temperature`` is in the units of
-    the targets (scale it with them). As $\tau \to 0$ the value tends to QCE (tested). No
-    library metric computes QCE yet, so the hard form lives in the tests' reference.
+    It is not paper 002's QCE, a **sum** of **squared** gaps over 99 levels
+    (:func:`jcalib.metrics.quantile_calibration_error` with its default ``form="sum"``); the
+    same metric with ``form="mean_abs"`` computes this gap from PIT values, where this loss
+    reads predicted quantiles. Smoothing: the indicator becomes
+    $\mathrm{sigmoid}((\hat q_{ij} - y_i)/\tau)$, so the coverage is differentiable in the
+    quantiles; $\tau$ = ``temperature`` is in the units of the targets (scale it with them). As
+    $\tau \to 0$ the value tends to the hard gap (tested against the tests' reference).
 
     Args:
         quantiles: ``(n, J)`` predicted quantiles.

@@ -20,6 +20,11 @@ need a Lipschitz rule can refuse it.
 For real outcomes: :func:`pinball` (quantile loss), :func:`squared_error`, and :func:`crps`
 of a predictive distribution (closed form, delegated to the distribution's own ``crps``).
 All functions are elementwise and vmappable.
+
+Input checks: concrete arguments are checked at the Python boundary (``ValueError`` for $p$
+outside $[0, 1]$ or NaN, $y \notin \{0, 1\}$; NaN or infinite real outcomes and predictions).
+Traced arguments are **not** checked in the graph: the rules run inside forecasters' inner
+loops (a bisection per round), where the forecasts are grid points by construction.
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ import math
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ._dtypes import float_dtype
+from ._validation import as_float_array, check_binary_labels, check_binary_probs, check_finite, is_concrete
 
 __all__ = [
     "AbstractScoringRule",
@@ -69,10 +76,33 @@ class AbstractScoringRule(eqx.Module):
         return q * one + (1 - q) * zero
 
 
+def _checked(p, y):
+    """``(p, y)`` as arrays of ``p``'s float dtype, after the concrete checks (tracers pass)."""
+    if is_concrete(p):
+        check_binary_probs(p, "p")
+    if is_concrete(y):
+        check_binary_labels(y, "y")
+    p = jnp.asarray(p, float_dtype(p))
+    return p, jnp.asarray(y).astype(p.dtype)
+
+
+def _real(x, name):
+    """A real prediction or outcome: numeric and, when concrete, finite."""
+    return check_finite(as_float_array(x, name), name) if is_concrete(x) else x
+
+
+def _broadcastable(**arrays):
+    """The elementwise rules' arguments must broadcast together (else a ``ValueError`` naming them)."""
+    shapes = {k: tuple(jnp.shape(v)) for k, v in arrays.items()}
+    try:
+        np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        raise ValueError(f"arguments must broadcast together, got shapes {shapes}") from None
+
+
 def _py(p, y):
     """$p_y$: the probability the forecast gave to the outcome that happened."""
-    p = jnp.asarray(p, float_dtype(p))
-    y = jnp.asarray(y).astype(p.dtype)
+    p, y = _checked(p, y)
     return y * p + (1 - y) * (1 - p), p
 
 
@@ -85,8 +115,8 @@ class Brier(AbstractScoringRule):
     """
 
     def __call__(self, p, y):
-        p = jnp.asarray(p, float_dtype(p))
-        return (p - jnp.asarray(y).astype(p.dtype)) ** 2
+        p, y = _checked(p, y)
+        return (p - y) ** 2
 
     @property
     def lipschitz(self) -> float:
@@ -152,6 +182,10 @@ def pinball(pred: ArrayLike, y: ArrayLike, alpha: ArrayLike) -> Float[Array, "..
         >>> float(pinball(0.0, 1.0, 0.9))
         0.9
     """
+    pred, y = _real(pred, "pred"), _real(y, "y")
+    if is_concrete(alpha):
+        check_binary_probs(alpha, "alpha")
+    _broadcastable(pred=pred, y=y, alpha=alpha)
     dt = float_dtype(pred, y, alpha)
     u = jnp.asarray(y, dt) - jnp.asarray(pred, dt)
     a = jnp.asarray(alpha, dt)
@@ -160,6 +194,8 @@ def pinball(pred: ArrayLike, y: ArrayLike, alpha: ArrayLike) -> Float[Array, "..
 
 def squared_error(pred: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
     r"""$(\hat y - y)^2$: strictly consistent for the mean."""
+    pred, y = _real(pred, "pred"), _real(y, "y")
+    _broadcastable(pred=pred, y=y)
     dt = float_dtype(pred, y)
     return (jnp.asarray(pred, dt) - jnp.asarray(y, dt)) ** 2
 
@@ -171,4 +207,4 @@ def crps(dist, y: ArrayLike) -> Float[Array, "..."]:
     """
     if not hasattr(dist, "crps"):
         raise ValueError(f"crps needs a distribution with a crps method, got {type(dist).__name__}")
-    return dist.crps(y)
+    return dist.crps(_real(y, "y"))

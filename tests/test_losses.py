@@ -422,6 +422,38 @@ def test_traced_bad_values_raise_inside_jit():
         jax.jit(lambda p: losses.kernel_calibration_loss(p, y))(bad_probs)
 
 
+def test_traced_bad_labels_raise_inside_jit():
+    import jcalib
+
+    p = jnp.array([0.2, 0.5, 0.9])
+    with pytest.raises(Exception, match="labels must be 0 or 1"):
+        jax.block_until_ready(jax.jit(losses.smooth_ece_loss)(p, [0, 1, 2]))
+    v = jnp.full((3, 3), 1 / 3)
+    with pytest.raises(Exception, match=r"labels must be integer class indices in \[0, 3\)"):
+        jax.block_until_ready(jax.jit(losses.mmce_loss)(v, jnp.array([0, 1, 3])))
+    # the switch: traced with checks off, the graph carries none (a fresh function: traced now)
+    with jcalib.config.checks(False):
+        out = jax.jit(lambda v, y: losses.mmce_loss(v, y))(v, jnp.array([0, 1, 3]))
+    assert out.shape == ()
+
+
+def test_unbiased_kernel_loss_needs_two_weighted_samples(x64):
+    v = jnp.array([[0.3, 0.7], [0.6, 0.4]])
+    y = jnp.array([1, 0])
+    with pytest.raises(ValueError, match="two samples with positive weight"):
+        losses.kernel_calibration_loss(v[:1], y[:1], unbiased=True)  # n = 1: Σω² = 1, was -inf
+    with pytest.raises(ValueError, match="two samples with positive weight"):
+        losses.kernel_calibration_loss(v, y, jnp.array([1.0, 0.0]), unbiased=True)  # all weight on one
+    with pytest.raises(Exception, match="two samples with positive weight"):
+        jax.block_until_ready(jax.jit(lambda v, y: losses.kernel_calibration_loss(v, y, unbiased=True))(v[:1], y[:1]))
+    assert np.isfinite(float(losses.kernel_calibration_loss(v, y, unbiased=True)))
+    import jcalib
+
+    with jcalib.config.checks(False):  # documented value with the checks off: NaN, not -inf
+        out = jax.jit(lambda v, y: losses.kernel_calibration_loss(v, y, unbiased=True))(v[:1], y[:1])
+    assert np.isnan(float(out))
+
+
 @pytest.mark.slow  # compiles every loss's gradient again at new shapes: ~11 s of CPU
 def test_docstring_examples_run():
     import doctest

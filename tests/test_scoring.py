@@ -63,3 +63,20 @@ def test_incomplete_scoring_rule_cannot_be_instantiated():
 
     with pytest.raises(TypeError, match="abstract.*lipschitz"):
         NoLipschitz()
+
+
+@pytest.mark.parametrize("rule", [scoring.Brier(), scoring.LogScore(), scoring.Spherical()])
+@pytest.mark.parametrize("p, y, match", [(-0.5, 0, "p must lie"), (1.5, 1, "p must lie"), (float("nan"), 1, "NaN"), (0.3, 2, "y must be 0 or 1"), (0.3, 0.5, "y must be 0 or 1")])
+def test_rules_refuse_bad_forecasts_and_outcomes(rule, p, y, match):
+    # LogScore()(-0.5, 0) was -0.405 and Brier()(0.3, 2) was 2.89
+    with pytest.raises(ValueError, match=match):
+        rule(p, y)
+
+
+def test_real_valued_scores_refuse_non_finite_inputs():
+    with pytest.raises(ValueError, match="y contains NaN"):
+        scoring.pinball(0.0, float("nan"), 0.9)
+    with pytest.raises(ValueError, match="alpha must lie"):
+        scoring.pinball(0.0, 1.0, 1.5)
+    with pytest.raises(ValueError, match="pred"):
+        scoring.squared_error(float("inf"), 1.0)

@@ -93,3 +93,90 @@ def test_checks_of_concrete_arrays_inside_a_users_jit():
     zero = jnp.zeros(3)
     with pytest.raises(ValueError, match="sums to zero"):
         jax.jit(lambda: metrics.ece(p, y, sample_weight=zero))()
+
+
+def test_integers_accept_numpy_and_reject_bools_and_floats():
+    for ok in (3, np.int64(3), np.int32(3), np.uint8(3), np.array(3)):
+        out = V.check_positive_int(ok, "n")
+        assert out == 3 and type(out) is int
+    for bad in (True, np.bool_(True), 3.0, np.float64(3.0), "3", None, np.array([3])):
+        with pytest.raises(ValueError, match="n must be"):
+            V.check_positive_int(bad, "n")
+    with pytest.raises(ValueError, match="positive"):
+        V.check_positive_int(np.int64(0), "n")
+    with pytest.raises(ValueError, match=">= 0"):
+        V.check_int(-1, "n", minimum=0)
+    assert type(V.as_int(np.int64(4))) is int and V.as_int(2.5) == 2.5 and V.as_int(True) is True
+
+
+def test_numpy_integer_hyperparameters_everywhere():
+    import jax
+
+    from jcalib.forecasters import ApproachabilityRecalibrator
+
+    # np.int64 used to reach int.bit_length() in the oracle and crash
+    f = ApproachabilityRecalibrator(np.int64(10), 0.1)
+    assert type(f.n_bins) is int
+    state = f.init(jax.random.key(0))
+    f.predict(state, 0.5, jax.random.key(1))
+    with pytest.raises(ValueError, match="n_bins"):
+        ApproachabilityRecalibrator(10.0, 0.1)
+
+
+def test_keys():
+    import jax
+
+    V.check_key(jax.random.key(0))
+    V.check_key(jax.random.PRNGKey(0))
+    for bad in (0, 1.5, None, np.uint32(3), np.zeros(2, np.uint32)):
+        with pytest.raises(TypeError, match=r"key must be a JAX PRNG key, e.g. jax.random.key\(0\)"):
+            V.check_key(bad)
+    assert V.check_key(None, optional=True) is None
+
+
+def test_grid_counts_past_int32_get_a_true_message():
+    import jax
+
+    big = np.array([2**31, 5, 7], np.int64)
+    with jax.enable_x64(False), pytest.raises(ValueError, match="2147483648.*jax_enable_x64"):
+        V.check_grid_counts(big, np.array([3, 2, 1]), 2)
+    with jax.enable_x64(True):
+        m, c, o = V.check_grid_counts(big, np.array([3, 2, 1]), 2)
+        assert int(c[0]) == 2**31
+
+
+def test_in_graph_checks_and_the_switch():
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    import jcalib
+
+    # an eqx.error_if failure: EquinoxRuntimeError under eqx.filter_jit, JaxRuntimeError under jax.jit
+    GRAPH_ERRORS = (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError)
+
+    def labels(y):
+        return V.check_binary_labels(y)
+
+    with pytest.raises(GRAPH_ERRORS, match="0 or 1"):
+        jax.jit(labels)(jnp.array([0, 1, 2]))
+    with pytest.raises(GRAPH_ERRORS, match=r"\[0, 3\)"):
+        jax.jit(lambda y: V.check_class_labels(y, 3))(jnp.array([0, 3]))
+    with pytest.raises(GRAPH_ERRORS, match="NaN"):
+        jax.jit(lambda p: V.check_binary_probs(p))(jnp.array([0.5, jnp.nan]))
+    with pytest.raises(GRAPH_ERRORS, match="non-negative"):
+        jax.jit(lambda w: V.check_weights(w, 2))(jnp.array([1.0, -1.0]))
+    assert jcalib.config.checks_enabled()
+    with jcalib.config.checks(False):
+        assert not jcalib.config.checks_enabled()
+        # read at trace time: a function traced now carries no check
+        out = jax.jit(lambda y: V.check_binary_labels(y))(jnp.array([0, 1, 2]))
+        assert out.shape == (3,)
+    assert jcalib.config.checks_enabled()
+    jcalib.config.set_checks(False)
+    try:
+        assert not jcalib.config.checks_enabled()
+    finally:
+        jcalib.config.set_checks(True)
+    with pytest.raises(TypeError, match="bool"):
+        jcalib.config.set_checks(0)

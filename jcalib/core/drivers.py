@@ -31,7 +31,7 @@ from .batching import as_traced_module, stack_modules
 from .loop import check_compiler_options, chunk_length, run
 from .recorders import resolve_recorder
 from .sharding import gather_seeds, process_checkpoint, shard_seeds
-from .types import AbstractForecaster, AbstractNature
+from .types import AbstractForecaster, AbstractNature, check_outcome_spaces
 
 __all__ = ["play", "sweep", "as_traced_module"]
 
@@ -41,6 +41,7 @@ def _check_modules(forecaster, nature):
         raise ValueError(f"forecaster must be an AbstractForecaster, got {type(forecaster).__name__}")
     if not isinstance(nature, AbstractNature):
         raise ValueError(f"nature must be an AbstractNature, got {type(nature).__name__}")
+    check_outcome_spaces(forecaster, nature)
 
 
 def play(

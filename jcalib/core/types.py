@@ -27,7 +27,7 @@ beyond the forecast (ORCA's warm start), which recorders do not keep unless aske
 from __future__ import annotations
 
 import abc
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
 import jax
@@ -153,7 +153,15 @@ class AbstractForecaster(eqx.Module):
     Only fields that fix array shapes are static (``eqx.field(static=True)``); Python numbers
     in the other fields become arrays when played, so a new value does not recompile and a
     sweep can vmap over them.
+
+    Class attributes checked by ``play`` and ``sweep`` before tracing
+    (:func:`check_outcome_spaces`): ``outcome_space`` (``"binary"``, ``"real"``, or ``None``
+    for any) and ``needs_context`` (``True`` for recalibrators, which read a model's or an
+    expert's forecast from the context).
     """
+
+    outcome_space: ClassVar[str | None] = None
+    needs_context: ClassVar[bool] = False
 
     @abc.abstractmethod
     def init(self, key: PRNGKeyArray) -> Any:
@@ -186,7 +194,13 @@ class AbstractForecaster(eqx.Module):
 
 
 class AbstractNature(eqx.Module):
-    """The adversary or data stream: oblivious, adaptive (sees ``public``), or a replay."""
+    """The adversary or data stream: oblivious, adaptive (sees ``public``), or a replay.
+
+    ``outcome_space`` (``"binary"`` for 0/1 outcomes, ``"real"`` for outcomes in an interval,
+    ``None`` when unknown) is checked against the forecaster's by ``play`` and ``sweep``.
+    """
+
+    outcome_space: ClassVar[str | None] = None
 
     @abc.abstractmethod
     def init(self, key: PRNGKeyArray) -> Any:
@@ -208,6 +222,30 @@ class AbstractNature(eqx.Module):
         true probability, a regime) draw its next value here.
         """
         return state
+
+
+def check_outcome_spaces(forecaster: AbstractForecaster, nature: AbstractNature) -> None:
+    """Refuse a forecaster/nature pair that cannot play together, before anything is traced.
+
+    ``ValueError`` when the forecaster's declared ``outcome_space`` differs from the nature's
+    (a binary forecaster given real-valued outcomes, say), or when the forecaster
+    ``needs_context`` and the nature's context is ``None`` (found by ``jax.eval_shape`` of the
+    nature's ``init`` and ``context``: nothing is computed).
+    """
+    fs, ns = forecaster.outcome_space, nature.outcome_space
+    if fs is not None and ns is not None and fs != ns:
+        raise ValueError(
+            f"{type(forecaster).__name__} forecasts {fs} outcomes but {type(nature).__name__} "
+            f"produces {ns} outcomes; pair it with a {fs} nature"
+        )
+    if forecaster.needs_context:
+        key = jax.random.key(0)
+        if jax.eval_shape(lambda k: nature.context(nature.init(k), k), key) is None:
+            raise ValueError(
+                f"{type(forecaster).__name__} recalibrates the forecast it reads from the context, "
+                f"but {type(nature).__name__} has no context (None); play it against a nature that "
+                "reveals a model's or an expert's forecast (e.g. DistortedModel, Replay(y, x))"
+            )
 
 
 def outcome_dtype() -> jnp.dtype:

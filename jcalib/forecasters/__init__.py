@@ -1,4 +1,10 @@
-"""jcalib.forecasters: online forecasters of binary outcomes (pure state transitions)."""
+"""jcalib.forecasters: online forecasters as pure state transitions.
+
+Binary outcomes (``outcome_space = "binary"``): AOSA, Foster, Gupta–Ramdas, defensive
+forecasting, the approachability and multi-objective recalibrators, swap-regret calibration and
+the trivial baselines. Outcomes in an interval (``"real"``): ORCA. Any outcome space:
+``BlackwellForecaster`` (the payoff decides) and ``Partitioned`` (its inner forecaster's).
+"""
 
 from .aosa import AlmostOneStepAhead, aosa_bins, aosa_bound, one_step_ahead
 from .approachability import ApproachabilityRecalibrator, halfspace_oracle, tradeoff_parameters

@@ -124,6 +124,8 @@ class AlmostOneStepAhead(AbstractForecaster):
         2√T+1 Distance to Calibration*, Algorithm 1, Theorems 1 and 2.
     """
 
+    outcome_space = "binary"
+
     n_bins: int = eqx.field(static=True)
     tie: str = eqx.field(static=True, default="low")
 

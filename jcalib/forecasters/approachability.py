@@ -58,7 +58,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._dtypes import float_dtype
-from .._validation import check_positive_int
+from .._validation import as_int, check_hyper, check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture
 from ..scoring import AbstractScoringRule, Brier
 from .._grid import grid_points
@@ -315,7 +315,10 @@ class ApproachabilityRecalibrator(AbstractForecaster):
         equivalent*, §5.2; M. Zinkevich (2003).
     """
 
-    n_bins: int = eqx.field(static=True)
+    outcome_space = "binary"
+    needs_context = True
+
+    n_bins: int = eqx.field(static=True, converter=as_int)
     step_size: float
     Lambda: float = 1.0
     eps: float | None = None
@@ -337,9 +340,7 @@ class ApproachabilityRecalibrator(AbstractForecaster):
                 "to use it anyway, with L = 1/clip."
             )
         for name in ("step_size", "Lambda") + (("eps",) if self.eps is not None else ()):
-            v = getattr(self, name)
-            if isinstance(v, (int, float)) and not (math.isfinite(v) and v > 0):
-                raise ValueError(f"{name} must be positive and finite, got {v!r}")
+            check_hyper(getattr(self, name), name, 0.0, open_lo=True)
 
     @classmethod
     def for_horizon(

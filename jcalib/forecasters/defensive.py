@@ -33,7 +33,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._validation import as_float_array, check_positive_int, is_concrete
+from .._validation import check_hyper, check_positive_int
 from ..core.types import AbstractForecaster, Forecast
 from .._grid import sign_change_index
 
@@ -116,14 +116,14 @@ class DefensiveForecaster(AbstractForecaster):
         forecasting*. Formulation from SPEC §1 (reconstructed; the grid kernel $K_N$ is ours).
     """
 
+    outcome_space = "binary"
+
     n_grid: int = eqx.field(static=True, default=100)
     bandwidth: float = 0.1
 
     def __check_init__(self):
         check_positive_int(self.n_grid, "n_grid")
-        d = as_float_array(self.bandwidth, "bandwidth")
-        if is_concrete(d) and not bool(jnp.all(jnp.isfinite(d) & (d > 0))):
-            raise ValueError(f"bandwidth must be positive and finite, got {self.bandwidth!r}")
+        check_hyper(self.bandwidth, "bandwidth", 0.0, open_lo=True)
 
     @classmethod
     def for_horizon(cls, T: int) -> "DefensiveForecaster":

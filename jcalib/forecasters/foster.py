@@ -77,6 +77,8 @@ class FosterRandomized(AbstractForecaster):
         SPEC's strict $e_i > 0$ has no solution when all errors are 0, e.g. at $t = 1$).
     """
 
+    outcome_space = "binary"
+
     n_bins: int = eqx.field(static=True)
 
     def __check_init__(self):

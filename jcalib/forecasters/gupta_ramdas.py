@@ -82,6 +82,8 @@ class GuptaRamdas(AbstractForecaster):
         ours, see the module docstring).
     """
 
+    outcome_space = "binary"
+
     n_bins: int = eqx.field(static=True)
 
     def __check_init__(self):

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import check_positive_int
+from .._validation import check_hyper, check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture
 from ..scoring import AbstractScoringRule, Brier
 from .._grid import grid_points
@@ -103,6 +103,8 @@ class SwapRegretCalibrated(AbstractForecaster):
         Y. Mansour (2007), *From external to internal regret*, JMLR.
     """
 
+    outcome_space = "binary"
+
     n_bins: int = eqx.field(static=True)
     learning_rate: float
     n_squarings: int = eqx.field(static=True, default=40)
@@ -111,9 +113,7 @@ class SwapRegretCalibrated(AbstractForecaster):
     def __check_init__(self):
         check_positive_int(self.n_bins, "n_bins")
         check_positive_int(self.n_squarings, "n_squarings")
-        v = self.learning_rate
-        if isinstance(v, (int, float)) and not (math.isfinite(v) and v > 0):
-            raise ValueError(f"learning_rate must be positive and finite, got {v!r}")
+        check_hyper(self.learning_rate, "learning_rate", 0.0, open_lo=True)
 
     @property
     def value_grid(self) -> int:

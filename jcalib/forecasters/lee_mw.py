@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import check_positive_int
+from .._validation import check_hyper, check_positive_int
 from ..core.types import AbstractForecaster, Forecast
 from ..scoring import AbstractScoringRule, Brier
 from .._grid import grid_points
@@ -108,6 +108,9 @@ class LeeMultiObjectiveMW(AbstractForecaster):
         multicalibeating and other applications*, NeurIPS; paper 001, §6.
     """
 
+    outcome_space = "binary"
+    needs_context = True
+
     n_bins: int = eqx.field(static=True)
     learning_rate: float
     scoring: AbstractScoringRule = eqx.field(default_factory=Brier)
@@ -118,9 +121,7 @@ class LeeMultiObjectiveMW(AbstractForecaster):
             raise ValueError(f"scoring must be a rule from jcalib.scoring, got {type(self.scoring).__name__}")
         if not self.scoring.lipschitz_bounded:
             raise ValueError(f"scoring={type(self.scoring).__name__} is not Lipschitz; use Brier or Spherical")
-        v = self.learning_rate
-        if isinstance(v, (int, float)) and not (math.isfinite(v) and v > 0):
-            raise ValueError(f"learning_rate must be positive and finite, got {v!r}")
+        check_hyper(self.learning_rate, "learning_rate", 0.0, open_lo=True)
 
     @classmethod
     def for_horizon(cls, T: int, n_bins: int | None = None, scoring: AbstractScoringRule | None = None) -> "LeeMultiObjectiveMW":

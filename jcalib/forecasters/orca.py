@@ -57,11 +57,11 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import check_positive_int
+from .._validation import check_hyper, check_int, check_positive_int
 from ..core.optim import optimise, standard_promotion
 from ..core.types import AbstractForecaster, Forecast
 from ..distributions import PiecewiseConstant, uniform_edges
-from ..payoffs.base import AbstractPayoff, direction
+from ..payoffs.base import AbstractPayoff, DirectSum, direction
 from ..payoffs.interval import ExpertRegret, experiment_payoff
 
 __all__ = ["ORCA", "ORCACarry", "ORCACertificate", "ORCAState", "ExpertMeanCells"]
@@ -116,6 +116,11 @@ class ORCACarry(NamedTuple):
     opt_state: Any
 
 
+def _leaf_blocks(payoff) -> list:
+    """The payoff's blocks with every :class:`DirectSum` flattened."""
+    if isinstance(payoff, DirectSum):
+        return [b for blk in payoff.blocks for b in _leaf_blocks(blk)]
+    return [payoff]
 class ORCA(AbstractForecaster):
     r"""Online Regression Calibration against an Adversary (paper 002, Algorithm 2).
 
@@ -162,6 +167,8 @@ class ORCA(AbstractForecaster):
         Paper 002, Algorithm 2, Eq. 8–9, §6 (L462–466); SPEC §3.
     """
 
+    outcome_space = "real"
+
     payoff: AbstractPayoff = eqx.field(default_factory=experiment_payoff)
     edges: tuple = eqx.field(static=True, default=uniform_edges(50))
     n_steps: int = eqx.field(static=True, default=400)
@@ -182,8 +189,7 @@ class ORCA(AbstractForecaster):
         e = np.asarray(self.edges, np.float64)
         if e.ndim != 1 or len(e) < 2 or not np.all(np.diff(e) > 0):
             raise ValueError("edges must be a strictly increasing tuple of at least 2 floats")
-        if not isinstance(self.n_steps, int) or self.n_steps < 0:
-            raise ValueError(f"n_steps must be a non-negative int, got {self.n_steps!r}")
+        check_int(self.n_steps, "n_steps", minimum=0)
         if self.start not in ("warm", "expert"):
             raise ValueError(f"start must be 'warm' or 'expert', got {self.start!r}")
         if self.start == "expert" and self.family != "piecewise":
@@ -196,10 +202,35 @@ class ORCA(AbstractForecaster):
             isinstance(g, (int, float)) and 0 < g <= 1 for g in self.spike_weights
         ):
             raise ValueError(f"spike_weights must be a tuple of floats in (0, 1], got {self.spike_weights!r}")
-        for name in ("learning_rate", "temperature", "logit_range"):
-            v = getattr(self, name)
-            if isinstance(v, (int, float)) and (not np.isfinite(v) or v < 0 or (name != "temperature" and v == 0)):
-                raise ValueError(f"{name} must be a finite positive float, got {v!r}")
+        for name in ("learning_rate", "logit_range"):
+            check_hyper(getattr(self, name), name, 0.0, open_lo=True)
+        check_hyper(self.temperature, "temperature", 0.0)
+        # a block that knows its outcome range must be built for the edges' range: its bound B
+        # (and the normalisation of a DirectSum) holds only there
+        span = e[-1] - e[0]
+        for b in _leaf_blocks(self.payoff):
+            if hasattr(b, "lo") and hasattr(b, "hi"):
+                lo, hi = float(b.lo), float(b.hi)
+                if abs(lo - e[0]) > 1e-9 * span or abs(hi - e[-1]) > 1e-9 * span:
+                    raise ValueError(
+                        f"payoff block {type(b).__name__} is built for outcomes in [{lo}, {hi}] but edges "
+                        f"span [{e[0]}, {e[-1]}]; build the payoff for the edges' range, e.g. "
+                        f"payoff=experiment_payoff(lo={e[0]}, hi={e[-1]})"
+                    )
+
+    def check_context(self, x) -> None:
+        """Raise ``ValueError`` (at trace time: the context's pytree structure is known) when the
+        payoff compares with an expert (an :class:`~jcalib.payoffs.ExpertRegret` block) and the
+        context carries none."""
+        regret = [b for b in _leaf_blocks(self.payoff) if isinstance(b, ExpertRegret)]
+        expert = ExpertRegret.expert_of(x) if regret else None
+        if regret and not (hasattr(expert, "crps") and hasattr(expert, "mean")):
+            raise ValueError(
+                f"ORCA's payoff has an ExpertRegret block, which compares with the context's expert "
+                f"forecast, but the nature's context is {type(x).__name__}; play against a nature "
+                f"whose context is the expert's forecast, or pass a payoff without the regret block, "
+                f"e.g. DirectSum((QuantileCalibration(99), MomentCalibration((1, 2), lo, hi)))"
+            )
 
     # ----------------------------------------------------------------------------- family
     @property
@@ -336,6 +367,7 @@ class ORCA(AbstractForecaster):
         return jnp.concatenate(pts)
 
     def predict(self, state: ORCAState, x, key: PRNGKeyArray) -> Forecast:
+        self.check_context(x)
         c = direction(self.payoff, state.mean())
         opt = self._optimizer(state.theta.dtype)
         opt_state = state.opt_state

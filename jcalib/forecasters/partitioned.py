@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Int, PRNGKeyArray
 
-from .._validation import check_positive_int
+from .._validation import as_int, check_positive_int, in_graph, is_concrete
 from ..core.types import AbstractForecaster, Forecast
 
 __all__ = ["Partitioned", "PartitionedState", "UniformCells"]
@@ -33,7 +33,7 @@ class UniformCells(eqx.Module):
         n_cells: number of cells (static).
     """
 
-    n_cells: int = eqx.field(static=True)
+    n_cells: int = eqx.field(static=True, converter=as_int)
 
     def __check_init__(self):
         check_positive_int(self.n_cells, "n_cells")
@@ -65,8 +65,11 @@ class Partitioned(AbstractForecaster):
         inner: the forecaster each cell runs (it receives the context too).
         n_cells: number of cells (static: fixes the stacked state's shape).
         cell_of: maps a context to its cell, an int32 in ``[0, n_cells)`` (e.g.
-            :class:`UniformCells` for a model's forecast in [0, 1]). Out-of-range cells are
-            clipped to the nearest cell.
+            :class:`UniformCells` for a model's forecast in [0, 1]). A cell outside
+            ``[0, n_cells)`` is an error: ``ValueError`` for a concrete context, an
+            ``eqx.error_if`` failure inside ``play`` (unless ``jcalib.config.checks(False)``;
+            then it is clipped to the nearest cell). A nature with no context (``None``) is
+            refused when ``play`` traces the round.
 
     Example:
         >>> import jax, jcalib
@@ -82,8 +85,14 @@ class Partitioned(AbstractForecaster):
     """
 
     inner: AbstractForecaster
-    n_cells: int = eqx.field(static=True)
+    n_cells: int = eqx.field(static=True, converter=as_int)
     cell_of: Callable[[Any], Array]
+
+    needs_context = True  # the cell is a function of the context
+
+    @property
+    def outcome_space(self) -> str | None:
+        return self.inner.outcome_space
 
     def __check_init__(self):
         if not isinstance(self.inner, AbstractForecaster):
@@ -93,7 +102,20 @@ class Partitioned(AbstractForecaster):
             raise ValueError("cell_of must be callable: context -> cell index")
 
     def _cell(self, x) -> Int[Array, ""]:
-        return jnp.clip(jnp.asarray(self.cell_of(x), jnp.int32), 0, self.n_cells - 1)
+        if x is None:
+            raise ValueError(
+                "Partitioned needs a context to choose a cell, but the nature's context is None; "
+                "play it against a nature with a context (a model's forecast, an expert, features)"
+            )
+        c = jnp.asarray(self.cell_of(x))
+        if not jnp.issubdtype(c.dtype, jnp.integer) or c.ndim != 0:
+            raise ValueError(f"cell_of must return an integer scalar, got dtype {c.dtype} and shape {c.shape}")
+        bad = (c < 0) | (c >= self.n_cells)
+        msg = f"cell_of(x) is outside [0, {self.n_cells})"
+        if is_concrete(c) and bool(bad):
+            raise ValueError(f"{msg}: got {int(c)}")
+        c = in_graph(c, bad, msg)
+        return jnp.clip(c, 0, self.n_cells - 1).astype(jnp.int32)
 
     def init(self, key: PRNGKeyArray) -> PartitionedState:
         keys = jax.random.split(key, self.n_cells)

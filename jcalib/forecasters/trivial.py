@@ -12,7 +12,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import as_float_array, check_binary_probs, check_positive_int, is_concrete
+from .._validation import as_float_array, check_binary_probs, check_hyper, check_positive_int, is_concrete
 from ..core.types import AbstractForecaster, Forecast
 
 __all__ = ["Constant", "ConstantState", "RunningFrequency", "RunningFrequencyState"]
@@ -33,6 +33,8 @@ class Constant(AbstractForecaster):
         >>> Constant(0.25).predict(ConstantState(), None, None).value.item()
         0.25
     """
+
+    outcome_space = None  # it never reads the outcome: any outcome space
 
     p: float = 0.5
 
@@ -84,10 +86,14 @@ class RunningFrequency(AbstractForecaster):
         prior_count: $b > 0$ with $a \le b$, so forecasts stay in $[0, 1]$.
     """
 
+    outcome_space = "binary"
+
     prior_ones: float = 1.0
     prior_count: float = 2.0
 
     def __check_init__(self):
+        check_hyper(self.prior_ones, "prior_ones", 0.0)
+        check_hyper(self.prior_count, "prior_count", 0.0, open_lo=True)
         a = as_float_array(self.prior_ones, "prior_ones")
         b = as_float_array(self.prior_count, "prior_count")
         if is_concrete(a) and is_concrete(b):

@@ -16,6 +16,7 @@ from .distance import (
     distance_to_calibration,
     lower_distance_to_calibration,
 )
+from .kernel import KernelAudit, KernelWitness, kernel_audit
 from .multiclass import accuracy, classwise_ece, confidence_ece, l2_error, nll, one_hot, top_label_ece
 from .weighted import (
     WeightedCE,
@@ -62,6 +63,9 @@ __all__: list[str] = [
     "smooth_calibration_error",
     "smooth_ece",
     "smooth_ece_at_bandwidth",
+    "KernelAudit",
+    "KernelWitness",
+    "kernel_audit",
     "accuracy",
     "classwise_ece",
     "confidence_ece",

@@ -7,8 +7,10 @@ sums (paper 000, §2); :func:`binned_ece`, :func:`lp_calibration_error`, :func:`
 :func:`log_loss` are normalised averages (divided by the total weight).
 
 Every function here is pure ``jax.numpy``: jit- and vmap-able (the number of bins, ``p`` and
-``epsilon`` are Python numbers and fix shapes, so they are static). Inputs are validated at the
-Python boundary; inside a user's ``jit`` only shapes are checked.
+``epsilon`` are Python numbers and fix shapes, so they are static). Input checks: concrete
+inputs at the Python boundary (``ValueError`` naming the argument); inside a user's ``jit``,
+probabilities in [0, 1] (no NaN), labels in {0, 1} and non-negative finite weights in the
+graph with ``eqx.error_if``, unless ``jcalib.config.checks(False)`` was in force at trace time.
 """
 
 from __future__ import annotations

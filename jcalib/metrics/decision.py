@@ -27,6 +27,10 @@ losses, the paper's evaluation (Section 5).
 
 The witness search (:func:`partition_search`) is shared with the recalibrator in
 :mod:`jcalib.recalibration.decision`.
+
+Input checks: concrete inputs at the Python boundary (``ValueError`` naming the argument);
+under ``jit``/``vmap``/``grad``, rows of predictions non-negative and summing to 1 (no NaN), labels in [0, C) and non-negative finite weights are checked in the graph
+with ``eqx.error_if`` unless ``jcalib.config.checks(False)`` was in force at trace time.
 """
 
 from __future__ import annotations

@@ -40,6 +40,9 @@ How the interval is certified:
   the best path found, twice (local improvement).
 * **Lower end.** :func:`lower_distance_to_calibration`, certified by an explicit dual-feasible
   solution (see its docstring).
+
+Input checks: both run on the host (NumPy/SciPy), not under ``jit``: every input is concrete
+and checked at the Python boundary (``ValueError`` naming the argument).
 """
 
 from __future__ import annotations
@@ -528,8 +531,9 @@ def lower_distance_to_calibration(
         probs: forecasts in $[0, 1]$, shape ``(T,)``.
         labels: outcomes in $\{0, 1\}$, shape ``(T,)``.
         sample_weight: optional non-negative weights (multiplicities), shape ``(T,)``.
-        rtol: relative gap between the certified value and the LP optimum at which to stop.
-        max_iter: cap on cutting-plane rounds.
+        rtol: relative gap between the certified value and the LP optimum at which to stop,
+            in $(0, 1)$.
+        max_iter: cap on cutting-plane rounds (a positive integer).
 
     Returns:
         Python float, unnormalised.
@@ -539,9 +543,18 @@ def lower_distance_to_calibration(
         calibration* (lower distance); Qiao, Zheng (2024), *On the distance from
         calibration in sequential prediction*; paper 000 §2 (CalDist of a sequence).
     """
+    max_iter = check_positive_int(max_iter, "max_iter")
+    rtol = _check_rtol(rtol)
     p, y, w, keep = _host_inputs(probs, labels, sample_weight, integer_weights=False)
     (v1, w1), (v0, w0) = _atoms(p[keep], y[keep], w[keep])
     return _lower_lp(v1, w1, v0, w0, rtol, max_iter)[0]
+
+
+def _check_rtol(rtol) -> float:
+    """The LP's relative tolerance: a float in (0, 1)."""
+    if isinstance(rtol, bool) or not isinstance(rtol, (int, float, np.floating)) or not 0 < rtol < 1:
+        raise ValueError(f"rtol must be a float in (0, 1), got {rtol!r}")
+    return float(rtol)
 
 
 def _witness(one: _Side, zero: _Side, idx1, idx0, path):
@@ -638,6 +651,7 @@ def distance_to_calibration(
         Błasiok, Gopalan, Hu, Nakkiran (2023); Qiao (2026), *Computational and statistical
         hardness of calibration distance* (NP-hardness in general).
     """
+    rtol = _check_rtol(rtol)
     p, y, w, keep = _host_inputs(probs, labels, sample_weight, integer_weights=True)
     if grid is not None:
         return _rounded_distance(p, y, w, check_positive_int(grid, "grid"), exact, rtol)

@@ -32,6 +32,10 @@ References:
     scaling*, NeurIPS (class-wise calibration and classwise-ECE).
     Zhao, Kim, Sahoo, Ma, Ermon (2021), *Calibrating Predictions to Decisions*, §4.1 and §5
     (L2 error and accuracy reported alongside decision calibration).
+
+Input checks: concrete inputs at the Python boundary (``ValueError`` naming the argument);
+under ``jit``/``vmap``/``grad``, rows of predictions non-negative and summing to 1 (no NaN), labels in [0, C) and non-negative finite weights are checked in the graph
+with ``eqx.error_if`` unless ``jcalib.config.checks(False)`` was in force at trace time.
 """
 
 from __future__ import annotations

@@ -21,17 +21,29 @@ Both are also available **in expectation** over published mixtures (``probs=``: 
 ``(T, k)`` support with its ``(T, k)`` weights), without the sampling noise of the draws. The
 recorders of :mod:`jcalib.recorders.buckets` keep exactly the bucket sums these functions need,
 in memory O(m), and :func:`calibration_from_buckets` evaluates them.
+
+Input checks: concrete inputs at the Python boundary (``ValueError`` naming the argument);
+under ``jit``/``vmap``/``grad``, forecasts and the model's forecasts in [0, 1] (no NaN) and outcomes in {0, 1} are checked in the graph
+with ``eqx.error_if`` unless ``jcalib.config.checks(False)`` was in force at trace time.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .._dtypes import float_dtype
 from .._grid import grid_index, off_grid
-from .._validation import check_binary_labels, check_binary_probs, check_positive_int
+from .._validation import (
+    as_float_array,
+    check_binary_labels,
+    check_binary_probs,
+    check_finite,
+    check_positive_int,
+    is_concrete,
+)
 from ..scoring import AbstractScoringRule, Brier
 
 __all__ = [
@@ -69,10 +81,16 @@ def calibration_from_buckets(counts, ones, values, T, p: float = 1, form: str = 
     if not p >= 1:
         raise ValueError(f"p must be >= 1, got {p!r}")
     fdt = float_dtype()
-    n = jnp.asarray(counts).astype(fdt)
-    o = jnp.asarray(ones).astype(fdt)
-    v = jnp.asarray(values).astype(fdt)
-    T = jnp.asarray(T).astype(fdt)
+    n = check_finite(as_float_array(counts, "counts"), "counts").astype(fdt)
+    o = check_finite(as_float_array(ones, "ones"), "ones").astype(fdt)
+    v = check_binary_probs(values, "values").astype(fdt)
+    if n.ndim != 1 or o.shape != n.shape or v.shape != n.shape:
+        raise ValueError(
+            f"counts, ones and values must be 1-D of one length, got {tuple(n.shape)}, {tuple(o.shape)}, {tuple(v.shape)}"
+        )
+    if is_concrete(n) and is_concrete(o) and (np.any(np.asarray(o) < 0) or np.any(np.asarray(o) > np.asarray(n))):
+        raise ValueError("need 0 <= ones[b] <= counts[b] for every bucket")
+    T = jnp.asarray(T if isinstance(T, jax.core.Tracer) else check_positive_int(T, "T")).astype(fdt)
     bias = (o - n * v) / T  # (n_b/T)(rho_b - v_b)
     if form == "norm":
         return jnp.sum(jnp.abs(bias) ** p) ** (1.0 / p)
@@ -81,6 +99,9 @@ def calibration_from_buckets(counts, ones, values, T, p: float = 1, form: str = 
 
 
 def _support_probs(forecasts, probs):
+    f = check_binary_probs(forecasts, "forecasts")
+    if f.ndim >= 1 and f.shape[0] == 0:
+        raise ValueError("forecasts are empty; an online metric needs at least one round")
     if probs is None:
         f = check_binary_probs(forecasts, "forecasts")
         if f.ndim != 1:
@@ -124,6 +145,7 @@ def eps_calibration(
     """
     if m is None and n_buckets is None:
         raise ValueError("pass m (grid bucketing), n_buckets (midpoint bucketing), or both")
+    m = None if m is None else check_positive_int(m, "m")
     f, w = _support_probs(forecasts, probs)
     yv = check_binary_labels(y, "y")
     if yv.shape != f.shape[:1]:

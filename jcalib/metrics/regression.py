@@ -24,6 +24,10 @@ $Q = \{0.01, 0.02, \dots, 0.99\}$ by default (:data:`QCE_LEVELS`). For a calibra
 with i.i.d. PIT values, $\mathbb E[f_q] = q$ and $\mathrm{Var}[f_q] = q(1-q)/T$, so the sum-form
 QCE has expectation $\sum_q q(1-q)/T \approx 16.665/T$ — it is not zero at finite $T$
 (SPEC §3); :func:`qce_calibrated_expectation` returns that value.
+
+Input checks: concrete inputs at the Python boundary (``ValueError`` naming the argument);
+under ``jit``/``vmap``/``grad``, finite outcomes, predictions and PIT values, and non-negative finite weights are checked in the graph
+with ``eqx.error_if`` unless ``jcalib.config.checks(False)`` was in force at trace time.
 """
 
 from __future__ import annotations
@@ -143,16 +147,18 @@ def quantile_calibration_error(
     *,
     form: str = "sum",
 ) -> Float[Array, ""]:
-    r"""Quantile calibration error (QCE) of a sequence of forecasts.
+    r"""Quantile calibration error (QCE, ``form="sum"``) or mean absolute coverage gap (MACE, ``form="mean_abs"``) of a sequence of forecasts.
 
-    ``form="sum"`` (paper 002 §6, the number in its Table 1):
+    ``form="sum"``, QCE (paper 002 §6, the number in its Table 1):
     $$\mathrm{QCE} = \sum_{q \in Q} (f_{q,T} - q)^2,\qquad Q = \{0.01, \dots, 0.99\},$$
     a **sum** over the levels of squared gaps (not a mean; a calibrated i.i.d. forecaster
     scores about $16.665/T$, see :func:`qce_calibrated_expectation`).
 
-    ``form="mean_abs"``: $\frac{1}{|Q|}\sum_{q \in Q} |f_{q,T} - q|$, the mean absolute gap
-    (the "calibration error" of Kuleshov, Fenner, Ermon 2018 with absolute instead of squared
-    gaps), in [0, 1].
+    ``form="mean_abs"``, MACE: $\frac{1}{|Q|}\sum_{q \in Q} |f_{q,T} - q|$, the mean absolute
+    coverage gap (the "calibration error" of Kuleshov, Fenner, Ermon 2018 with absolute instead
+    of squared gaps; Chung et al. 2021's mean absolute calibration error), normalised, in
+    [0, 1] — what :func:`jcalib.losses.quantile_calibration_loss` smooths, there computed from
+    predicted quantiles instead of PIT values.
 
     Args:
         pit_values: $u_t = F_t(y_t)$, shape ``(T,)``.
@@ -288,7 +294,7 @@ def smape(
     y, p = _real_pair(y, y_hat, "y_hat")
     if p.ndim != 1:
         raise ValueError(f"y_hat must be 1-D, got shape {tuple(p.shape)}")
-    w = check_weights(sample_weight, y.shape[0])
+    w = check_weights(sample_weight, y.shape[0], positive_total=True)
     w = jnp.ones_like(y) if w is None else w.astype(y.dtype)
     den = (jnp.abs(y) + jnp.abs(p)) / 2
     num = jnp.abs(y - p)
@@ -323,7 +329,7 @@ def pinball_loss(
     lv = _levels(levels, y.dtype)
     if qs.ndim != 2 or qs.shape[1] != lv.shape[0]:
         raise ValueError(f"quantiles must have shape (T, {lv.shape[0]}), got {tuple(qs.shape)}")
-    w = check_weights(sample_weight, y.shape[0])
+    w = check_weights(sample_weight, y.shape[0], positive_total=True)
     w = jnp.ones_like(y) if w is None else w.astype(y.dtype)
     loss = pinball(qs, y[:, None], lv[None, :])
     return jnp.mean(w @ loss) / jnp.sum(w)
@@ -346,7 +352,9 @@ def crps_score(dist: Any, y: Float[Array, " T"], sample_weight: Float[Array, " T
     if not hasattr(dist, "crps"):
         raise ValueError(f"crps_score needs a distribution with a crps method, got {type(dist).__name__}")
     y = _outcomes(y)
+    if y.shape[0] == 0:
+        raise ValueError("y is empty; crps_score needs at least one outcome")
     s = _crps(dist, y)
-    w = check_weights(sample_weight, y.shape[0])
+    w = check_weights(sample_weight, y.shape[0], positive_total=True)
     w = jnp.ones_like(s) if w is None else w.astype(s.dtype)
     return jnp.sum(w * s) / jnp.sum(w)

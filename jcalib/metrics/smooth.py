@@ -2,6 +2,10 @@ r"""Smooth calibration error (exact LP) and smooth ECE (Błasiok–Nakkiran 2023
 
 Both are **normalised** (divided by the total weight), pure ``jax.numpy``, jit- and vmap-able
 (no Python branching on values; the bandwidth search is a fixed 10-step bisection).
+
+Input checks: concrete inputs at the Python boundary (``ValueError`` naming the argument);
+under ``jit``/``vmap``/``grad``, probabilities in [0, 1] (no NaN), labels in {0, 1} and non-negative finite weights are checked in the graph
+with ``eqx.error_if`` unless ``jcalib.config.checks(False)`` was in force at trace time.
 """
 
 from __future__ import annotations
@@ -13,7 +17,15 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-from .._validation import check_binary_inputs
+from .._validation import (
+    as_float_array,
+    check_binary_inputs,
+    check_binary_probs,
+    check_finite,
+    check_hyper,
+    check_same_length,
+    check_weights,
+)
 from ._groups import group_sums
 
 __all__ = ["smooth_calibration_error", "smooth_ece", "smooth_ece_at_bandwidth"]
@@ -183,15 +195,25 @@ def _smece_sigma(p, resid, w, sigma, Emax, Nmax):
 def smooth_ece_at_bandwidth(
     probs: Float[Array, " n"], residuals: Float[Array, " n"], weights: Float[Array, " n"], sigma
 ) -> Float[Array, ""]:
-    r"""smECE$_\sigma$ at a given bandwidth $\sigma \ge 2^{-9}$ (Błasiok–Nakkiran 2023), no checks.
+    r"""smECE$_\sigma$ at a given bandwidth $\sigma \ge 2^{-9}$ (Błasiok–Nakkiran 2023).
 
     The kernel-smoothed residual $\hat r_\sigma$ and density $\hat\delta_\sigma$ on [0, 1],
     $\mathrm{smECE}_\sigma = \int |\hat r_\sigma(t)|\,dt / \int \hat\delta_\sigma(t)\,dt$ on
     relplot's grid; :func:`smooth_ece` is this at the fixed point $\mathrm{smECE}_\sigma = \sigma$.
     Differentiable in ``probs``, ``residuals`` (usually ``probs - labels``) and ``weights``;
     training losses (:mod:`jcalib.losses`) differentiate it at the metric's own $\sigma$.
+    Checks: ``probs`` in [0, 1], finite ``residuals``, non-negative finite ``weights`` of one
+    length, and a finite scalar $\sigma \ge 2^{-9}$ (concrete values at the boundary; traced
+    arrays in the graph, see :mod:`jcalib.config`).
     """
-    return _smece_sigma(probs, residuals, weights, sigma, *_static_max(_MIN_SIGMA))
+    p = check_binary_probs(probs, "probs")
+    r = check_finite(as_float_array(residuals, "residuals"), "residuals")
+    if p.ndim != 1 or r.ndim != 1:
+        raise ValueError(f"probs and residuals must be 1-D, got shapes {tuple(p.shape)} and {tuple(r.shape)}")
+    n = check_same_length(probs=p, residuals=r)
+    w = check_weights(weights, n, "weights", positive_total=True)
+    check_hyper(sigma, "sigma", _MIN_SIGMA)
+    return _smece_sigma(p, r, w, sigma, *_static_max(_MIN_SIGMA))
 
 
 def smooth_ece(

@@ -31,6 +31,10 @@ subset family is the binary smooth calibration error of the events "label in $T$
 :func:`jcalib.metrics.smooth_calibration_error` (exact, jit-able). The projected and full
 families have residuals that are not tied to the projection, so they solve their LPs with
 SciPy's HiGHS on the host (not jit-able; meant for small and medium $n$).
+
+Input checks: concrete inputs at the Python boundary (``ValueError`` naming the argument);
+under ``jit``/``vmap``/``grad``, rows of predictions non-negative and summing to 1 (no NaN), labels in [0, C) and non-negative finite weights are checked in the graph
+with ``eqx.error_if`` unless ``jcalib.config.checks(False)`` was in force at trace time.
 """
 
 from __future__ import annotations
@@ -51,8 +55,10 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._kernels import kernel_matmul, multinomial_kernel
 from .._validation import (
-    check_multiclass_inputs,
     as_float_array,
+    check_finite,
+    check_hyper,
+    check_multiclass_inputs,
     check_positive_int,
     is_concrete,
 )
@@ -264,8 +270,11 @@ def lipschitz_correlation(t, r, lipschitz: float = 1.0):
         ``(value, u, phi)``: the maximum, the sorted distinct points and the maximiser's values
         at them.
     """
-    t = np.asarray(t, np.float64)
-    r = np.asarray(r, np.float64)
+    check_hyper(lipschitz, "lipschitz", 0.0, open_lo=True)
+    t = np.asarray(check_finite(as_float_array(t, "t"), "t"), np.float64)
+    r = np.asarray(check_finite(as_float_array(r, "r"), "r"), np.float64)
+    if t.ndim != 1 or r.shape != t.shape or not t.size:
+        raise ValueError(f"t and r must be non-empty 1-D arrays of one length, got {t.shape} and {r.shape}")
     u, inv = np.unique(t, return_inverse=True)
     ru = np.bincount(inv.ravel(), weights=r, minlength=len(u))
     if len(u) == 1:
@@ -586,8 +595,8 @@ def sigmoid_calibration_error(
         ℓ for class ℓ) and ``b`` ``(k,)``.
     """
     v, _, z, w = _inputs(probs, labels, sample_weight)
-    if is_concrete(L) and not float(L) >= 1:
-        raise ValueError(f"L must be >= 1, got {L!r}")
+    check_hyper(L, "L", 1.0)
+    check_hyper(learning_rate, "learning_rate", 0.0, open_lo=True)
     value, per, a, b = _sigmoid_search(
         jax.random.key(0) if key is None else key, v, z, w,
         jnp.asarray(L, v.dtype), jnp.asarray(learning_rate, v.dtype),

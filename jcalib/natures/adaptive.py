@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import as_float_array, check_positive_int, is_concrete
+from .._validation import as_float_array, check_hyper, check_positive_int, is_concrete
 from ..core.types import AbstractNature, Forecast, as_mixture
 from .oblivious import _check_scalar_prob
 
@@ -39,6 +39,8 @@ class Contrarian(AbstractNature):
     $1/2$: a constant forecast of $1/2$ gets $y \equiv 0$ and ECE $= T/2$, and a calibrated
     forecaster is driven to alternate around $1/2$. Stateless and keyless.
     """
+
+    outcome_space = "binary"
 
     def init(self, key: PRNGKeyArray) -> ContrarianState:
         return ContrarianState()
@@ -78,6 +80,8 @@ class MaxCalibrationError(AbstractNature):
     Attributes:
         n_bins: bucket grid size $n$ (static: fixes the state's shape).
     """
+
+    outcome_space = "binary"
 
     n_bins: int = eqx.field(static=True, default=10)
 
@@ -121,6 +125,8 @@ class RandomMixture(AbstractNature):
         n_bins: bucket grid of the max-error part (static).
     """
 
+    outcome_space = "binary"
+
     contrarian: float = 1.0
     max_error: float = 1.0
     bernoulli: float = 1.0
@@ -130,6 +136,8 @@ class RandomMixture(AbstractNature):
     def __check_init__(self):
         check_positive_int(self.n_bins, "n_bins")
         _check_scalar_prob(self.rate, "rate")
+        for v, n in zip(self._raw_weights(), ("contrarian", "max_error", "bernoulli")):
+            check_hyper(v, n, 0.0)
         w = jnp.stack([as_float_array(v, n) for v, n in zip(self._raw_weights(), ("contrarian", "max_error", "bernoulli"))])
         if is_concrete(w) and not (bool(jnp.all(jnp.isfinite(w) & (w >= 0))) and bool(jnp.sum(w) > 0)):
             raise ValueError(

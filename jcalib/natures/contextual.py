@@ -21,7 +21,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._dtypes import float_dtype
-from .._validation import as_float_array, is_concrete
+from .._validation import as_float_array, check_hyper, is_concrete
 from ..core.types import AbstractNature, Forecast
 from .oblivious import _bernoulli, _check_positive, _check_scalar_prob
 
@@ -43,6 +43,8 @@ class LatentState(NamedTuple):
 
 class _LatentModel(AbstractNature):
     """Draws one uniform latent per round; subclasses map (t, latent) to (q_t, p*_t)."""
+
+    outcome_space = "binary"
 
     def init(self, key: PRNGKeyArray) -> LatentState:
         return LatentState(jnp.zeros((), jnp.int32), jax.random.uniform(key, (), float_dtype()))
@@ -131,9 +133,7 @@ class DistortedModel(_LatentModel):
         _check_positive(self.slope, "slope")
         _check_scalar_prob(self.low, "low")
         _check_scalar_prob(self.high, "high")
-        s = as_float_array(self.shift, "shift")
-        if is_concrete(s) and not bool(np.isfinite(np.asarray(s))):
-            raise ValueError(f"shift must be finite, got {self.shift!r}")
+        check_hyper(self.shift, "shift")
         lo, hi = as_float_array(self.low, "low"), as_float_array(self.high, "high")
         if is_concrete(lo) and is_concrete(hi) and not bool(lo < hi):
             raise ValueError(f"need low < high, got low={self.low!r}, high={self.high!r}")
@@ -179,9 +179,7 @@ class DriftingModel(_LatentModel):
         _check_scalar_prob(self.low, "low")
         _check_scalar_prob(self.high, "high")
         for name in ("start", "end"):
-            v = as_float_array(getattr(self, name), name)
-            if is_concrete(v) and not bool(np.isfinite(np.asarray(v))):
-                raise ValueError(f"{name} must be finite, got {getattr(self, name)!r}")
+            check_hyper(getattr(self, name), name)
 
     def bias(self, t: Int[Array, ""]) -> Float[Array, ""]:
         """$b_t$."""

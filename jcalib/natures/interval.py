@@ -22,7 +22,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._dtypes import float_dtype
-from .._validation import check_positive_int
+from .._validation import check_hyper, check_positive_int
 from ..core.types import AbstractNature, Forecast
 from ..distributions import PiecewiseConstant, uniform_edges
 from ..distributions.piecewise import check_edges
@@ -45,6 +45,8 @@ class IIDInterval(AbstractNature):
         probs: ``(n,)`` bin masses (non-negative, summing to 1; checked when concrete).
         edges: static tuple of $n + 1$ increasing floats.
     """
+
+    outcome_space = "real"
 
     probs: Float[Array, " n"]
     edges: tuple = eqx.field(static=True)
@@ -102,6 +104,10 @@ class HalfSpaceAdversary(AbstractNature):
     lo: float = eqx.field(static=True, default=0.0)
     hi: float = eqx.field(static=True, default=1.0)
     binary: bool = eqx.field(static=True, default=False)
+
+    @property
+    def outcome_space(self) -> str:
+        return "binary" if self.binary else "real"
     context_value: object = None
 
     def context(self, state, key):
@@ -157,9 +163,11 @@ class OverconfidentGaussian(AbstractNature):
 
     Attributes:
         scale: $s$ (float). overconfidence: $\kappa$ (float; $< 1$ is overconfident).
-        phi: AR coefficient (float). spread: $\varsigma$ (float).
+        phi: AR coefficient (float in $(-1, 1)$). spread: $\varsigma$ (float).
         edges: static bin edges (default 50 equal bins of [0, 1]).
     """
+
+    outcome_space = "real"
 
     scale: float = 0.12
     overconfidence: float = 0.4
@@ -169,9 +177,9 @@ class OverconfidentGaussian(AbstractNature):
 
     def __check_init__(self):
         for name in ("scale", "overconfidence", "spread"):
-            v = getattr(self, name)
-            if isinstance(v, (int, float)) and not v > 0:
-                raise ValueError(f"{name} must be positive, got {v!r}")
+            check_hyper(getattr(self, name), name, 0.0, open_lo=True)
+        # |phi| < 1: the innovation's scale sqrt(1 - phi^2) is NaN beyond (phi = 1.7 gave NaN streams)
+        check_hyper(self.phi, "phi", -1.0, 1.0, open_lo=True, open_hi=True)
 
     def init(self, key: PRNGKeyArray) -> LatentMean:
         mu = 0.5 + self.spread * jax.random.normal(key, (), float_dtype())

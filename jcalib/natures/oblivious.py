@@ -17,7 +17,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._dtypes import float_dtype
-from .._validation import as_float_array, check_binary_labels, check_binary_probs, is_concrete
+from .._validation import as_float_array, check_binary_labels, check_binary_probs, check_hyper, is_concrete
 from ..core.types import AbstractNature, Forecast
 
 __all__ = [
@@ -40,16 +40,11 @@ def _bernoulli(key, p) -> Int[Array, ""]:
 
 
 def _check_scalar_prob(value, name):
-    arr = as_float_array(value, name)
-    if arr.ndim != 0:
-        raise ValueError(f"{name} must be a scalar, got shape {tuple(arr.shape)}")
-    check_binary_probs(arr[None], name)  # as 1-D: check_binary_probs reports bad entries by index
+    check_hyper(value, name, 0.0, 1.0)
 
 
 def _check_positive(value, name):
-    arr = as_float_array(value, name)
-    if is_concrete(arr) and not bool(np.all(np.isfinite(np.asarray(arr)) & (np.asarray(arr) > 0))):
-        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+    check_hyper(value, name, 0.0, open_lo=True)
 
 
 class RoundState(NamedTuple):
@@ -60,6 +55,8 @@ class RoundState(NamedTuple):
 
 class _Clocked(AbstractNature):
     """A nature whose state is only the round index."""
+
+    outcome_space = "binary"
 
     def init(self, key: PRNGKeyArray) -> RoundState:
         return RoundState(t=jnp.zeros((), jnp.int32))
@@ -148,6 +145,8 @@ class Periodic(AbstractNature):
         period: rounds per cycle (positive).
     """
 
+    outcome_space = "binary"
+
     base: float = 0.5
     amplitude: float = 0.3
     period: float = 100.0
@@ -155,6 +154,7 @@ class Periodic(AbstractNature):
     def __check_init__(self):
         _check_scalar_prob(self.base, "base")
         _check_positive(self.period, "period")
+        check_hyper(self.amplitude, "amplitude")
         b = as_float_array(self.base, "base")
         a = as_float_array(self.amplitude, "amplitude")
         if is_concrete(a) and is_concrete(b):
@@ -209,6 +209,8 @@ class Markov(AbstractNature):
         p01, p10: transition probabilities in [0, 1].
     """
 
+    outcome_space = "binary"
+
     p01: float = 0.1
     p10: float = 0.1
 
@@ -256,6 +258,8 @@ class RegimeSwitch(AbstractNature):
             natures swept together must share ``K``).
         switch_prob: in [0, 1].
     """
+
+    outcome_space = "binary"
 
     rates: Float[Array, " K"]
     switch_prob: float = 0.01
@@ -314,6 +318,10 @@ class Replay(_Clocked):
     y: Array
     x: Any
     outcomes: str = eqx.field(static=True)
+
+    @property
+    def outcome_space(self) -> str:
+        return self.outcomes
 
     def __init__(self, y, x=None, *, outcomes: str = "binary"):
         if outcomes not in ("binary", "real"):

@@ -65,6 +65,8 @@ class RecalibrationAdversary(AbstractNature):
         dtype('int32')
     """
 
+    outcome_space = "binary"
+
     n_bins: int = eqx.field(static=True)
     alpha: float = 0.5
     low: float = 0.0

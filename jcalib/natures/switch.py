@@ -57,6 +57,12 @@ class Switch(AbstractNature):
     natures: tuple
     index: Any = 0
 
+    @property
+    def outcome_space(self) -> str | None:
+        """The members' common outcome space (``None`` when they differ or are undeclared)."""
+        spaces = {n.outcome_space for n in self.natures}
+        return spaces.pop() if len(spaces) == 1 else None
+
     def __check_init__(self):
         if not isinstance(self.natures, tuple) or not self.natures:
             raise ValueError("natures must be a non-empty tuple of natures")

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._dtypes import float_dtype as _fdt
+from .._dtypes import float_dtype
 
 __all__ = [
     "AbstractPayoff",
@@ -135,7 +135,7 @@ class AbstractPayoff(eqx.Module):
 def _dtype_of(p) -> jnp.dtype:
     """The float dtype of a forecast: its ``dtype`` attribute (distributions, arrays), else the default."""
     dt = getattr(p, "dtype", None)
-    return dt if dt is not None and jnp.issubdtype(dt, jnp.floating) else _fdt()
+    return dt if dt is not None and jnp.issubdtype(dt, jnp.floating) else float_dtype()
 
 
 def _bin_ends(edges: tuple, p) -> tuple[Array, Array]:

@@ -24,7 +24,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from .._validation import check_positive_int
+from .._validation import check_hyper, check_positive_int
 from ..core.types import Mixture
 from .base import AbstractPayoff
 from .binary import tent_weights
@@ -61,8 +61,7 @@ class ConformalPayoff(AbstractPayoff):
 
     def __check_init__(self):
         check_positive_int(self.n_actions, "n_actions")
-        if isinstance(self.beta, float) and not 0 < self.beta < 1:
-            raise ValueError(f"beta must lie in (0, 1), got {self.beta}")
+        check_hyper(self.beta, "beta", 0.0, 1.0, open_lo=True, open_hi=True)
 
     @property
     def dim(self) -> int:
@@ -100,6 +99,7 @@ class SmoothConformalPayoff(AbstractPayoff):
 
     def __check_init__(self):
         check_positive_int(self.n_actions, "n_actions")
+        check_hyper(self.beta, "beta", 0.0, 1.0, open_lo=True, open_hi=True)
 
     @property
     def dim(self) -> int:

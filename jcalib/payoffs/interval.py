@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._validation import check_positive_int
+from .._validation import check_hyper, check_positive_int
 from ..distributions import PiecewiseConstant
 from .base import AbstractPayoff, DirectSum, ExpertContext, _bin_ends
 
@@ -38,6 +38,7 @@ __all__ = [
 
 def quantile_levels(n: int, dtype=None):
     """The levels $\\alpha_j = j/(n+1)$, $j = 1..n$ (n = 99 gives 0.01, …, 0.99)."""
+    n = check_positive_int(n, "n")
     dtype = dtype or jnp.result_type(float)
     return jnp.arange(1, n + 1, dtype=dtype) / (n + 1)
 
@@ -266,6 +267,10 @@ class ExpertRegret(AbstractPayoff):
     def __check_init__(self):
         if not self.losses or any(name not in _LOSSES for name in self.losses):
             raise ValueError(f"losses must be a non-empty tuple from {_LOSSES}, got {self.losses!r}")
+        check_hyper(self.lo, "lo")
+        check_hyper(self.hi, "hi")
+        if not self.lo < self.hi:
+            raise ValueError(f"need lo < hi, got lo={self.lo}, hi={self.hi}")
 
     @property
     def dim(self) -> int:

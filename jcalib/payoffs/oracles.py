@@ -4,8 +4,13 @@ A half-space oracle receives the current direction $c$ (Algorithm 1's $\bar\pi_{
 part taken on regret coordinates) and the context $x$ and returns a forecast $p$ with
 $\max_y \langle c, \pi(x, p, y)\rangle \le 0$ (Eq. 4) — or, for the discretised oracles, at most
 $\epsilon\|c\|_2$. Every oracle here returns a :class:`~jcalib.core.Forecast` whose
-``certificate`` is that maximum **computed exactly** over all outcomes $y \in [0, 1]$ (or
-every outcome configuration), before the outcome is drawn.
+``certificate`` is $\max_y \langle c, \pi(x, p, y)\rangle$ for the forecast it publishes,
+evaluated in closed form over every outcome the payoff admits (both ends of the outcome range
+included), before the outcome is drawn. The certificate is exact for the strategy played; the
+strategy itself may be approximate (:class:`ConformalOracle`'s LP fallback runs a fixed number
+of mirror-prox steps, so its certificate can exceed the LP optimum by that solver's error), and
+for :class:`QuantileStepOracle` it can be positive at $y = y_{min}$, where no step quantile
+function makes the payoff non-positive.
 
 Oracles (each with the payoff of :mod:`jcalib.payoffs.binary` / :mod:`jcalib.payoffs.grid` it
 is built for, as ``oracle.payoff``):
@@ -42,7 +47,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._validation import check_positive_int
+from .._validation import as_int, check_hyper, check_positive_int, is_concrete
 from ..core.types import Forecast, Mixture
 from .base import AbstractPayoff
 from .binary import BinaryCalibration, MixedBinaryCalibration, tent_weights
@@ -250,12 +255,14 @@ class ConformalOracle(AbstractOracle):
     """
 
     beta: float
-    n_actions: int = eqx.field(static=True)
+    n_actions: int = eqx.field(static=True, converter=as_int)
     rule: str = eqx.field(static=True, default="corrected")
-    lp_steps: int = eqx.field(static=True, default=500)
+    lp_steps: int = eqx.field(static=True, default=500, converter=as_int)
 
     def __check_init__(self):
         check_positive_int(self.n_actions, "n_actions")
+        check_positive_int(self.lp_steps, "lp_steps")
+        check_hyper(self.beta, "beta", 0.0, 1.0, open_lo=True, open_hi=True)
         if self.rule not in ("corrected", "paper"):
             raise ValueError(f"rule must be 'corrected' or 'paper', got {self.rule!r}")
 
@@ -327,6 +334,10 @@ class SmoothConformalOracle(AbstractOracle):
 
     beta: float
     n_actions: int = eqx.field(static=True)
+
+    def __check_init__(self):
+        check_positive_int(self.n_actions, "n_actions")
+        check_hyper(self.beta, "beta", 0.0, 1.0, open_lo=True, open_hi=True)
 
     @property
     def payoff(self):
@@ -466,8 +477,14 @@ class QuantileStepOracle(AbstractOracle):
     ($= -a$ for $y > y_{min}$). So set $Q(a) = y_{max}$ exactly where $c_a \le 0$ and
     $y_{min}$ where $c_a > 0$: every term $c_a \pi_a \le 0$ for every outcome
     $y \in (y_{min}, y_{max}]$ (the outcome space of C.1.2, whose proof treats
-    $\mathbb 1\{y \le y_{min}\}$ as 0), so the certificate is $\le 0$ always — simpler than
-    the paper's root-and-areas case list, which is not needed for this payoff.
+    $\mathbb 1\{y \le y_{min}\}$ as 0).
+
+    At $y = y_{min}$ itself every indicator is 1 whatever $Q$ is, so the payoff there is
+    $\sum_a c_a (1 - a)$, which no step function can make non-positive when it is positive
+    (outcomes at the lower end are common: zero wind hours, say). Only two indicator patterns
+    occur over $y \in [y_{min}, y_{max}]$, so the certificate is the exact maximum of the two:
+    $\max\big(\sum_a c_a(\mathbb 1\{Q(a) = y_{max}\} - a),\ \sum_a c_a(1 - a)\big)$,
+    which is $\le 0$ whenever $\sum_a c_a(1 - a) \le 0$ and positive (honestly) otherwise.
     The forecast is the vector $(Q(a_j))_j$.
 
     Attributes:
@@ -475,9 +492,16 @@ class QuantileStepOracle(AbstractOracle):
         y_min, y_max: outcome range (floats).
     """
 
-    n_levels: int = eqx.field(static=True)
+    n_levels: int = eqx.field(static=True, converter=as_int)
     y_min: float = 0.0
     y_max: float = 1.0
+
+    def __check_init__(self):
+        check_positive_int(self.n_levels, "n_levels")
+        check_hyper(self.y_min, "y_min")
+        check_hyper(self.y_max, "y_max")
+        if is_concrete(self.y_min) and is_concrete(self.y_max) and not float(self.y_min) < float(self.y_max):
+            raise ValueError(f"need y_min < y_max, got y_min={self.y_min!r}, y_max={self.y_max!r}")
 
     @property
     def payoff(self):
@@ -490,6 +514,7 @@ class QuantileStepOracle(AbstractOracle):
         lo, hi = jnp.asarray(self.y_min, c.dtype), jnp.asarray(self.y_max, c.dtype)
         Q = jnp.where(c <= 0, hi, lo)
         a = jnp.arange(1, self.n_levels + 1, dtype=c.dtype) / (self.n_levels + 1)
-        # for y in (y_min, y_max] the indicators are 1 exactly where Q = y_max: one pattern
-        cert = jnp.dot(c, (Q >= hi).astype(c.dtype) - a)
+        # for y in (y_min, y_max] the indicators are 1 exactly where Q = y_max; at y = y_min
+        # they are all 1: the exact maximum over y is the larger of the two patterns
+        cert = jnp.maximum(jnp.dot(c, (Q >= hi).astype(c.dtype) - a), jnp.dot(c, 1 - a))
         return Forecast(Q, Q, cert)

@@ -14,7 +14,7 @@ from typing import Any
 
 import jax
 
-from .._validation import check_class_labels, check_same_length, check_simplex_probs
+from .._validation import check_class_labels, check_key, check_same_length, check_simplex_probs
 
 __all__ = ["Recalibrator"]
 
@@ -32,9 +32,11 @@ class Recalibrator(abc.ABC):
         """Fit on held-out predictions ``probs`` (n, C) and integer ``labels`` (n,)."""
         probs = check_simplex_probs(probs)
         labels = check_class_labels(labels, probs.shape[1])
-        check_same_length(probs=probs, labels=labels)
+        if check_same_length(probs=probs, labels=labels) == 0:
+            raise ValueError("probs and labels are empty; fitting needs at least one sample")
+        key = jax.random.key(0) if key is None else check_key(key)
         self.n_classes_ = probs.shape[1]
-        self.params_ = self._fit(jax.random.key(0) if key is None else key, probs, labels)
+        self.params_ = self._fit(key, probs, labels)
         return self
 
     def predict_proba(self, probs) -> jax.Array:

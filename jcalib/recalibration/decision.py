@@ -42,6 +42,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from tqdm.auto import tqdm
 
 from .._validation import (
+    check_key,
     check_class_labels,
     check_float_scalar,
     check_positive_int,
@@ -220,7 +221,7 @@ def decision_calibration_stage(
         raise ValueError(f"probs must be a float (n, C) array, got {current.dtype} {current.shape}")
     labels = check_class_labels(labels, current.shape[1])
     n = check_same_length(probs=current, labels=labels)
-    sample_weight = check_weights(sample_weight, n)
+    sample_weight = check_weights(sample_weight, n, positive_total=True)
     onehot = jax.nn.one_hot(labels, current.shape[1], dtype=current.dtype)
     return _stage(
         key, current, onehot, normalised_weights(sample_weight, n, current.dtype),
@@ -298,11 +299,14 @@ def decision_calibration_fit(
     References:
         Zhao, Kim, Sahoo, Ma, Ermon (2021), Algorithm 1, Theorem 2.2, Section 4.4.
     """
+    check_key(key)
     _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective, projection)
     probs = check_simplex_probs(probs)
     labels = check_class_labels(labels, probs.shape[1])
     n = check_same_length(probs=probs, labels=labels)
-    sample_weight = check_weights(sample_weight, n)
+    if n == 0:
+        raise ValueError("probs and labels are empty; fitting needs at least one sample")
+    sample_weight = check_weights(sample_weight, n, positive_total=True)
     onehot = jax.nn.one_hot(labels, probs.shape[1], dtype=probs.dtype)
     weights = normalised_weights(sample_weight, n, probs.dtype)
     hard, project = partition == "hard", projection == "simplex"

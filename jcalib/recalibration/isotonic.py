@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import as_float_array, check_finite, check_positive_int, is_concrete
+from .._validation import as_float_array, check_finite, check_hyper, check_positive_int, is_concrete
 from ..core.types import AbstractForecaster, Forecast
 
 __all__ = [
@@ -232,9 +232,7 @@ class OnlineIsotonic(AbstractForecaster):
         if e.ndim != 1 or len(e) < 2 or not np.all(np.diff(e) > 0):
             raise ValueError("edges must be a strictly increasing tuple of at least 2 floats")
         check_positive_int(self.capacity, "capacity")
-        w = self.prior_weight
-        if isinstance(w, (int, float)) and not (np.isfinite(w) and w >= 0):
-            raise ValueError(f"prior_weight must be a finite non-negative number, got {w!r}")
+        check_hyper(self.prior_weight, "prior_weight", 0.0)
 
     def init(self, key: PRNGKeyArray) -> OnlineIsotonicState:
         return OnlineIsotonicState(jnp.zeros((self.capacity,), jnp.result_type(float)), jnp.zeros((), jnp.int32))

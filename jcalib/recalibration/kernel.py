@@ -28,8 +28,8 @@ and accelerators.
 Contents:
 
 * :func:`multinomial_kernel` — $\ker_d(v, v') = \sum_{i=0}^d (v\cdot v')^i$ (Definition 6.3).
-* :func:`kernel_audit` — Algorithm 2 (Algorithm 1 is its one-coordinate case,
-  :func:`kernel_weak_learner`).
+* :func:`kernel_audit` — Algorithm 2, a metric living in :mod:`jcalib.metrics.kernel` and
+  re-exported here (Algorithm 1 is its one-coordinate case, :func:`kernel_weak_learner`).
 * :func:`kernel_calibration_fit` / :func:`kernel_calibration_apply` / :class:`KernelCalibrator`
   — post-processing by repeated auditing (Lemma 4.2, following GKSZ22 Lemma 33).
 * :func:`projected_smooth_auditor`, :func:`sigmoid_auditor` — the auditors of Theorems 7.1
@@ -54,10 +54,20 @@ from .. import _kernels
 from .._kernels import GaussianKernel, MultinomialKernel, gaussian_kernel, kernel_matmul, multinomial_kernel
 from .._simplex import project_simplex
 from .._validation import (
+    check_key,
     check_multiclass_inputs,
     check_positive_int,
     check_simplex_probs,
     is_concrete,
+)
+from ..metrics.kernel import (
+    KernelAudit,
+    KernelWitness,
+    audit_core as _audit_core,
+    audit_inputs as _audit_inputs,
+    kernel_audit,
+    kernel_audit_jit as _kernel_audit_jit,
+    kernel_scale as _resolve_scale,
 )
 from .base import Recalibrator
 
@@ -82,159 +92,15 @@ __all__ = [
 ]
 
 # The kernels, the tiled Gram product and the simplex projection live in modules shared with
-# jcalib.metrics (which must not import this subpackage); they are re-exported here, where they
-# are documented.
+# jcalib.metrics (which must not import this subpackage), and the audit itself — a metric, the
+# RKHS-ball calibration error — lives in jcalib.metrics.kernel; they are re-exported here, next
+# to the post-processing built on them.
 Kernel = _kernels.Kernel
 _DEFAULT_TILE = _kernels.DEFAULT_TILE
 
 
 # --------------------------------------------------------------------------------------------
 # Algorithm 2 (and Algorithm 1)
-
-
-class KernelWitness(eqx.Module):
-    r"""The witness $w(u) = \ker(u, V)\,C$ returned by the audit, callable on predictions.
-
-    Memory: the support points $V$ and coefficients $C$, both ``(n, k)``; evaluating on ``m``
-    points costs $O(mnk)$ time and $O(\mathrm{tile}\cdot n)$ extra memory.
-
-    Attributes:
-        support: ``(n, k)`` audited predictions $v_i$.
-        coef: ``(n, k)`` $z_{i\ell} / (\lambda_\ell s)$ (0 for classes with $\lambda_\ell = 0$).
-        kernel: the kernel (static).
-        tile: rows per Gram block (static).
-    """
-
-    support: Float[Array, "n k"]
-    coef: Float[Array, "n k"]
-    kernel: Kernel = eqx.field(static=True)
-    tile: int = eqx.field(static=True, default=_DEFAULT_TILE)
-
-    def __call__(self, probs: Float[Array, "m k"]) -> Float[Array, "m k"]:
-        probs = check_simplex_probs(probs)
-        if probs.shape[1] != self.support.shape[-1]:
-            raise ValueError(f"witness is for {self.support.shape[-1]} classes, got probs with {probs.shape[1]}")
-        return kernel_matmul(self.kernel, probs.astype(self.coef.dtype), self.support, self.coef, self.tile)
-
-
-class KernelAudit(eqx.Module):
-    r"""Result of :func:`kernel_audit` (Algorithm 2).
-
-    Attributes:
-        value: $\frac1n\sum_i\langle y_i - v_i, w(v_i)\rangle = \sum_\ell\lambda_\ell/(ns)$, the
-            witness's correlation on the audited sample (**normalised**, in $[0, 2]$ since
-            $|w_\ell| \le 1$). Equals $CE_{B_\Gamma(1/s)^k}$ of the empirical distribution.
-        per_class: ``(k,)`` $\lambda_\ell / (ns) = \frac1n\sum_i z_{i\ell} w_\ell(v_i)$.
-        lam: ``(k,)`` $\lambda_\ell$ of Algorithm 2 (unnormalised sums over $n^2$ pairs, as in
-            the paper).
-        s: the scale $s$ (with $s^2 \ge \sup_v \ker(v, v)$).
-        witness: :class:`KernelWitness`, callable on ``(m, k)`` predictions.
-    """
-
-    value: Float[Array, ""]
-    per_class: Float[Array, " k"]
-    lam: Float[Array, " k"]
-    s: Float[Array, ""]
-    witness: KernelWitness
-
-
-def _resolve_scale(kernel, s):
-    if s is not None:
-        s = float(s)
-        if not s > 0 or not math.isfinite(s):
-            raise ValueError(f"s must be a positive finite number, got {s!r}")
-        return s
-    bound = getattr(kernel, "diag_bound", None)
-    if bound is None:
-        raise ValueError(
-            "pass s with s**2 >= sup_v ker(v, v) on the simplex: the kernel has no diag_bound attribute"
-        )
-    return math.sqrt(float(bound))
-
-
-def _audit_core(kernel, s, tile, v, z):
-    """Algorithm 2 on residuals z (n, k); returns (value, per_class, lam, coef, w_at_v)."""
-    n = v.shape[0]
-    kz = kernel_matmul(kernel, v, v, z, tile)  # (n, k): Σ_j ker(v_i, v_j) z_jℓ
-    lam2 = jnp.sum(z * kz, axis=0)
-    pos = lam2 > 0
-    lam = jnp.where(pos, jnp.sqrt(jnp.where(pos, lam2, 1.0)), 0.0)  # safe sqrt: finite gradient at λ = 0
-    inv = jnp.where(pos, 1.0 / (jnp.where(pos, lam, 1.0) * s), 0.0)  # degenerate λ_ℓ = 0 → w_ℓ = 0
-    per_class = lam / (n * s)
-    return jnp.sum(per_class), per_class, lam, z * inv[None, :], kz * inv[None, :]
-
-
-def _audit_inputs(probs, labels):
-    v, y, _ = check_multiclass_inputs(probs, labels)
-    return v, y
-
-
-def _check_tile(tile):
-    return check_positive_int(tile, "tile")
-
-
-@functools.partial(jax.jit, static_argnames=("kernel", "s", "tile"))
-def _kernel_audit_jit(v, y, *, kernel, s, tile):
-    z = jax.nn.one_hot(y, v.shape[1], dtype=v.dtype) - v
-    value, per_class, lam, coef, _ = _audit_core(kernel, s, tile, v, z)
-    return KernelAudit(value, per_class, lam, jnp.asarray(s, v.dtype), KernelWitness(v, coef, kernel, tile))
-
-
-def kernel_audit(
-    probs: Float[Array, "n k"],
-    labels: Int[Array, " n"],
-    kernel: Kernel | None = None,
-    *,
-    s: float | None = None,
-    tile: int = _DEFAULT_TILE,
-) -> KernelAudit:
-    r"""Algorithm 2 of paper 003: audit multi-class calibration against an RKHS ball.
-
-    With $z_i = e_{y_i} - v_i$:
-    $\lambda_\ell = (\sum_{i,j} z_{i\ell}z_{j\ell}\ker(v_i,v_j))^{1/2}$ and
-    $w_\ell(v) = \frac{1}{\lambda_\ell s}\sum_i z_{i\ell}\ker(v_i, v)$ ($0$ if $\lambda_\ell = 0$).
-    The witness satisfies $|w_\ell(v)| \le 1$ on the simplex and lies in $B_\Gamma(1/s)^k$.
-
-    Guarantee (Theorem 6.2): if some $w^\ast \in B_\Gamma(r)^k$ has
-    $E\langle y - v, w^\ast(v)\rangle \ge \alpha$ and $n = O(k r^2 s^2 \alpha^{-2}\log(1/\delta))$,
-    then with probability $1-\delta$ the returned witness has population correlation
-    $\ge \alpha/(3rs)$. On the audited sample itself the bound is exact and deterministic:
-    ``value`` $\ge \frac{1}{rs}\frac1n\sum_i\langle z_i, w^\ast(v_i)\rangle$ for every
-    $w^\ast \in B_\Gamma(r)^k$, with equality for the best one.
-
-    Args:
-        probs: ``(n, k)`` predictions on the simplex.
-        labels: ``(n,)`` integer labels in ``[0, k)``.
-        kernel: positive-definite kernel ``ker(A, B) -> (len(A), len(B))`` Gram block;
-            default :func:`multinomial_kernel` of degree 2. A kernel object may carry
-            ``diag_bound`` ($\sup_{v\in\Delta_k} \ker(v,v)$); a plain function needs ``s``.
-        s: scale with $s^2 \ge \sup_{v\in\Delta_k}\ker(v, v)$; default
-            ``sqrt(kernel.diag_bound)`` ($\sqrt{d+1}$ for the multinomial kernel).
-        tile: rows per Gram block (static): memory $O(\mathrm{tile}\cdot n + nk)$.
-
-    Returns:
-        :class:`KernelAudit` with ``value`` (normalised correlation of the witness),
-        ``per_class``, ``lam`` and ``witness`` (callable on predictions).
-
-    Raises:
-        ValueError: predictions off the simplex or non-finite, labels out of range, length
-            mismatch, a kernel without ``diag_bound`` and no ``s``, or a non-positive ``tile``.
-
-    Examples:
-        >>> import jax, jax.numpy as jnp
-        >>> v = jnp.array([[0.9, 0.1], [0.8, 0.2], [0.7, 0.3], [0.6, 0.4]])
-        >>> res = kernel_audit(v, jnp.array([1, 1, 0, 1]), multinomial_kernel(1))
-        >>> bool(res.value > 0), res.witness(v).shape
-        (True, (4, 2))
-
-    References:
-        Gopalan, Hu, Rothblum (2024), Algorithm 2, Theorem 6.2, Lemma 6.4.
-    """
-    kernel = multinomial_kernel(2) if kernel is None else kernel
-    if not callable(kernel):
-        raise ValueError(f"kernel must be callable ker(A, B) -> Gram block, got {type(kernel).__name__}")
-    v, y = _audit_inputs(probs, labels)
-    return _kernel_audit_jit(v, y, kernel=kernel, s=_resolve_scale(kernel, s), tile=_check_tile(tile))
 
 
 def kernel_weak_learner(
@@ -264,7 +130,7 @@ def kernel_weak_learner(
     if is_concrete(z) and (not bool(jnp.all(jnp.isfinite(z))) or bool(jnp.any(jnp.abs(z) > 1))):
         raise ValueError("targets must be finite and lie in [-1, 1]")
     s_ = _resolve_scale(kernel, s)
-    tile = _check_tile(tile)
+    tile = check_positive_int(tile, "tile")
     value, _, _, coef, _ = _audit_core(kernel, s_, tile, v, z[:, None])
     return value, KernelWitness(v, coef, kernel, tile)
 
@@ -350,7 +216,7 @@ def _fit_settings(kernel, beta, eta, max_steps, tile, s):
         raise ValueError(f"beta must be a non-negative number, got {beta!r}")
     if eta is not None and is_concrete(eta) and not float(eta) > 0:
         raise ValueError(f"eta must be positive or None (adaptive), got {eta!r}")
-    return kernel, _resolve_scale(kernel, s), check_positive_int(max_steps, "max_steps"), _check_tile(tile)
+    return kernel, _resolve_scale(kernel, s), check_positive_int(max_steps, "max_steps"), check_positive_int(tile, "tile")
 
 
 def kernel_calibration_fit(
@@ -405,6 +271,7 @@ def kernel_calibration_fit(
         Gopalan, Hu, Rothblum (2024), Lemma 4.2, Definition 4.1; Gopalan, Kalai, Sharan,
         Wieder (2022, GKSZ22), Lemma 33.
     """
+    check_key(key, optional=True)  # deterministic: None or a key
     del key  # deterministic
     kernel, s_, n_steps, tile = _fit_settings(kernel, beta, eta, max_steps, tile, s)
     v, y = _audit_inputs(probs, labels)
@@ -667,8 +534,8 @@ def sigmoid_auditor(alpha: float, L: float, k: int | None = None, degree: int | 
         Theorem 7.9, Lemma 7.3.
     """
     alpha = _check_alpha(alpha)
-    if isinstance(L, bool) or not isinstance(L, (int, float, np.floating)) or not L >= 1:
-        raise ValueError(f"L must be a number >= 1, got {L!r}")
+    if isinstance(L, bool) or not isinstance(L, (int, float, np.floating)) or not 1 <= L < float("inf"):
+        raise ValueError(f"L must be a finite number >= 1, got {L!r}")
     a2 = 1.0 if k is None else float(check_positive_int(k, "k"))
     d = _tanh_degree(alpha, float(L)) if degree is None else int(degree)
     _, log10_r2 = _tanh_interpolants(float(L), d)

@@ -65,6 +65,7 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from .._validation import (
+    check_key,
     check_multiclass_inputs,
     as_float_array,
     check_positive_int,
@@ -245,7 +246,7 @@ def temperature_scaling_fit(
     $T = 1$. Temperature scaling keeps the arg-max, so accuracy is unchanged.
 
     Args:
-        key: unused (the fit is deterministic); accepted for the common recalibrator signature.
+        key: unused (the fit is deterministic): a PRNG key or ``None``, for the common recalibrator signature.
         probs: held-out predicted probabilities, rows on the simplex, shape (n, C).
         labels: integer labels in [0, C), shape (n,).
         n_steps: number of L-BFGS iterations (a fixed scan length; iterations after
@@ -266,6 +267,7 @@ def temperature_scaling_fit(
     References:
         Guo, Pleiss, Sun, Weinberger (2017), "On calibration of modern neural networks", §4.2.
     """
+    check_key(key, optional=True)  # deterministic: None or a key
     del key  # deterministic fit
     probs, labels, weights = _prepare(probs, labels, sample_weight)
     return _temperature_fit(probs, labels, weights, check_positive_int(n_steps, "n_steps"))
@@ -308,7 +310,7 @@ def vector_scaling_fit(
     $b_j$ (which does not change $q$).
 
     Args:
-        key: unused (deterministic fit).
+        key: unused (deterministic fit): a PRNG key or ``None`` (an int or a float raises).
         probs: held-out probabilities (n, C).
         labels: integer labels (n,).
         n_steps: number of L-BFGS iterations (fixed scan length; idle after convergence).
@@ -320,6 +322,7 @@ def vector_scaling_fit(
     References:
         Guo et al. (2017), §4.2; Kull et al. (2019) (vector scaling as diagonal Dirichlet).
     """
+    check_key(key, optional=True)  # deterministic: None or a key
     del key
     probs, labels, weights = _prepare(probs, labels, sample_weight)
     return _vector_fit(probs, labels, weights, check_positive_int(n_steps, "n_steps"))
@@ -376,7 +379,7 @@ def matrix_scaling_fit(
     unregularised optimum is at infinity and the fixed step count is what stops it.
 
     Args:
-        key: unused (deterministic fit).
+        key: unused (deterministic fit): a PRNG key or ``None`` (an int or a float raises).
         probs: held-out probabilities (n, C), C ≥ 2.
         labels: integer labels (n,).
         reg_lambda: λ ≥ 0, off-diagonal penalty (normalised by C(C−1)); may be traced (vmap).
@@ -391,6 +394,7 @@ def matrix_scaling_fit(
     References:
         Guo et al. (2017), §4.2; Kull et al. (2019) (ODIR).
     """
+    check_key(key, optional=True)  # deterministic: None or a key
     del key
     probs, labels, weights = _prepare(probs, labels, sample_weight)
     reg_lambda = _check_reg(reg_lambda, "reg_lambda")
@@ -429,7 +433,7 @@ def dirichlet_fit(
     function over ``reg_lambda``/``reg_mu`` to fit a whole grid at once).
 
     Args:
-        key: unused (deterministic fit).
+        key: unused (deterministic fit): a PRNG key or ``None`` (an int or a float raises).
         probs: held-out probabilities (n, C), C ≥ 2.
         labels: integer labels (n,).
         reg_lambda: λ ≥ 0, off-diagonal penalty; may be traced (vmap over a grid).
@@ -451,6 +455,7 @@ def dirichlet_fit(
     References:
         Kull, Perello-Nieto, Kängsepp, Silva Filho, Song, Flach (2019), NeurIPS.
     """
+    check_key(key, optional=True)  # deterministic: None or a key
     return matrix_scaling_fit(
         key, probs, labels, reg_lambda=reg_lambda, reg_mu=reg_mu, n_steps=n_steps, sample_weight=sample_weight
     )

@@ -125,9 +125,17 @@ def forecast_grid(forecaster) -> int | None:
 
 
 def _summary_for(forecaster, grid=None) -> GridCounts:
-    if grid is not None:
-        return GridCounts(check_positive_int(grid, "grid"))
     m = forecast_grid(forecaster)
+    if grid is not None:
+        grid = check_positive_int(grid, "grid")
+        # every forecast on the forecaster's grid {j/m} must be a point of the summary's {i/grid}
+        if m is not None and grid % m:
+            raise ValueError(
+                f"grid={grid} does not match {type(forecaster).__name__}'s forecast grid m={m} "
+                f"(its forecasts j/{m} would fall off the summary's grid); pass grid={m} or a multiple, "
+                "or leave grid out"
+            )
+        return GridCounts(grid)
     if m is None:
         raise ValueError(
             "record='summary' needs the forecast grid: pass grid=m (forecasts in {0, 1/m, ..., 1}); "

@@ -442,3 +442,18 @@ def test_carry_reaches_update_and_is_recorded_only_when_asked():
     np.testing.assert_array_equal(np.asarray(kept.certificate), np.arange(T))
     swept = jcalib.sweep(f, Coin(), T, KEY, n_seeds=3, record=History(carry=True))
     assert swept.carry.shape == swept.certificate.shape and swept.carry.shape[-2:] == (3, T)
+
+
+def test_play_refuses_pairs_that_cannot_play_together():
+    from jcalib.forecasters import AlmostOneStepAhead, ApproachabilityRecalibrator, ORCA
+    from jcalib.natures import Bernoulli, DistortedModel, IIDInterval
+
+    # a binary forecaster given real-valued outcomes used to run
+    with pytest.raises(ValueError, match="forecasts binary outcomes but IIDInterval produces real"):
+        jcalib.play(AlmostOneStepAhead(10), IIDInterval.skewed(10), 5, jax.random.key(0))
+    with pytest.raises(ValueError, match="forecasts real outcomes but Bernoulli produces binary"):
+        jcalib.sweep(ORCA(), [Bernoulli(0.2), Bernoulli(0.4)], 5, jax.random.key(0))
+    # a recalibrator against a nature with no context failed deep inside the trace
+    with pytest.raises(ValueError, match="Bernoulli has no context"):
+        jcalib.play(ApproachabilityRecalibrator(10, 0.1), Bernoulli(0.3), 5, jax.random.key(0))
+    assert jcalib.play(ApproachabilityRecalibrator(10, 0.1), DistortedModel(), 5, jax.random.key(0)).y.shape == (5,)

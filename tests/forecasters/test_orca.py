@@ -268,6 +268,25 @@ def test_bad_input():
         f.update(state, None, fc, jnp.zeros(2))
 
 
+def test_payoff_range_must_match_the_edges():
+    wide = tuple(float(v) for v in np.linspace(0.0, 10.0, 11))
+    # the default payoff's blocks are built for [0, 1]: on [0, 10] its ||pi||^2 reaches 2236 > B = 3
+    with pytest.raises(ValueError, match=r"ExpertRegret is built for outcomes in \[0.0, 1.0\].*lo=0.0, hi=10.0"):
+        ORCA(edges=wide)
+    with pytest.raises(ValueError, match="MomentCalibration"):
+        ORCA(payoff=jcalib.payoffs.MomentCalibration((1, 2), 0.0, 2.0), edges=E10)
+    f = ORCA(payoff=experiment_payoff(9, 0.0, 10.0), edges=wide, n_steps=2)
+    assert f.payoff.bound() == 3.0
+
+
+def test_regret_payoff_without_an_expert_is_refused_at_trace_time():
+    # IIDInterval has no context: the default payoff's regret block has no expert to compare with
+    f = ORCA(edges=E10, n_steps=2)
+    with pytest.raises(ValueError, match="ExpertRegret.*without the regret block"):
+        jcalib.play(f, IIDInterval.skewed(10), 3, jax.random.key(0))
+    f.check_context(PiecewiseConstant.from_logits(jnp.zeros(10), E10))  # an expert passes
+
+
 def test_per_cell_recalibration_runs_one_orca_per_cell():
     from jcalib.forecasters import Partitioned
     from jcalib.forecasters.orca import ExpertMeanCells

@@ -57,3 +57,21 @@ def test_uniform_cells_edges():
 def test_bad_settings_raise(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_out_of_range_cells_and_missing_contexts_are_refused():
+    # cell_of returned 7 of 3 cells: it used to be clamped to cell 2 silently
+    f = Partitioned(RunningFrequency(), 3, lambda x: jnp.asarray(7, jnp.int32))
+    state = f.init(jax.random.key(0))
+    with pytest.raises(ValueError, match=r"outside \[0, 3\): got 7"):
+        f.predict(state, 0.5, jax.random.key(1))
+    nature = Replay(jnp.array([0, 1, 1]), jnp.array([0.2, 0.5, 0.9]))
+    with pytest.raises(Exception, match=r"outside \[0, 3\)"):
+        jax.block_until_ready(jcalib.play(f, nature, 3, jax.random.key(0)).y)
+    # a nature with no context: refused when play traces the round
+    g = Partitioned(RunningFrequency(), 3, UniformCells(3))
+    with pytest.raises(ValueError, match="context is None"):
+        jcalib.play(g, jcalib.natures.Bernoulli(0.5), 3, jax.random.key(0))
+    with pytest.raises(ValueError, match="integer scalar"):
+        Partitioned(RunningFrequency(), 3, lambda x: x).predict(state, 0.5, jax.random.key(1))
+    assert Partitioned(RunningFrequency(), np.int64(3), UniformCells(np.int64(3))).n_cells == 3

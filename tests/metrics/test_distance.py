@@ -337,3 +337,14 @@ def test_vectorised_dps_equal_point_by_point_loops(seed):
     want = distance_dp.layered_path(one, zero, guide)
     for block in (distance_module._BLOCK, 200, 1):
         same(distance_module._layered_path(one, zero, guide, block=block), want)
+
+
+def test_lower_distance_settings_are_validated():
+    p, y = np.array([0.2, 0.7, 0.9]), np.array([0, 1, 1])
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="max_iter"):
+            lower_distance_to_calibration(p, y, max_iter=bad)  # max_iter=0 used to raise AttributeError
+    for bad in (0.0, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="rtol"):
+            lower_distance_to_calibration(p, y, rtol=bad)
+    assert lower_distance_to_calibration(p, y, max_iter=np.int64(5)) >= 0

@@ -102,3 +102,11 @@ def test_bad_input():
         average_regret(np.array([0.5]), np.array([np.nan]), np.array([1]))
     with pytest.raises(ValueError, match="form"):
         calibration_from_buckets(np.ones(2), np.ones(2), np.ones(2), 2, form="max")
+
+
+def test_empty_rounds_are_refused():
+    # both returned NaN on T = 0
+    with pytest.raises(ValueError, match="empty"):
+        eps_calibration(jnp.zeros(0), jnp.zeros(0, jnp.int32), m=4)
+    with pytest.raises(ValueError, match="empty"):
+        average_regret(jnp.zeros(0), jnp.zeros(0), jnp.zeros(0, jnp.int32))

@@ -172,3 +172,14 @@ def test_gaussian_pit_and_crps_match_properscoring_and_scipy(x64):
     assert float(R.crps_score(d, y)) == pytest.approx(float(np.mean(ps.crps_gaussian(y, loc, scale))), rel=1e-12)
     u = np.asarray(R.pit(d, y))
     assert float(R.quantile_calibration_error(u)) == pytest.approx(ref.qce(u), rel=1e-12)
+
+
+def test_crps_score_refuses_empty_outcomes_and_zero_weights():
+    from jcalib.distributions import PiecewiseConstant, uniform_edges
+
+    edges = uniform_edges(4)
+    with pytest.raises(ValueError, match="y is empty"):  # was NaN
+        R.crps_score(PiecewiseConstant(jnp.full((0, 4), 0.25), edges), jnp.zeros(0))
+    dist = PiecewiseConstant(jnp.full((2, 4), 0.25), edges)
+    with pytest.raises(ValueError, match="sums to zero"):
+        R.crps_score(dist, jnp.array([0.2, 0.7]), jnp.zeros(2))

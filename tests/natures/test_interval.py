@@ -69,3 +69,18 @@ def test_bad_input():
         IIDInterval(jnp.full(4, 0.25), E10)
     with pytest.raises(ValueError, match="overconfidence"):
         OverconfidentGaussian(overconfidence=0.0)
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"phi": 1.7}, r"phi must be finite \(no NaN\) in \(-1, 1\)"),  # sqrt(1 - phi^2) gave NaN streams
+        ({"phi": float("nan")}, "phi must be finite"),
+        ({"scale": "a"}, "scale must be a real scalar"),
+        ({"spread": [0.1, 0.2]}, "spread must be a real scalar"),
+        ({"overconfidence": 0.0}, r"overconfidence must be finite \(no NaN\) in"),
+    ],
+)
+def test_overconfident_gaussian_hyperparameters(kw, match):
+    with pytest.raises(ValueError, match=match):
+        OverconfidentGaussian(**kw)

@@ -163,3 +163,24 @@ def test_replay_with_contexts_and_real_outcomes():
 def test_replay_bad_input_raises(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: Drifting(horizon=[100.0, 200.0]), "horizon must be a real scalar"),  # changed the output shape
+        (lambda: Drifting(start="0.2"), "start must be a real scalar"),
+        (lambda: Periodic(amplitude=float("nan")), "amplitude must be finite"),
+        (lambda: Bernoulli(p=jnp.array([0.2, 0.4])), "p must be a scalar"),
+        (lambda: Markov(p01=1.5), r"p01 must be finite \(no NaN\) in \[0, 1\]"),
+    ],
+)
+def test_hyperparameters_are_checked(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_stacked_hyperparameters_still_sweep():
+    # concrete checks only: a sweep's stacked (traced) hyperparameters pass
+    traj = jcalib.sweep(Constant(0.5), [Drifting(horizon=10.0), Drifting(horizon=20.0)], 5, jax.random.key(0), n_seeds=1)
+    assert traj.y.shape[:2] == (2, 1)

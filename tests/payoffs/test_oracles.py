@@ -166,13 +166,27 @@ def test_moment_oracle_by_brute_force(x64, quasi):
 def test_quantile_step_oracle_by_brute_force(x64):
     o = QuantileStepOracle(9, 0.0, 1.0)
     rng = np.random.default_rng(6)
-    ys = jnp.linspace(1e-6, 1, 500)  # outcomes in (y_min, y_max]
+    inner_ys = jnp.linspace(1e-6, 1, 500)  # outcomes in (y_min, y_max]
+    ys = jnp.concatenate([jnp.zeros(1), inner_ys])  # and y = y_min itself
     for _ in range(30):
         c = jnp.asarray(rng.normal(size=9))
         fc = call(o, c)
+        assert np.asarray(inner(o.payoff, c, None, fc.value, inner_ys)).max() <= 1e-12
         vals = np.asarray(inner(o.payoff, c, None, fc.value, ys))
-        assert vals.max() <= 1e-12
         assert float(fc.certificate) == pytest.approx(vals.max(), abs=1e-12)
+
+
+def test_quantile_step_certificate_at_lower_end(x64):
+    # every indicator is 1 at y = y_min: the payoff there is sum_a c_a (1 - a), which the
+    # certificate must cover even where it is positive (it used to report only y > y_min)
+    o = QuantileStepOracle(4, 2.0, 5.0)
+    c = jnp.asarray([0.9, -0.2, 0.3, -0.1])
+    fc = call(o, c)
+    at_min = float(jnp.dot(c, o.payoff(None, fc.value, jnp.asarray(2.0))))
+    a = np.arange(1, 5) / 5
+    assert at_min == pytest.approx(float(np.dot(np.asarray(c), 1 - a)), abs=1e-12)
+    assert at_min > 0
+    assert float(fc.certificate) == pytest.approx(at_min, abs=1e-12)
 
 
 def test_conformal_mixture_is_published():
@@ -210,3 +224,17 @@ def test_incomplete_oracle_cannot_be_instantiated():
 
     with pytest.raises(TypeError, match="abstract.*payoff"):
         NoPayoff()
+
+
+def test_quantile_step_and_conformal_settings_are_checked():
+    for bad, match in (({"n_levels": 0}, "n_levels"), ({"n_levels": 2.5}, "n_levels"), ({"y_min": float("nan")}, "y_min"),
+                       ({"y_min": [0.0, 0.1]}, "y_min"), ({"y_min": 2.0}, "y_min < y_max")):
+        with pytest.raises(ValueError, match=match):
+            QuantileStepOracle(**{"n_levels": 4, **bad})
+    assert QuantileStepOracle(np.int64(4)).n_levels == 4
+    for cls in (ConformalOracle, SmoothConformalOracle):
+        for beta in (float("nan"), -0.1, 1.0):
+            with pytest.raises(ValueError, match="beta"):
+                cls(beta, 5)
+    with pytest.raises(ValueError, match="lp_steps"):
+        ConformalOracle(0.3, 5, lp_steps=0)

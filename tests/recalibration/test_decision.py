@@ -270,3 +270,14 @@ def test_new_float_settings_reuse_one_compilation():
     np.testing.assert_allclose(np.asarray(adjustments[2]), np.asarray(single), rtol=1e-3, atol=1e-5)
     with pytest.raises(ValueError, match="ridge"):
         DecisionCalibrator(ridge=-1.0)
+
+
+def test_empty_data_and_non_keys_are_refused():
+    # n = 0 used to end in ZeroDivisionError
+    with pytest.raises(ValueError, match="empty"):
+        DecisionCalibrator(progress=False).fit(np.zeros((0, 3)), np.zeros(0, int))
+    with pytest.raises(ValueError, match="empty"):
+        decision_calibration_fit(jax.random.key(0), np.zeros((0, 3)), np.zeros(0, int))
+    for key in (0, 1.5, None):
+        with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
+            decision_calibration_fit(key, np.array([[0.2, 0.8]]), np.array([1]))

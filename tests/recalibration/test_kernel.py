@@ -365,3 +365,12 @@ def test_bad_input_raises():
         kernel_audit(v, y).witness(np.array([[0.2, 0.3, 0.5]]))
     with pytest.raises(ValueError, match="not fitted"):
         KernelCalibrator().predict_proba(v)
+
+
+def test_empty_data_and_non_keys_are_refused():
+    # KernelCalibrator used to "fit" on n = 0; the functional fit ignored its key
+    with pytest.raises(ValueError, match="empty"):
+        KernelCalibrator(progress=False).fit(np.zeros((0, 3)), np.zeros(0, int))
+    for key in (0, 1.5):  # None stays accepted: the fit is deterministic
+        with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
+            kernel_calibration_fit(key, np.array([[0.2, 0.8], [0.5, 0.5]]), np.array([1, 0]))

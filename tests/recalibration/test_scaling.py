@@ -323,3 +323,19 @@ def test_dirichlet_recovers_a_map_in_its_family():
     err = np.abs(q_fit - q_true)
     assert float(np.mean(err)) < 0.01  # observed 0.0057
     assert float(np.quantile(err, 0.99)) < 0.03
+
+
+@pytest.mark.parametrize("fit", [temperature_scaling_fit, vector_scaling_fit, matrix_scaling_fit, dirichlet_fit])
+@pytest.mark.parametrize("key", [0, 1.5, "seed"])
+def test_fits_refuse_a_non_key(fit, key):
+    # these fits ignore the key (None is documented as fine), and used to accept anything
+    p, y = np.array([[0.2, 0.8], [0.6, 0.4]]), np.array([1, 0])
+    with pytest.raises(TypeError, match=r"key must be a JAX PRNG key, e.g. jax.random.key\(0\)"):
+        fit(key, p, y)
+
+
+def test_wrapper_refuses_empty_data_and_a_non_key():
+    with pytest.raises(ValueError, match="empty"):
+        TemperatureScaling().fit(np.zeros((0, 2)), np.zeros(0, int))
+    with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
+        TemperatureScaling().fit(np.array([[0.2, 0.8]]), np.array([1]), key=3)
