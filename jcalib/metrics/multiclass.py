@@ -2,7 +2,8 @@ r"""Multi-class calibration errors (confidence, top-label and class-wise ECE) an
 multi-class helpers (one-hot encoding, accuracy, NLL, L2 error).
 
 Each ECE reduces a multi-class prediction $v \in \Delta_C$ to binary problems and calls
-`jcalib.metrics.binned_ece` (so binning lives in one place). In the weighted-calibration
+`jcalib.metrics.binned_ece` (so binning lives in one place: uniform bins follow
+`jcalib.metrics.bin_index`'s exact edge rule). In the weighted-calibration
 language of paper 003 (§2), all three estimate $\sup_{w \in W} |E\langle y - v, w(v)\rangle|$ for
 a family $W$ that sees only part of $v$; they differ in what the witness may condition on:
 
@@ -48,7 +49,7 @@ from .._validation import (
     check_class_labels,
     check_positive_int,
 )
-from .binary import binned_ece
+from .binary import binned_ece, warn_if_float32_moves_bins
 
 __all__ = [
     "one_hot",
@@ -188,6 +189,8 @@ def confidence_ece(
     """
     _check_binning(n_bins, strategy, p)
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
+    if strategy == "uniform":
+        warn_if_float32_moves_bins(probs, n_bins, top=True)
     return _confidence_ece(v, y, w, n_bins, strategy, p)
 
 
@@ -244,6 +247,8 @@ def top_label_ece(
     """
     _check_binning(n_bins, strategy, p)
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
+    if strategy == "uniform":
+        warn_if_float32_moves_bins(probs, n_bins, top=True)
     return _top_label_ece(v, y, w, n_bins, strategy, p)
 
 
@@ -310,6 +315,8 @@ def classwise_ece(
     """
     _check_binning(n_bins, strategy, p)
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
+    if strategy == "uniform":
+        warn_if_float32_moves_bins(probs, n_bins, top=False)
     return _classwise_ece(v, y, w, n_bins, strategy, p)
 
 
