@@ -15,7 +15,8 @@ Bins (``strategy``):
 * ``"quantile"`` (equal mass): the calibration scores are split by weighted rank as in
   :func:`jcalib.metrics.binned_ece` (a score $v$ goes to bin $\lfloor K\,W(<v)/W\rfloor$, ties
   together); bin $k$ covers $[e_k, e_{k+1})$ with $e_k$ its smallest calibration score
-  ($e_0 = 0$, the last bin closed at 1). A bin left empty by ties gets no scores at prediction.
+  ($e_0 = 0$, the last non-empty bin reaching 1). A bin left empty by ties gets no scores at
+  prediction.
 
 Binary and multi-class: with $C = 2$ the positive column is recalibrated; with $C > 2$ each
 class is binned one-vs-rest and the rows are renormalised (netcal's default,
@@ -66,18 +67,18 @@ def _histogram1(scores, targets, weights, n_bins, strategy):
     if strategy == "uniform":
         idx = _bin_index_uniform(scores, n_bins)
         edges = None
-        lo = jnp.arange(n_bins, dtype=dt) / n_bins
-        hi = (jnp.arange(n_bins, dtype=dt) + 1) / n_bins
+        k = jnp.arange(n_bins, dtype=dt)
+        fill = (k + 0.5) / n_bins  # an empty bin predicts its midpoint (netcal)
     else:
         idx = _bin_index_quantile(scores, weights, n_bins)
         # the smallest score with positive weight in each bin; an empty bin takes the next
-        # bin's edge (so no score reaches it), and 1 after the last non-empty bin
+        # bin's edge (+inf after the last non-empty bin), so no score reaches it
         low = jax.ops.segment_min(jnp.where(weights > 0, scores, jnp.inf), idx, num_segments=n_bins)
-        edges = jnp.minimum(jax.lax.cummin(low.at[0].set(0), reverse=True), 1)
-        lo, hi = edges, jnp.concatenate([edges[1:], jnp.ones((1,), dt)])
+        edges = jax.lax.cummin(low.at[0].set(0), reverse=True)
+        fill = jnp.full((n_bins,), 0.5, dt)  # never used: no score reaches an empty bin
     wb = jax.ops.segment_sum(weights, idx, num_segments=n_bins)
     ones = jax.ops.segment_sum(weights * targets, idx, num_segments=n_bins)
-    values = jnp.where(wb > 0, ones / jnp.where(wb > 0, wb, 1), (lo + hi) / 2)
+    values = jnp.where(wb > 0, ones / jnp.where(wb > 0, wb, 1), fill)
     return HistogramParams(values, edges)
 
 
