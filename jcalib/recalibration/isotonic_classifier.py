@@ -96,7 +96,7 @@ def pav(y: Float[Array, " n"], w: Float[Array, " n"]) -> Float[Array, " n"]:
 
     init = (zeros, zeros, jnp.full((n,), n, jnp.int32), jnp.asarray(0, jnp.int32))
     (sw, swy, start, top), _ = lax.scan(push, init, jnp.arange(n, dtype=jnp.int32))
-    live = jnp.arange(n) < top
+    live = jnp.arange(n, dtype=jnp.int32) < top
     means = jnp.where(live, swy / jnp.where(live, sw, 1), 0)
     starts = jnp.where(live, start, n)
     block = jnp.clip(jnp.searchsorted(starts, jnp.arange(n, dtype=jnp.int32), side="right") - 1, 0, n - 1)
@@ -116,11 +116,11 @@ def _isotonic1(scores, targets, weights):
     fitted = pav(gy, gw)
     # keep the groups with positive weight, in order, at the front; pad with the last one
     keep = gw > 0
-    count = jnp.sum(keep.astype(jnp.int32))
-    slot = jnp.where(keep, jnp.cumsum(keep.astype(jnp.int32)) - 1, n)
+    count = jnp.sum(keep, dtype=jnp.int32)
+    slot = jnp.where(keep, jnp.cumsum(keep, dtype=jnp.int32) - 1, n)
     x = jnp.zeros((n,), xs.dtype).at[slot].set(gx, mode="drop")
     y = jnp.zeros((n,), xs.dtype).at[slot].set(fitted, mode="drop")
-    pad = jnp.arange(n) >= count
+    pad = jnp.arange(n, dtype=jnp.int32) >= count
     x = jnp.where(pad, x[count - 1], x)
     y = jnp.where(pad, y[count - 1], y)
     return IsotonicCalibrationParams(x, y, count)
