@@ -79,6 +79,7 @@ def parse_args(argv=None):
     ap.add_argument("--decision-stages", type=int, default=5, help="stages of decision calibration")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--img-dir", default="docs/tutorials/img", help="also save the figure here ('' to skip)")
+    ap.add_argument("--plot-only", action="store_true", help="redraw the figure and table from OUT/summary.csv")
     return ap.parse_args(argv)
 
 
@@ -172,7 +173,7 @@ def markdown(summary) -> str:
     for setting in dict.fromkeys(r["setting"] for r in summary):
         brier_name = "Brier" if setting == "binary" else "L2 error"
         lines += [
-            f"**{setting}** (mean ± sd over {summary[0]['splits']} splits; lower is better except accuracy)",
+            f"**{setting}** (mean ± sd over {int(summary[0]['splits'])} splits; lower is better except accuracy)",
             "",
             f"| method | ECE | smooth ECE | {brier_name} | NLL | accuracy |",
             "| --- | --- | --- | --- | --- | --- |",
@@ -200,8 +201,7 @@ def plot(summary, path: Path):
             ax.barh(range(len(rs)), [r[f"{m}_mean"] for r in rs], xerr=[r[f"{m}_sd"] for r in rs], color="tab:blue")
             ax.set_yticks(range(len(rs)), names, fontsize=8)
             ax.invert_yaxis()
-            ax.set_xscale("log" if m == "nll" else "linear")
-            ax.set_title(f"{setting}: held-out {'ECE (15 bins)' if m == 'ece' else 'NLL (log scale)'}", fontsize=9)
+            ax.set_title(f"{setting}: held-out {'ECE (15 bins)' if m == 'ece' else 'NLL'} (mean ± sd)", fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=80)
@@ -214,18 +214,22 @@ def main(argv=None):
         args.splits, args.decision_stages = 3, 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for setting in ("binary", "multiclass"):
-        rows += run_setting(setting, args, print)
-    with open(out / "runs.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    summary = summarise(rows)
-    with open(out / "summary.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(summary[0]))
-        w.writeheader()
-        w.writerows(summary)
+    if args.plot_only:
+        with open(out / "summary.csv") as fh:
+            summary = [{k: (v if k in ("setting", "method") else float(v)) for k, v in r.items()} for r in csv.DictReader(fh)]
+    else:
+        rows = []
+        for setting in ("binary", "multiclass"):
+            rows += run_setting(setting, args, print)
+        with open(out / "runs.csv", "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        summary = summarise(rows)
+        with open(out / "summary.csv", "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(summary[0]))
+            w.writeheader()
+            w.writerows(summary)
     (out / "summary.md").write_text(markdown(summary))
     plot(summary, out / FIGURE)
     if args.img_dir:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import sys
 import warnings
 
 import jax
@@ -70,10 +72,16 @@ def _host_float64(x):
 
 
 def _warn_precision(kind: str, message: str) -> None:
-    if kind not in _PRECISION_WARNED:
-        _PRECISION_WARNED.add(kind)
-        warnings.warn(message + " Enable float64 with jax.config.update('jax_enable_x64', True) "
-                      "to match float64 libraries (warned once per process).", PrecisionWarning, stacklevel=4)
+    if kind in _PRECISION_WARNED:
+        return
+    _PRECISION_WARNED.add(kind)
+    # point the warning at the first caller outside the package
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message + " Enable float64 with jax.config.update('jax_enable_x64', True) "
+                  "to match float64 libraries (warned once per process).", PrecisionWarning, stacklevel=level)
 
 
 def warn_if_float32_moves_bins(probs, n_bins: int, *, top: bool = False) -> None:
@@ -250,6 +258,14 @@ def _bin_sums(pr, y, w, n_bins, strategy):
     return wb, bias
 
 
+def _binned(probs, labels, sample_weight, n_bins, strategy):
+    """Validated weights and per-bin (weight, bias) of binary forecasts, with the precision check."""
+    pr, y, w = check_binary_inputs(probs, labels, sample_weight)
+    if strategy == "uniform":
+        warn_if_float32_moves_bins(probs, n_bins)
+    return (w, *_bin_sums(pr, y, w, n_bins, strategy))
+
+
 def _check_strategy(n_bins, strategy):
     n_bins = check_positive_int(n_bins, "n_bins")
     if strategy not in ("uniform", "quantile"):
@@ -307,10 +323,7 @@ def binned_ece(
     n_bins = _check_strategy(n_bins, strategy)
     if not isinstance(p, (int, float)) or isinstance(p, bool) or not p >= 1:
         raise ValueError(f"p must be a number >= 1, got {p!r}")
-    pr, y, w = check_binary_inputs(probs, labels, sample_weight)
-    if strategy == "uniform":
-        warn_if_float32_moves_bins(probs, n_bins)
-    wb, bias = _bin_sums(pr, y, w, n_bins, strategy)
+    w, wb, bias = _binned(probs, labels, sample_weight, n_bins, strategy)
     total = jnp.sum(w)
     if p == 1:
         return jnp.sum(jnp.abs(bias)) / total
@@ -356,11 +369,7 @@ def mce(
         Naeini, Cooper, Hauskrecht (2015), *Obtaining well calibrated probabilities using
         Bayesian binning*, AAAI; Guo, Pleiss, Sun, Weinberger (2017), §2.
     """
-    n_bins = _check_strategy(n_bins, strategy)
-    pr, y, w = check_binary_inputs(probs, labels, sample_weight)
-    if strategy == "uniform":
-        warn_if_float32_moves_bins(probs, n_bins)
-    wb, bias = _bin_sums(pr, y, w, n_bins, strategy)
+    _, wb, bias = _binned(probs, labels, sample_weight, _check_strategy(n_bins, strategy), strategy)
     return jnp.max(jnp.where(wb > 0, jnp.abs(bias) / jnp.where(wb > 0, wb, 1), 0))
 
 

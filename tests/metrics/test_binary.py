@@ -433,8 +433,9 @@ def fresh_precision_warning(monkeypatch):
 
 def test_float64_input_without_x64_warns_once_when_a_bin_changes(fresh_precision_warning):
     p, y = np.array([0.2, 0.3]), np.array([0, 1])  # float32(0.3) lies above 3/10
-    with pytest.warns(PrecisionWarning, match="bins"):
+    with pytest.warns(PrecisionWarning, match="bins") as record:
         got = float(binned_ece(p, y, n_bins=10))
+    assert record[0].filename == __file__  # points at the caller, not into jcalib
     np.testing.assert_allclose(got, 0.45, rtol=1e-6)  # float32: 0.3 moved to bin 3
     binned_ece(p, y, n_bins=10)  # once per process: no second warning (warnings are errors)
     mce(p, y, n_bins=10)

@@ -5,7 +5,6 @@ theirs); conformance (jit, vmap over bootstrap refits, no retrace); wrapper and 
 
 import doctest
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -91,24 +90,9 @@ def test_negative_slope_falls_back_like_betacal(x64):
     np.testing.assert_allclose(np.asarray(beta_calibration_apply(params, p))[:, 1], bc.predict(s), atol=1e-3)  # tol as above
 
 
-def test_jit_vmap_bootstrap_no_retrace():
-    _, (_, y_cal), _, p_cal, _ = ref.classifier_split("multiclass", seed=5)
-    p_cal, y_cal = jnp.asarray(p_cal, jnp.float32), jnp.asarray(y_cal)
-    n = len(y_cal)
-    W = jax.random.poisson(jax.random.key(1), 1.0, (4, n)).astype(jnp.float32)
-    chex.clear_trace_counter()
-
-    @jax.jit
-    @chex.assert_max_traces(n=1)
-    def refits(W):
-        return jax.vmap(lambda w: beta_calibration_fit(KEY, p_cal, y_cal, sample_weight=w))(W)
-
-    out = refits(W)
-    refits(W * 1.0)
-    chex.assert_shape(out.a, (4, 10))
-    one = beta_calibration_fit(KEY, p_cal, y_cal, sample_weight=W[2])
-    q1 = beta_calibration_apply(jax.tree.map(lambda x: x[2], out), p_cal)
-    np.testing.assert_allclose(np.asarray(q1), np.asarray(beta_calibration_apply(one, p_cal)), atol=1e-4)  # float32
+@pytest.mark.parametrize("kind", ["binary", "multiclass"])
+def test_jit_vmap_bootstrap_no_retrace(check_bootstrap_refits, kind):
+    check_bootstrap_refits(beta_calibration_fit, beta_calibration_apply, kind)
 
 
 def test_wrapper_and_bad_input():

@@ -6,7 +6,6 @@ conformance (jit, vmap over bootstrap refits, no retrace); wrapper and bad input
 
 import doctest
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -86,23 +85,9 @@ def test_in_sample_binned_ece_is_zero(x64, strategy):
     assert float(binned_ece(p_cal[:, 1], y_cal, n_bins=10, strategy=strategy)) > 0.01
 
 
-def test_jit_vmap_bootstrap_no_retrace():
-    _, (_, y_cal), _, p_cal, p_te = ref.classifier_split("multiclass", seed=5)
-    p_cal, y_cal, p_te = jnp.asarray(p_cal, jnp.float32), jnp.asarray(y_cal), jnp.asarray(p_te, jnp.float32)
-    W = jax.random.poisson(jax.random.key(1), 1.0, (16, len(y_cal))).astype(jnp.float32)
-    chex.clear_trace_counter()
-
-    @jax.jit
-    @chex.assert_max_traces(n=1)
-    def refits(W):
-        fit = lambda w: histogram_binning_fit(KEY, p_cal, y_cal, strategy="quantile", sample_weight=w)  # noqa: E731
-        return jax.vmap(lambda w: histogram_binning_apply(fit(w), p_te))(W)
-
-    out = refits(W)
-    refits(W * 1.0)
-    chex.assert_shape(out, (16, p_te.shape[0], 10))
-    one = histogram_binning_apply(histogram_binning_fit(KEY, p_cal, y_cal, strategy="quantile", sample_weight=W[7]), p_te)
-    np.testing.assert_allclose(np.asarray(out[7]), np.asarray(one), atol=1e-6)  # float32, batched vs single
+@pytest.mark.parametrize("kind", ["binary", "multiclass"])
+def test_jit_vmap_bootstrap_no_retrace(check_bootstrap_refits, kind):
+    check_bootstrap_refits(lambda k, p, y, sample_weight: histogram_binning_fit(k, p, y, strategy="quantile", sample_weight=sample_weight), histogram_binning_apply, kind)
 
 
 def test_wrapper_and_bad_input():

@@ -6,7 +6,6 @@ bootstrap refits, no retrace); wrapper and bad input."""
 
 import doctest
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -91,23 +90,9 @@ def test_in_sample_fit_is_monotone_calibrated_and_least_squares(x64, seed):
         assert np.sum((other - y_cal[order]) ** 2) >= sse - 1e-9
 
 
-def test_jit_vmap_bootstrap_no_retrace():
-    _, (_, y_cal), _, p_cal, p_te = ref.classifier_split("multiclass", seed=5)
-    p_cal, y_cal, p_te = jnp.asarray(p_cal, jnp.float32), jnp.asarray(y_cal), jnp.asarray(p_te, jnp.float32)
-    n = len(y_cal)
-    W = jax.random.poisson(jax.random.key(1), 1.0, (8, n)).astype(jnp.float32)
-    chex.clear_trace_counter()
-
-    @jax.jit
-    @chex.assert_max_traces(n=1)
-    def refits(W):
-        return jax.vmap(lambda w: isotonic_calibration_apply(isotonic_calibration_fit(KEY, p_cal, y_cal, sample_weight=w), p_te))(W)
-
-    out = refits(W)
-    refits(W * 1.0)
-    chex.assert_shape(out, (8, p_te.shape[0], 10))
-    one = isotonic_calibration_apply(isotonic_calibration_fit(KEY, p_cal, y_cal, sample_weight=W[5]), p_te)
-    np.testing.assert_allclose(np.asarray(out[5]), np.asarray(one), atol=1e-6)  # float32, batched vs single
+@pytest.mark.parametrize("kind", ["binary", "multiclass"])
+def test_jit_vmap_bootstrap_no_retrace(check_bootstrap_refits, kind):
+    check_bootstrap_refits(isotonic_calibration_fit, isotonic_calibration_apply, kind)
 
 
 def test_wrapper_and_bad_input():

@@ -87,23 +87,9 @@ def test_calibration_nll_never_above_identity(seed):
     assert ref.nll(q, y_cal) < 0.8 * before
 
 
-def test_jit_vmap_bootstrap_no_retrace():
-    _, (_, y_cal), _, p_cal, _ = ref.classifier_split("binary", seed=5)
-    p_cal, y_cal = jnp.asarray(p_cal, jnp.float32), jnp.asarray(y_cal)
-    n = len(y_cal)
-    W = jax.random.poisson(jax.random.key(1), 1.0, (8, n)).astype(jnp.float32)  # bootstrap weights
-    chex.clear_trace_counter()
-
-    @jax.jit
-    @chex.assert_max_traces(n=1)
-    def refits(W):
-        return jax.vmap(lambda w: platt_apply(platt_fit(KEY, p_cal, y_cal, sample_weight=w), p_cal))(W)
-
-    out = refits(W)
-    refits(W + 0.0)
-    chex.assert_shape(out, (8, n, 2))
-    one = platt_apply(platt_fit(KEY, p_cal, y_cal, sample_weight=W[3]), p_cal)
-    np.testing.assert_allclose(np.asarray(out[3]), np.asarray(one), atol=1e-5)  # float32, batched vs single
+@pytest.mark.parametrize("kind", ["binary", "multiclass"])
+def test_jit_vmap_bootstrap_no_retrace(check_bootstrap_refits, kind):
+    check_bootstrap_refits(platt_fit, platt_apply, kind)
 
 
 def test_wrapper_and_bad_input():
