@@ -17,6 +17,7 @@ from .binary import (
     log_loss,
     lp_calibration_error,
     mce,
+    quantile_bin_index,
 )
 from .online import average_regret, calibration_from_buckets, eps_calibration
 from .smooth import smooth_calibration_error, smooth_ece, smooth_ece_at_bandwidth
@@ -64,6 +65,7 @@ __all__: list[str] = [
     "bin_index",
     "binned_ece",
     "mce",
+    "quantile_bin_index",
     "brier",
     "ece",
     "ece_from_counts",

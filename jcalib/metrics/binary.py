@@ -40,6 +40,7 @@ __all__ = [
     "ece",
     "binned_ece",
     "mce",
+    "quantile_bin_index",
     "lp_calibration_error",
     "brier",
     "log_loss",
@@ -234,11 +235,23 @@ def _bucket_of_grid_point(p, k, m):
     return jnp.asarray(table)[jnp.clip(j.astype(jnp.int32), 0, m)]
 
 
-def _bin_index_quantile(p, w, n_bins):
-    # Equal-mass bins by weighted rank: a forecast value v goes to bin
-    # floor(n_bins * W(<v) / W), W(<v) = total weight of forecasts strictly below v.  Equal
-    # values always share a bin, integer weights act as repetitions, and with T distinct
-    # unit-weight forecasts each bin holds T/n_bins of them (when n_bins divides T).
+def quantile_bin_index(p: Float[Array, " n"], w: Float[Array, " n"], n_bins: int) -> Int[Array, " n"]:
+    r"""Equal-mass bin of each forecast, by weighted rank: $\lfloor K\,W(<p_i)/W\rfloor$.
+
+    $W(<v)$ is the total weight of forecasts strictly below $v$ and $W$ the total weight, so
+    equal values always share a bin, integer weights act as repetitions, and $n$ distinct
+    unit-weight forecasts fill each bin with $n/K$ of them when $K$ divides $n$ (a heavy tie may
+    leave bins empty). The ``strategy="quantile"`` bins of :func:`binned_ece`, :func:`mce`,
+    :func:`ace` and ``HistogramBinning``.
+
+    Args:
+        p: forecasts, shape ``(n,)``.
+        w: non-negative weights with a positive sum, shape ``(n,)``.
+        n_bins: the number of bins $K$ (a Python int).
+
+    Returns:
+        int32 bin indices in $[0, K)$, shape ``(n,)``.
+    """
     order = jnp.argsort(p)
     ps, ws = p[order], w[order]
     cum_before = jnp.cumsum(ws) - ws
@@ -252,7 +265,7 @@ def _bin_index_quantile(p, w, n_bins):
 
 def _bin_sums(pr, y, w, n_bins, strategy):
     r"""Per-bin weight $W_b$ and signed bias $\sum_{i \in B_b} w_i (p_i - y_i)$, shape ``(n_bins,)``."""
-    idx = _bin_index_uniform(pr, n_bins) if strategy == "uniform" else _bin_index_quantile(pr, w, n_bins)
+    idx = _bin_index_uniform(pr, n_bins) if strategy == "uniform" else quantile_bin_index(pr, w, n_bins)
     wb = jax.ops.segment_sum(w, idx, num_segments=n_bins)
     bias = jax.ops.segment_sum(w * (pr - y), idx, num_segments=n_bins)
     return wb, bias

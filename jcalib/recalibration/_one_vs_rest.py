@@ -17,7 +17,8 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from .scaling import LOG_CLIP, _minimise
+from ..core.optim import lbfgs_minimise
+from .scaling import LOG_CLIP
 
 __all__ = ["fit_one_vs_rest", "apply_one_vs_rest", "log_features", "fit_logistic"]
 
@@ -63,4 +64,4 @@ def fit_logistic(features, targets, weights, coefficients: Callable, n_steps: in
         # -[t log σ(z) + (1 - t) log(1 - σ(z))], written stably
         return jnp.sum(weights * (jax.nn.softplus(z) - targets * z)) / total
 
-    return _minimise(loss, init, n_steps)
+    return lbfgs_minimise(loss, init, n_steps)

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from .._validation import check_multiclass_inputs, check_positive_int, check_simplex_probs
-from ..metrics.binary import _bin_index_quantile, _bin_index_uniform
+from ..metrics.binary import bin_index, quantile_bin_index
 from ._one_vs_rest import apply_one_vs_rest, fit_one_vs_rest
 from .base import Recalibrator
 
@@ -58,19 +58,19 @@ class HistogramParams(NamedTuple):
 
 def _bin_of(edges, scores, n_bins):
     if edges is None:
-        return _bin_index_uniform(scores, n_bins)
+        return bin_index(scores, n_bins)
     return jnp.clip(jnp.searchsorted(edges, scores, side="right") - 1, 0, n_bins - 1).astype(jnp.int32)
 
 
 def _histogram1(scores, targets, weights, n_bins, strategy):
     dt = scores.dtype
     if strategy == "uniform":
-        idx = _bin_index_uniform(scores, n_bins)
+        idx = bin_index(scores, n_bins)
         edges = None
         k = jnp.arange(n_bins, dtype=dt)
         fill = (k + 0.5) / n_bins  # an empty bin predicts its midpoint (netcal)
     else:
-        idx = _bin_index_quantile(scores, weights, n_bins)
+        idx = quantile_bin_index(scores, weights, n_bins)
         # the smallest score with positive weight in each bin; an empty bin takes the next
         # bin's edge (+inf after the last non-empty bin), so no score reaches it
         low = jax.ops.segment_min(jnp.where(weights > 0, scores, jnp.inf), idx, num_segments=n_bins)
