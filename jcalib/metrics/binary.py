@@ -103,13 +103,15 @@ def warn_if_float32_moves_bins(probs, n_bins: int, *, top: bool = False) -> None
         )
 
 
-def _warn_if_float32_changes_log_clip(probs, labels, sample_weight) -> None:
+def warn_if_float32_changes_log_clip(probs, labels, sample_weight) -> None:
     """Warn once when float32's clip at its epsilon changes a log loss of float64 forecasts: the
-    probability given to the outcome is below float32's epsilon (1.19e-7)."""
+    probability given to the outcome is below float32's epsilon (1.19e-7). ``probs`` are binary
+    forecasts ``(n,)`` with 0/1 labels, or rows ``(n, C)`` with class labels (the NLL)."""
     v = _host_float64(probs)
     if v is None:
         return
-    q = np.where(np.asarray(labels) == 1, v, 1 - v)
+    y = np.asarray(labels).astype(np.int64)
+    q = v[np.arange(len(y)), y] if v.ndim == 2 else np.where(y == 1, v, 1 - v)
     w = np.ones_like(q) if sample_weight is None else np.asarray(sample_weight)
     if np.any((q < np.finfo(np.float32).eps) & (w > 0)):
         _warn_precision(
@@ -561,7 +563,7 @@ def log_loss(
     """
     p, y, w = check_binary_inputs(probs, labels, sample_weight)
     if eps is None:
-        _warn_if_float32_changes_log_clip(probs, labels, sample_weight)
+        warn_if_float32_changes_log_clip(probs, labels, sample_weight)
     e = jnp.finfo(p.dtype).eps if eps is None else eps
     # departs from the unclipped definition: clip so the loss stays finite (see docstring)
     pc = jnp.clip(p, e, 1 - e)

@@ -49,7 +49,7 @@ from .._validation import (
     check_class_labels,
     check_positive_int,
 )
-from .binary import binned_ece, warn_if_float32_moves_bins
+from .binary import binned_ece, warn_if_float32_changes_log_clip, warn_if_float32_moves_bins
 
 __all__ = [
     "one_hot",
@@ -120,9 +120,13 @@ def nll(
 
     The probability of the observed class is clipped below at $\epsilon$ (``eps``, by default the
     machine epsilon of the dtype, as `jcalib.metrics.log_loss` and scikit-learn do), so a
-    confidently wrong prediction costs about $-\log \epsilon$ instead of infinity.
+    confidently wrong prediction costs about $-\log \epsilon$ instead of infinity. A float64
+    input computed in float32 (``jax_enable_x64`` off) is clipped at float32's epsilon; when that
+    changes the value, a ``PrecisionWarning`` says so once per process.
     """
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
+    if eps is None:
+        warn_if_float32_changes_log_clip(probs, labels, sample_weight)
     e = jnp.finfo(v.dtype).eps if eps is None else eps
     v_y = jnp.take_along_axis(v, y[:, None], axis=1)[:, 0]
     # departs from the unclipped definition: clip so the loss stays finite (see docstring)

@@ -465,3 +465,13 @@ def test_multiclass_ece_warns_on_float64_bin_change(fresh_precision_warning):
     v = np.array([[0.4, 0.6], [0.6, 0.4]])  # float64 0.6 < 6/10 < float32 0.6
     with pytest.warns(PrecisionWarning):
         multiclass_metrics.confidence_ece(v, np.array([0, 1]), n_bins=10)
+
+
+def test_nll_at_zero_warns_and_matches_sklearn_with_x64(fresh_precision_warning):
+    v = np.array([[1.0, 0.0, 0.0], [0.2, 0.3, 0.5]])
+    y = np.array([1, 2])
+    with pytest.warns(PrecisionWarning, match="epsilon"):
+        f32 = float(multiclass_metrics.nll(v, y))
+    with jax.enable_x64(True):
+        np.testing.assert_allclose(float(multiclass_metrics.nll(v, y)), sk_log_loss(y, v, labels=[0, 1, 2]), rtol=1e-12)
+    np.testing.assert_allclose(f32, (-np.log(np.finfo(np.float32).eps) - np.log(0.5)) / 2, rtol=1e-6)
