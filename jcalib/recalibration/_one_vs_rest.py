@@ -17,6 +17,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
+from ..core.optim import lbfgs_minimise
 from .scaling import LOG_CLIP
 
 __all__ = ["fit_one_vs_rest", "apply_one_vs_rest", "log_features", "fit_logistic"]
@@ -52,20 +53,10 @@ def log_features(s):
 
 def fit_logistic(features, targets, weights, coefficients: Callable, n_steps: int, init):
     r"""Minimise the weighted mean cross-entropy of $\sigma(x^\top a(\theta) + c(\theta))$ against
-    (possibly smoothed) ``targets`` in $[0, 1]$ over $\theta$ (2 or 3 numbers).
-
-    ``coefficients(theta)`` returns the slope vector and intercept, linear in $\theta$, so
-    restricted models are maps of one $\theta$ and the objective is convex. Newton's method
-    with a fixed-size line search, ``n_steps`` iterations in a ``lax.scan``: each iteration
-    solves $(H + \lambda I)\delta = g$ ($\lambda = 16\,\epsilon_{\mathrm{mach}}(1 + \mathrm{tr} H)$
-    keeps coordinates that a restricted model ignores at rest), evaluates the objective at
-    $\theta - 2^{-j}\delta$ for $j = 0, \dots, 9$ all at once and keeps the best (or stays). No
-    branch depends on the data, so a ``vmap`` over bootstrap weights costs what the loop
-    would, without its Python overhead; the objective never increases.
-    """
+    (possibly smoothed) ``targets`` in $[0, 1]$ over $\theta$, by ``n_steps`` L-BFGS steps (the
+    scaling module's fixed-length, best-iterate minimiser). ``coefficients(theta)`` returns the
+    slope vector and intercept, so restricted models are linear maps of one $\theta$."""
     total = jnp.sum(weights)
-    steps = 2.0 ** -jnp.arange(10, dtype=features.dtype)
-    ridge = 16 * jnp.finfo(features.dtype).eps  # relative to 1 + tr H: a nudge, not a prior
 
     def loss(theta):
         slope, intercept = coefficients(theta)
@@ -73,17 +64,4 @@ def fit_logistic(features, targets, weights, coefficients: Callable, n_steps: in
         # -[t log σ(z) + (1 - t) log(1 - σ(z))], written stably
         return jnp.sum(weights * (jax.nn.softplus(z) - targets * z)) / total
 
-    grad, hess = jax.grad(loss), jax.hessian(loss)
-
-    def step(theta, _):
-        h = hess(theta)
-        eye = jnp.eye(theta.shape[0], dtype=theta.dtype)
-        delta = jnp.linalg.solve(h + ridge * (1 + jnp.trace(h)) * eye, grad(theta))
-        trials = theta[None, :] - steps[:, None] * delta[None, :]
-        values = jax.vmap(loss)(trials)
-        values = jnp.where(jnp.isfinite(values), values, jnp.inf)
-        best = jnp.argmin(values)
-        return jnp.where(values[best] < loss(theta), trials[best], theta), None
-
-    theta, _ = jax.lax.scan(step, init, None, length=n_steps)
-    return theta
+    return lbfgs_minimise(loss, init, n_steps)

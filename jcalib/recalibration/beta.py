@@ -14,8 +14,8 @@ an AdaBoost needs). Three forms, as in the authors' ``betacal`` package:
 | ``"am"`` | $a = b$, $c$ | $\sigma(a\,\mathrm{logit}(s) + c)$: Platt on the logit | ``"am"`` |
 | ``"ab"`` | $a, b$; $m = 1/2$ | $\sigma(a \log 2s - b \log 2(1 - s))$ | ``"ab"`` |
 
-Fitting minimises the weighted mean cross-entropy (maximum likelihood) by Newton's method with
-a fixed-size line search in a fixed-length ``lax.scan``. The constraint $a, b \ge 0$ of ``"abm"`` is handled as betacal
+Fitting minimises the weighted mean cross-entropy (maximum likelihood) by L-BFGS in a
+fixed-length ``lax.scan``. The constraint $a, b \ge 0$ of ``"abm"`` is handled as betacal
 handles it: the unconstrained fit is kept when both slopes are non-negative; if $a < 0$ the
 model refitted with $a = 0$ is used, else if $b < 0$ the one with $b = 0$. All three fits run
 every time (fixed shapes, so the fit jits and vmaps) and the choice is a ``jnp.where``.
@@ -107,7 +107,7 @@ def beta_calibration_fit(
     labels: Int[Array, " n"],
     *,
     parameters: str = "abm",
-    n_steps: int = 30,
+    n_steps: int = 100,
     sample_weight: Float[Array, " n"] | None = None,
 ) -> BetaParams:
     r"""Fit beta calibration (module docstring) by maximum likelihood.
@@ -118,7 +118,7 @@ def beta_calibration_fit(
         labels: integer labels in ``[0, C)``, shape ``(n,)``.
         parameters: ``"abm"`` (three parameters, $a, b \ge 0$), ``"am"`` ($a = b$) or
             ``"ab"`` ($m = 1/2$).
-        n_steps: Newton iterations per fit (a fixed scan length).
+        n_steps: L-BFGS iterations per fit (fixed scan length; idle after convergence).
         sample_weight: optional non-negative weights ``(n,)``; may be traced (vmap over
             bootstrap weights).
 
@@ -161,7 +161,7 @@ class BetaCalibration(Recalibrator):
         (6, 2)
     """
 
-    def __init__(self, parameters: str = "abm", n_steps: int = 30):
+    def __init__(self, parameters: str = "abm", n_steps: int = 100):
         if parameters not in _FORMS:
             raise ValueError(f"parameters must be one of {_FORMS}, got {parameters!r}")
         self.parameters = parameters

@@ -85,21 +85,21 @@ def platt_fit(
     labels: Int[Array, " n"],
     *,
     smooth_targets: bool = True,
-    n_steps: int = 30,
+    n_steps: int = 50,
     sample_weight: Float[Array, " n"] | None = None,
 ) -> PlattParams:
     r"""Fit Platt scaling $q = \sigma(a\,\mathrm{logit}(s) + b)$ (module docstring).
 
-    A two-parameter convex problem, solved by ``n_steps`` Newton steps with a fixed-size line
-    search from $a = 1, b = 0$ (the identity) in a ``lax.scan`` with no data-dependent branch:
-    jit- and vmap-able, so bootstrap refits (``jax.vmap`` over ``sample_weight``) are one call.
+    A two-parameter convex problem, solved by ``n_steps`` L-BFGS steps from $a = 1, b = 0$
+    (the identity) in a fixed-length ``lax.scan``: jit- and vmap-able, so bootstrap refits
+    (``jax.vmap`` over ``sample_weight``) are one call.
 
     Args:
         key: unused (the fit is deterministic); the common recalibrator signature.
         probs: held-out probabilities ``(n, C)``, rows on the simplex.
         labels: integer labels in ``[0, C)``, shape ``(n,)``.
         smooth_targets: Platt's targets $t_\pm$ (True, scikit-learn's choice) or the labels.
-        n_steps: Newton iterations (a fixed scan length; 30 reach float64 round-off on the tests' data).
+        n_steps: L-BFGS iterations (steps after convergence idle).
         sample_weight: optional non-negative weights ``(n,)``.
 
     Returns:
@@ -138,7 +138,7 @@ class PlattScaling(Recalibrator):
         (6, 2)
     """
 
-    def __init__(self, smooth_targets: bool = True, n_steps: int = 30):
+    def __init__(self, smooth_targets: bool = True, n_steps: int = 50):
         self.smooth_targets = bool(smooth_targets)
         self.n_steps = check_positive_int(n_steps, "n_steps")
 
