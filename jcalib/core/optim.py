@@ -3,7 +3,9 @@ r"""Inner optimisation with optax for a fixed number of steps, inside ``lax.scan
 ORCA's per-round minimax (paper 002, Algorithm 2), the decision-calibration partition search
 (paper 004) and the sigmoid-witness search (paper 003) all run an optax optimiser for a
 *static* number of steps (DESIGN.md, "Drivers own the loops": tolerance-based while-loops
-stall vmapped batches). :func:`optimise` is that loop, written once:
+stall vmapped batches). :func:`optimise` is that loop, written once (and
+:func:`lbfgs_minimise` its L-BFGS variant for the smooth fits of offline recalibrators, which
+idles once converged and returns the best iterate):
 
 ```
 params_{k+1} = params_k + optimizer.update(∇ loss(params_k), state_k, params_k)   k = 0..n-1
@@ -27,10 +29,12 @@ from __future__ import annotations
 from typing import Any, Callable, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import optax
+from jax import lax
 from jaxtyping import Array, Float
 
-__all__ = ["OptimResult", "optimise", "optax_update", "standard_promotion"]
+__all__ = ["OptimResult", "optimise", "lbfgs_minimise", "optax_update", "standard_promotion"]
 
 
 def standard_promotion():
@@ -107,3 +111,53 @@ def optimise(
 
     (params, state), losses = jax.lax.scan(step, (params, state), None, length=n_steps)
     return OptimResult(params, state, losses)
+
+
+def lbfgs_minimise(loss: Callable, init, n_steps: int):
+    """Minimise ``loss`` from ``init`` by L-BFGS (``optax.lbfgs``, zoom line search) in a lax.scan
+    of exactly ``n_steps`` iterations, returning the best parameters seen.
+
+    Once the fit has converged -- gradient norm below $\\epsilon(1 + |f|)$ for the dtype's
+    machine epsilon $\\epsilon$, or the line search failing twice in a row (it reports a positive
+    decrease or curvature error once float precision is exhausted) -- the remaining iterations
+    idle: a ``lax.cond`` skips their work when the fit is not vmapped (under vmap both branches
+    run, so batched fits stay in lock-step and the step count stays fixed). Without this, each
+    iteration after convergence would run the line search to its limit (about 16 loss
+    evaluations) for nothing. Steps that merely fail to lower the float32 objective do not stop
+    the fit: on ill-conditioned problems (weak ODIR, many classes) L-BFGS makes real progress
+    through such plateaus. The returned parameters have the lowest objective seen (ties go to the
+    later iterate), so the objective at the result is never above its value at ``init``.
+    """
+    opt = optax.lbfgs()
+    value_and_grad = optax.value_and_grad_from_state(loss)
+    eps = float(jnp.finfo(jax.tree.leaves(init)[0].dtype).eps)
+
+    def advance(carry):
+        params, state, best, best_value, fails, _ = carry
+        value, grad = value_and_grad(params, state=state)
+        updates, new_state = opt.update(grad, state, params, value=value, grad=grad, value_fn=loss)
+        new_params = optax.apply_updates(params, updates)
+        new_value = optax.tree.get(new_state, "value")  # the line search's value at new_params
+        info = optax.tree.get(new_state, "info")
+        failed = (info.decrease_error > 0) | (info.curvature_error > 0)
+        fails = jnp.where(failed, fails + 1, 0)
+        finite = jnp.isfinite(new_value)
+        better = finite & (new_value <= best_value)
+        best = jax.tree.map(lambda a, b: jnp.where(better, a, b), new_params, best)
+        best_value = jnp.where(better, new_value, best_value)
+        done = (~finite) | (fails >= 2) | (optax.tree.norm(grad) <= eps * (1 + jnp.abs(value)))
+        keep = lambda a, b: jnp.where(finite, a, b)  # noqa: E731  (a NaN step is never taken)
+        params, state = jax.tree.map(keep, new_params, params), jax.tree.map(keep, new_state, state)
+        return params, state, best, best_value, fails, done
+
+    def step(carry, _):
+        return lax.cond(carry[-1], lambda c: c, advance, carry), None
+
+    # optax's L-BFGS mixes int32 state with default-width ints (int64 under x64); it is not our
+    # code, so trace it under standard promotion even when a caller has made promotion strict
+    # (the same workaround as jcalib.core.optimise, whose fixed-step loop cannot express the
+    # early stop and best-iterate bookkeeping here).
+    with standard_promotion():
+        carry = (init, opt.init(init), init, loss(init), jnp.asarray(0, jnp.int32), jnp.asarray(False))
+        carry, _ = lax.scan(step, carry, None, length=n_steps)
+    return carry[2]

@@ -6,7 +6,19 @@ from .decision import (
     decision_calibration_error,
     decision_loss_gap,
 )
-from .binary import binned_ece, brier, ece, ece_from_counts, log_loss, lp_calibration_error
+from .binary import (
+    PrecisionWarning,
+    ace,
+    bin_index,
+    binned_ece,
+    brier,
+    ece,
+    ece_from_counts,
+    log_loss,
+    lp_calibration_error,
+    mce,
+    quantile_bin_index,
+)
 from .online import average_regret, calibration_from_buckets, eps_calibration
 from .smooth import smooth_calibration_error, smooth_ece, smooth_ece_at_bandwidth
 from .distance import (
@@ -49,7 +61,12 @@ __all__: list[str] = [
     "DecisionLossGapResult",
     "decision_calibration_error",
     "decision_loss_gap",
+    "PrecisionWarning",
+    "ace",
+    "bin_index",
     "binned_ece",
+    "mce",
+    "quantile_bin_index",
     "brier",
     "ece",
     "ece_from_counts",

@@ -15,7 +15,11 @@ graph with ``eqx.error_if``, unless ``jcalib.config.checks(False)`` was in force
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+import sys
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +29,7 @@ from jaxtyping import Array, Float, Int
 from .._grid import grid_index, off_grid
 from .._validation import (
     check_binary_inputs,
+    check_multiclass_inputs,
     check_grid_counts,
     check_positive_int,
     is_concrete,
@@ -32,13 +37,93 @@ from .._validation import (
 from ._groups import group_sums
 
 __all__ = [
+    "PrecisionWarning",
+    "ace",
+    "bin_index",
     "ece",
     "binned_ece",
+    "mce",
+    "quantile_bin_index",
     "lp_calibration_error",
     "brier",
     "log_loss",
     "ece_from_counts",
 ]
+
+
+class PrecisionWarning(UserWarning):
+    """A float64 input was computed in float32 (``jax_enable_x64`` is off) and that changed a
+    result a user would compare with a float64 library (concepts page, "Precision")."""
+
+
+_PRECISION_WARNED: set[str] = set()  # kinds already warned about in this process
+
+
+def _x64_enabled() -> bool:
+    return jax.dtypes.canonicalize_dtype(np.float64) == np.float64
+
+
+def _host_float64(x):
+    """``x`` as a NumPy float64 array when it is a concrete float64 input that jcalib will round
+    to float32 (``jax_enable_x64`` off); otherwise None."""
+    if _x64_enabled() or isinstance(x, (jax.Array, jax.core.Tracer)):
+        return None
+    try:
+        v = np.asarray(x)
+    except (TypeError, ValueError):
+        return None
+    return v if v.dtype == np.float64 else None
+
+
+def _warn_precision(kind: str, message: str) -> None:
+    if kind in _PRECISION_WARNED:
+        return
+    _PRECISION_WARNED.add(kind)
+    # point the warning at the first caller outside the package
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message + " Enable float64 with jax.config.update('jax_enable_x64', True) "
+                  "to match float64 libraries (warned once per process).", PrecisionWarning, stacklevel=level)
+
+
+def warn_if_float32_moves_bins(probs, n_bins: int, *, top: bool = False) -> None:
+    """Warn (:class:`PrecisionWarning`, once per process) when rounding concrete float64
+    forecasts to float32 moves any of them into another uniform bin of :func:`bin_index`
+    (``top=True``: the rows' largest probabilities, for the confidence ECEs)."""
+    v = _host_float64(probs)
+    if v is None or v.size == 0 or not np.all(np.isfinite(v)):
+        return
+    if top and v.ndim == 2:
+        v = v.max(axis=1)
+    moved = int(np.sum(_bins_by_table(np, v, n_bins) != _bins_by_table(np, v.astype(np.float32), n_bins)))
+    if moved:
+        _warn_precision(
+            "bins",
+            f"{moved} float64 forecast(s) land in a different one of {n_bins} bins after rounding to "
+            "float32, so binned metrics differ from a float64 computation (e.g. netcal, relplot).",
+        )
+
+
+def warn_if_float32_changes_log_clip(probs, labels, sample_weight) -> None:
+    """Warn once when float32's clip at its epsilon changes a log loss of float64 forecasts: the
+    probability given to the outcome is below float32's epsilon (1.19e-7). ``probs`` are binary
+    forecasts ``(n,)`` with 0/1 labels, or rows ``(n, C)`` with class labels (the NLL)."""
+    v = _host_float64(probs)
+    if v is None:
+        return
+    y = np.asarray(labels).astype(np.int64)
+    q = v[np.arange(len(y)), y] if v.ndim == 2 else np.where(y == 1, v, 1 - v)
+    w = np.ones_like(q) if sample_weight is None else np.asarray(sample_weight)
+    if np.any((q < np.finfo(np.float32).eps) & (w > 0)):
+        _warn_precision(
+            "log_loss",
+            "float64 forecasts computed in float32 are clipped at float32's epsilon (1.19e-7), not "
+            "float64's (2.2e-16): a forecast of exactly 0 or 1 that is wrong costs 15.9 instead of "
+            "36.0 (scikit-learn's value).",
+        )
+
 
 
 def ece(
@@ -76,21 +161,72 @@ def ece(
     return jnp.sum(jnp.abs(bias))
 
 
-def _bin_index_uniform(p, n_bins):
-    # bins [0, 1/n), …, [(n-1)/n, 1]: the right end 1 belongs to the last bin.
-    return jnp.clip(jnp.floor(p * n_bins).astype(jnp.int32), 0, n_bins - 1)
+@functools.lru_cache(maxsize=64)
+def _edge_table(n_bins: int, dtype_name: str) -> np.ndarray:
+    """For k = 0..K, the smallest float of ``dtype`` that is >= k/K (as real numbers).
+
+    Computed once per (K, dtype) on the host in exact integer arithmetic: a float e is >= k/K
+    iff e·K >= k, and ``e.as_integer_ratio()`` gives e as a fraction exactly.
+    """
+    dt = np.dtype(dtype_name)
+    edges = (np.arange(n_bins + 1, dtype=np.float64) / n_bins).astype(dt)  # nearest (or next) float
+    up, down = dt.type(np.inf), dt.type(-np.inf)
+
+    def at_least(e, k):  # e >= k/K exactly
+        num, den = float(e).as_integer_ratio()
+        return num * n_bins >= k * den
+
+    for k in range(n_bins + 1):
+        e = edges[k]
+        while not at_least(e, k):
+            e = np.nextafter(e, up)
+        while at_least(np.nextafter(e, down), k):
+            e = np.nextafter(e, down)
+        edges[k] = e
+    return edges
 
 
-def _bucket_exact(p, k):
-    # floor(p·k) as in exact arithmetic: p·k within 4 ulps of an integer j is taken to be j
-    # (a forecast at an edge j/k belongs to the bucket that starts there); the last bucket is
-    # closed. Only points within round-off of an edge can move, so off-edge forecasts keep
-    # floor(p·k).
-    scaled = p * k
-    nearest = jnp.round(scaled)
-    tol = 4 * jnp.finfo(p.dtype).eps * jnp.maximum(1.0, scaled)
-    idx = jnp.where(jnp.abs(scaled - nearest) <= tol, nearest, jnp.floor(scaled))
-    return jnp.clip(idx.astype(jnp.int32), 0, k - 1)
+def bin_index(p: Float[Array, "..."], n_bins: int) -> Int[Array, "..."]:
+    r"""Index of the uniform bin $[k/K, (k+1)/K)$ holding each forecast, decided exactly.
+
+    A float $p$ is in bin $k$ iff $k/K \le p < (k+1)/K$ **as real numbers** (the last bin is
+    closed, so $p = 1$ is in bin $K-1$). ``floor(p * K)`` in float arithmetic is within one of
+    that $k$ and is corrected by comparing $p$ with $e_k$ and $e_{k+1}$, where $e_k$ is the
+    smallest float of $p$'s dtype that is $\ge k/K$: for floats, $p \ge k/K \iff p \ge e_k$, so
+    the comparisons are exact in float32 and float64 alike. The table $e_0, \dots, e_K$ is
+    computed once per $(K, \text{dtype})$ on the host with integer arithmetic. float16 and
+    bfloat16 inputs are compared in float32 (which holds them exactly).
+
+    Args:
+        p: forecasts in $[0, 1]$, any shape, a float dtype.
+        n_bins: the number of bins $K$ (a Python int).
+
+    Returns:
+        int32 bin indices in $[0, K)$, the shape of ``p``.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> bin_index(jnp.array([0.2, 0.7, 1.0]), 10).tolist()  # the float 0.7 lies below 7/10
+        [2, 6, 9]
+    """
+    n_bins = check_positive_int(n_bins, "n_bins")
+    p = jnp.asarray(p)
+    if not jnp.issubdtype(p.dtype, jnp.floating):
+        p = p.astype(jnp.result_type(float))
+    if jnp.finfo(p.dtype).bits < 32:
+        p = p.astype(jnp.float32)  # exact: float32 holds every float16/bfloat16 value
+    return _bins_by_table(jnp, p, n_bins)
+
+
+def _bins_by_table(xp, p, n_bins):
+    """:func:`bin_index`'s rule in ``xp`` (``jnp``, or ``np`` for the host-side precision check)."""
+    edges = xp.asarray(_edge_table(n_bins, np.dtype(p.dtype).name))
+    k0 = xp.clip(xp.floor(p * n_bins), 0, n_bins - 1).astype(xp.int32)
+    k = k0 - (p < edges[k0]).astype(xp.int32) + (p >= edges[k0 + 1]).astype(xp.int32)
+    return xp.clip(k, 0, n_bins - 1)
+
+
+_bin_index_uniform = bin_index  # the one bin-edge rule, under the name the package's binned functions use
 
 
 def _bucket_of_grid_point(p, k, m):
@@ -102,11 +238,23 @@ def _bucket_of_grid_point(p, k, m):
     return jnp.asarray(table)[grid_index(p, m)]
 
 
-def _bin_index_quantile(p, w, n_bins):
-    # Equal-mass bins by weighted rank: a forecast value v goes to bin
-    # floor(n_bins * W(<v) / W), W(<v) = total weight of forecasts strictly below v.  Equal
-    # values always share a bin, integer weights act as repetitions, and with T distinct
-    # unit-weight forecasts each bin holds T/n_bins of them (when n_bins divides T).
+def quantile_bin_index(p: Float[Array, " n"], w: Float[Array, " n"], n_bins: int) -> Int[Array, " n"]:
+    r"""Equal-mass bin of each forecast, by weighted rank: $\lfloor K\,W(<p_i)/W\rfloor$.
+
+    $W(<v)$ is the total weight of forecasts strictly below $v$ and $W$ the total weight, so
+    equal values always share a bin, integer weights act as repetitions, and $n$ distinct
+    unit-weight forecasts fill each bin with $n/K$ of them when $K$ divides $n$ (a heavy tie may
+    leave bins empty). The ``strategy="quantile"`` bins of :func:`binned_ece`, :func:`mce`,
+    :func:`ace` and ``HistogramBinning``.
+
+    Args:
+        p: forecasts, shape ``(n,)``.
+        w: non-negative weights with a positive sum, shape ``(n,)``.
+        n_bins: the number of bins $K$ (a Python int).
+
+    Returns:
+        int32 bin indices in $[0, K)$, shape ``(n,)``.
+    """
     order = jnp.argsort(p)
     ps, ws = p[order], w[order]
     cum_before = jnp.cumsum(ws) - ws
@@ -116,6 +264,29 @@ def _bin_index_quantile(p, w, n_bins):
     frac = below / jnp.sum(w)
     idx_sorted = jnp.clip(jnp.floor(frac * n_bins).astype(jnp.int32), 0, n_bins - 1)
     return jnp.zeros_like(idx_sorted).at[order].set(idx_sorted)
+
+
+def _bin_sums(pr, y, w, n_bins, strategy):
+    r"""Per-bin weight $W_b$ and signed bias $\sum_{i \in B_b} w_i (p_i - y_i)$, shape ``(n_bins,)``."""
+    idx = _bin_index_uniform(pr, n_bins) if strategy == "uniform" else quantile_bin_index(pr, w, n_bins)
+    wb = jax.ops.segment_sum(w, idx, num_segments=n_bins)
+    bias = jax.ops.segment_sum(w * (pr - y), idx, num_segments=n_bins)
+    return wb, bias
+
+
+def _binned(probs, labels, sample_weight, n_bins, strategy):
+    """Validated weights and per-bin (weight, bias) of binary forecasts, with the precision check."""
+    pr, y, w = check_binary_inputs(probs, labels, sample_weight)
+    if strategy == "uniform":
+        warn_if_float32_moves_bins(probs, n_bins)
+    return (w, *_bin_sums(pr, y, w, n_bins, strategy))
+
+
+def _check_strategy(n_bins, strategy):
+    n_bins = check_positive_int(n_bins, "n_bins")
+    if strategy not in ("uniform", "quantile"):
+        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}")
+    return n_bins
 
 
 def binned_ece(
@@ -165,24 +336,120 @@ def binned_ece(
         Bayesian binning*; Guo, Pleiss, Sun, Weinberger (2017), *On calibration of modern
         neural networks*; paper 000 §2 for the unnormalised sequence form.
     """
-    n_bins = check_positive_int(n_bins, "n_bins")
-    if strategy not in ("uniform", "quantile"):
-        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}")
+    n_bins = _check_strategy(n_bins, strategy)
     if not isinstance(p, (int, float)) or isinstance(p, bool) or not p >= 1:
         raise ValueError(f"p must be a number >= 1, got {p!r}")
-    pr, y, w = check_binary_inputs(probs, labels, sample_weight)
-    if strategy == "uniform":
-        idx = _bin_index_uniform(pr, n_bins)
-    else:
-        idx = _bin_index_quantile(pr, w, n_bins)
-    wb = jax.ops.segment_sum(w, idx, num_segments=n_bins)
-    bias = jax.ops.segment_sum(w * (pr - y), idx, num_segments=n_bins)
+    w, wb, bias = _binned(probs, labels, sample_weight, n_bins, strategy)
     total = jnp.sum(w)
     if p == 1:
         return jnp.sum(jnp.abs(bias)) / total
     safe = jnp.where(wb > 0, wb, 1)
     terms = jnp.where(wb > 0, wb / total * jnp.abs(bias / safe) ** p, 0)
     return jnp.sum(terms) ** (1.0 / p)
+
+
+def mce(
+    probs: Float[Array, " n"],
+    labels: Int[Array, " n"],
+    n_bins: int = 15,
+    strategy: str = "uniform",
+    sample_weight: Float[Array, " n"] | None = None,
+) -> Float[Array, ""]:
+    r"""Maximum calibration error, **normalised** (a gap between frequencies, in $[0, 1]$).
+
+    $$\mathrm{MCE} = \max_{b : W_b > 0} |\bar p_b - \bar y_b|,$$
+    the largest gap between mean forecast and frequency of ones over the non-empty bins
+    (Naeini, Cooper, Hauskrecht 2015; Guo et al. 2017, §2), with the bins of
+    :func:`binned_ece` (uniform by default, bin edges by :func:`bin_index`). This is netcal's
+    ``MCE(bins=n_bins)`` on binary forecasts and torchmetrics' ``CalibrationError(norm="max")``,
+    up to their edge rules (netcal's bins come from ``np.linspace``; jcalib decides edges
+    exactly). For the multi-class confidence MCE pass the top probability and whether the
+    arg-max was right: ``mce(probs.max(1), probs.argmax(1) == labels)``.
+
+    Args:
+        probs: forecasts in $[0, 1]$, shape ``(n,)``.
+        labels: outcomes in $\{0, 1\}$, shape ``(n,)``.
+        n_bins: number of bins $K$ (static).
+        strategy: ``"uniform"`` or ``"quantile"`` (equal mass, as in :func:`binned_ece`).
+        sample_weight: optional non-negative weights, shape ``(n,)``.
+
+    Returns:
+        Scalar in $[0, 1]$; not a weighted average, so one sparsely populated bin can decide it.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> round(float(mce(jnp.array([0.1, 0.2, 0.9]), jnp.array([0, 1, 1]), n_bins=2)), 4)
+        0.35
+
+    References:
+        Naeini, Cooper, Hauskrecht (2015), *Obtaining well calibrated probabilities using
+        Bayesian binning*, AAAI; Guo, Pleiss, Sun, Weinberger (2017), §2.
+    """
+    _, wb, bias = _binned(probs, labels, sample_weight, _check_strategy(n_bins, strategy), strategy)
+    return jnp.max(jnp.where(wb > 0, jnp.abs(bias) / jnp.where(wb > 0, wb, 1), 0))
+
+
+def ace(
+    probs: Float[Array, "n ..."],
+    labels: Int[Array, " n"],
+    n_bins: int = 15,
+    sample_weight: Float[Array, " n"] | None = None,
+) -> Float[Array, ""]:
+    r"""Adaptive calibration error (Nixon et al. 2019), **normalised**: equal-mass bins, every
+    non-empty bin counting equally, averaged over classes.
+
+    $$\mathrm{ACE} = \frac1C\sum_{\ell=1}^{C} \frac{1}{|R_\ell|}\sum_{r \in R_\ell}
+      |\bar v_{\ell r} - \bar y_{\ell r}|,$$
+    where, for class $\ell$, the samples are split into ``n_bins`` equal-mass ranges of
+    $v_\ell$ (the quantile bins of :func:`binned_ece`: a value goes to bin
+    $\lfloor K\,W(<v)/W\rfloor$, ties share a bin), $R_\ell$ are the non-empty ranges,
+    $\bar v_{\ell r}$ the mean probability of class $\ell$ and $\bar y_{\ell r}$ the frequency
+    of class $\ell$ in range $r$. Unlike :func:`binned_ece`, bins are not weighted by their
+    mass. This is the definition of Nixon, Dusenberry, Zhang, Jerfel, Tran (2019), §4
+    ("adaptive calibration error"), with every class's probability used (not only the
+    predicted one). netcal's ``ACE`` is a different quantity with the same name (uniform bins,
+    the unweighted mean over non-empty bins of the confidence gap).
+
+    Args:
+        probs: shape ``(n, C)`` rows on the simplex with integer ``labels`` in $[0, C)$; or
+            binary forecasts of shape ``(n,)`` with 0/1 ``labels``, treated as the one class
+            "label 1" ($C = 1$).
+        labels: shape ``(n,)``.
+        n_bins: number of equal-mass ranges per class (static; Nixon et al. use 15).
+        sample_weight: optional non-negative weights, shape ``(n,)`` (integer weights act as
+            repetitions in the ranks).
+
+    Returns:
+        Scalar in $[0, 1]$.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> round(float(ace(jnp.array([0.1, 0.2, 0.8, 0.9]), jnp.array([0, 1, 1, 1]), n_bins=2)), 4)
+        0.25
+
+    References:
+        Nixon, Dusenberry, Zhang, Jerfel, Tran (2019), *Measuring calibration in deep
+        learning*, CVPR Workshops, §4.
+    """
+    n_bins = check_positive_int(n_bins, "n_bins")
+    if np.ndim(probs) == 1:
+        pr, y, w = check_binary_inputs(probs, labels, sample_weight)
+        v, hits = pr[:, None], y[:, None]
+    else:
+        v, lab, w = check_multiclass_inputs(probs, labels, sample_weight)
+        hits = jax.nn.one_hot(lab, v.shape[1], dtype=v.dtype)
+    return _ace(v, hits, w, n_bins)
+
+
+@functools.partial(jax.jit, static_argnames=("n_bins",))
+def _ace(v, hits, w, n_bins):
+    def per_class(vy):
+        wb, bias = _bin_sums(vy[0], vy[1], w, n_bins, "quantile")
+        filled = wb > 0
+        gaps = jnp.where(filled, jnp.abs(bias) / jnp.where(filled, wb, 1), 0)
+        return jnp.sum(gaps) / jnp.sum(filled.astype(v.dtype))
+
+    return jnp.mean(jax.lax.map(per_class, (v.T, hits.T)))
 
 
 def lp_calibration_error(
@@ -210,14 +477,14 @@ def lp_calibration_error(
     calibrated forecaster still scores up to $\varepsilon/2$.
     Multiply by $T$ (for ``p=1``) for an unnormalised sum.
 
-    Bucket edges are compared exactly, not after float rounding: a forecast within float
-    round-off (4 ulps of $p/\varepsilon$) of an edge $k\varepsilon$ belongs to bucket $k$, as it
-    does in exact arithmetic. A plain ``floor(p / ε)`` in float32 would put, e.g., the grid
-    point $27/49$ into bucket 26 when $\varepsilon = 1/49$ (five of the points $j/1000$ when
-    $\varepsilon = 1/1000$). With ``grid=m`` the forecasts are declared to be grid points
-    $j/m$ (checked where concrete: within $10^{-3}/m$, the recorders' tolerance) and are
-    bucketed by their integer index, $k = \lfloor jK/m\rfloor$ with $K = 1/\varepsilon$, which is
-    exact whatever the float width.
+    Buckets follow jcalib's one bin-edge rule (:func:`bin_index`, concepts page "Bins"): a
+    float forecast is in bucket $k$ iff $k\varepsilon \le p < (k+1)\varepsilon$ as real
+    numbers, with $\varepsilon = 1/K$. A float that is not exactly a grid point $j/m$ is binned
+    by its own value: float32's nearest value to $27/49$ lies below $27/49$, so it falls in
+    bucket 26 when $\varepsilon = 1/49$. With ``grid=m`` the forecasts are declared to be grid
+    points $j/m$ (checked where concrete: within $10^{-3}/m$, the recorders' tolerance) and are
+    bucketed by their integer index, $k = \lfloor jK/m\rfloor$, which puts $j/m$ where the real
+    number $j/m$ belongs, whatever the float width.
 
     Args:
         probs: forecasts in $[0, 1]$, shape ``(T,)``.
@@ -248,7 +515,8 @@ def lp_calibration_error(
         raise ValueError(f"p must be a number >= 1, got {p!r}")
     pr, y, w = check_binary_inputs(probs, labels, sample_weight)
     if grid is None:
-        idx = _bucket_exact(pr, k)
+        warn_if_float32_moves_bins(probs, k)
+        idx = _bin_index_uniform(pr, k)
     else:
         idx = _bucket_of_grid_point(pr, k, check_positive_int(grid, "grid"))
     nk = jax.ops.segment_sum(w, idx, num_segments=k)
@@ -284,7 +552,10 @@ def log_loss(
     Forecasts are clipped to $[\epsilon, 1-\epsilon]$ before taking logs, with $\epsilon$ =
     ``eps`` or, by default, the machine epsilon of the float dtype (as scikit-learn's
     ``log_loss`` does), so a confident wrong forecast costs about $-\log\epsilon$ (36.0 in
-    float64, 15.9 in float32) instead of infinity. The log loss is a proper but unbounded,
+    float64, 15.9 in float32) instead of infinity. Without ``jax_enable_x64`` a float64 input is
+    computed in float32 and clipped at float32's epsilon: when that changes the value (a
+    forecast within $1.2\cdot10^{-7}$ of the wrong end), a :class:`PrecisionWarning` says so
+    once per process (concepts page, "Precision"). The log loss is a proper but unbounded,
     non-Lipschitz scoring rule, outside the Lipschitz-score setting of SPEC.md §2.
 
     References:
@@ -292,6 +563,8 @@ def log_loss(
         rules, prediction, and estimation*.
     """
     p, y, w = check_binary_inputs(probs, labels, sample_weight)
+    if eps is None:
+        warn_if_float32_changes_log_clip(probs, labels, sample_weight)
     e = jnp.finfo(p.dtype).eps if eps is None else eps
     # departs from the unclipped definition: clip so the loss stays finite (see docstring)
     pc = jnp.clip(p, e, 1 - e)

@@ -2,7 +2,8 @@ r"""Multi-class calibration errors (confidence, top-label and class-wise ECE) an
 multi-class helpers (one-hot encoding, accuracy, NLL, L2 error).
 
 Each ECE reduces a multi-class prediction $v \in \Delta_C$ to binary problems and calls
-`jcalib.metrics.binned_ece` (so binning lives in one place). In the weighted-calibration
+`jcalib.metrics.binned_ece` (so binning lives in one place: uniform bins follow
+`jcalib.metrics.bin_index`'s exact edge rule). In the weighted-calibration
 language of paper 003 (§2), all three estimate $\sup_{w \in W} |E\langle y - v, w(v)\rangle|$ for
 a family $W$ that sees only part of $v$; they differ in what the witness may condition on:
 
@@ -52,7 +53,7 @@ from .._validation import (
     check_class_labels,
     check_positive_int,
 )
-from .binary import binned_ece
+from .binary import binned_ece, warn_if_float32_changes_log_clip, warn_if_float32_moves_bins
 
 __all__ = [
     "one_hot",
@@ -123,9 +124,13 @@ def nll(
 
     The probability of the observed class is clipped below at $\epsilon$ (``eps``, by default the
     machine epsilon of the dtype, as `jcalib.metrics.log_loss` and scikit-learn do), so a
-    confidently wrong prediction costs about $-\log \epsilon$ instead of infinity.
+    confidently wrong prediction costs about $-\log \epsilon$ instead of infinity. A float64
+    input computed in float32 (``jax_enable_x64`` off) is clipped at float32's epsilon; when that
+    changes the value, a ``PrecisionWarning`` says so once per process.
     """
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
+    if eps is None:
+        warn_if_float32_changes_log_clip(probs, labels, sample_weight)
     e = jnp.finfo(v.dtype).eps if eps is None else eps
     v_y = jnp.take_along_axis(v, y[:, None], axis=1)[:, 0]
     # departs from the unclipped definition: clip so the loss stays finite (see docstring)
@@ -192,6 +197,8 @@ def confidence_ece(
     """
     _check_binning(n_bins, strategy, p)
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
+    if strategy == "uniform":
+        warn_if_float32_moves_bins(probs, n_bins, top=True)
     return _confidence_ece(v, y, w, n_bins, strategy, p)
 
 
@@ -248,6 +255,8 @@ def top_label_ece(
     """
     _check_binning(n_bins, strategy, p)
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
+    if strategy == "uniform":
+        warn_if_float32_moves_bins(probs, n_bins, top=True)
     return _top_label_ece(v, y, w, n_bins, strategy, p)
 
 
@@ -314,6 +323,8 @@ def classwise_ece(
     """
     _check_binning(n_bins, strategy, p)
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
+    if strategy == "uniform":
+        warn_if_float32_moves_bins(probs, n_bins, top=False)
     return _classwise_ece(v, y, w, n_bins, strategy, p)
 
 

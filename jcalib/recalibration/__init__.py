@@ -33,6 +33,16 @@ from .isotonic import (
     online_isotonic,
     online_isotonic_probs,
 )
+from .beta import BetaCalibration, BetaParams, beta_calibration_apply, beta_calibration_fit
+from .histogram import HistogramBinning, HistogramParams, histogram_binning_apply, histogram_binning_fit
+from .isotonic_classifier import (
+    IsotonicCalibrationParams,
+    IsotonicCalibrator,
+    isotonic_calibration_apply,
+    isotonic_calibration_fit,
+    pav,
+)
+from .platt import PlattParams, PlattScaling, platt_apply, platt_fit
 from .scaling import (
     DirichletCalibrator,
     MatrixScaling,
@@ -49,6 +59,23 @@ from .scaling import (
 )
 
 __all__: list[str] = [
+    "BetaCalibration",
+    "BetaParams",
+    "beta_calibration_apply",
+    "beta_calibration_fit",
+    "HistogramBinning",
+    "HistogramParams",
+    "histogram_binning_apply",
+    "histogram_binning_fit",
+    "IsotonicCalibrationParams",
+    "IsotonicCalibrator",
+    "isotonic_calibration_apply",
+    "isotonic_calibration_fit",
+    "pav",
+    "PlattParams",
+    "PlattScaling",
+    "platt_apply",
+    "platt_fit",
     "DecisionCalibrationParams",
     "DecisionCalibrator",
     "decision_calibration_apply",

@@ -56,12 +56,10 @@ References:
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
-from jax import lax
 from jaxtyping import Array, Float, Int
 
 from .._validation import (
@@ -71,7 +69,7 @@ from .._validation import (
     check_positive_int,
     check_simplex_probs,
 )
-from ..core.optim import standard_promotion
+from ..core.optim import lbfgs_minimise as _minimise
 from .base import Recalibrator
 
 __all__ = [
@@ -136,56 +134,6 @@ def _weighted_nll(logits: Float[Array, "n C"], labels: Int[Array, " n"], weights
     log_q = jax.nn.log_softmax(logits, axis=1)
     log_q_y = jnp.take_along_axis(log_q, labels[:, None], axis=1)[:, 0]
     return -jnp.sum(weights * log_q_y) / jnp.sum(weights)
-
-
-def _minimise(loss: Callable, init, n_steps: int):
-    """Minimise ``loss`` from ``init`` by L-BFGS (``optax.lbfgs``, zoom line search) in a lax.scan
-    of exactly ``n_steps`` iterations, returning the best parameters seen.
-
-    Once the fit has converged -- gradient norm below $\\epsilon(1 + |f|)$ for the dtype's
-    machine epsilon $\\epsilon$, or the line search failing twice in a row (it reports a positive
-    decrease or curvature error once float precision is exhausted) -- the remaining iterations
-    idle: a ``lax.cond`` skips their work when the fit is not vmapped (under vmap both branches
-    run, so batched fits stay in lock-step and the step count stays fixed). Without this, each
-    iteration after convergence would run the line search to its limit (about 16 loss
-    evaluations) for nothing. Steps that merely fail to lower the float32 objective do not stop
-    the fit: on ill-conditioned problems (weak ODIR, many classes) L-BFGS makes real progress
-    through such plateaus. The returned parameters have the lowest objective seen (ties go to the
-    later iterate), so the objective at the result is never above its value at ``init``.
-    """
-    opt = optax.lbfgs()
-    value_and_grad = optax.value_and_grad_from_state(loss)
-    eps = float(jnp.finfo(jax.tree.leaves(init)[0].dtype).eps)
-
-    def advance(carry):
-        params, state, best, best_value, fails, _ = carry
-        value, grad = value_and_grad(params, state=state)
-        updates, new_state = opt.update(grad, state, params, value=value, grad=grad, value_fn=loss)
-        new_params = optax.apply_updates(params, updates)
-        new_value = optax.tree.get(new_state, "value")  # the line search's value at new_params
-        info = optax.tree.get(new_state, "info")
-        failed = (info.decrease_error > 0) | (info.curvature_error > 0)
-        fails = jnp.where(failed, fails + 1, 0)
-        finite = jnp.isfinite(new_value)
-        better = finite & (new_value <= best_value)
-        best = jax.tree.map(lambda a, b: jnp.where(better, a, b), new_params, best)
-        best_value = jnp.where(better, new_value, best_value)
-        done = (~finite) | (fails >= 2) | (optax.tree.norm(grad) <= eps * (1 + jnp.abs(value)))
-        keep = lambda a, b: jnp.where(finite, a, b)  # noqa: E731  (a NaN step is never taken)
-        params, state = jax.tree.map(keep, new_params, params), jax.tree.map(keep, new_state, state)
-        return params, state, best, best_value, fails, done
-
-    def step(carry, _):
-        return lax.cond(carry[-1], lambda c: c, advance, carry), None
-
-    # optax's L-BFGS mixes int32 state with default-width ints (int64 under x64); it is not our
-    # code, so trace it under standard promotion even when a caller has made promotion strict
-    # (the same workaround as jcalib.core.optimise, whose fixed-step loop cannot express the
-    # early stop and best-iterate bookkeeping here).
-    with standard_promotion():
-        carry = (init, opt.init(init), init, loss(init), jnp.asarray(0, jnp.int32), jnp.asarray(False))
-        carry, _ = lax.scan(step, carry, None, length=n_steps)
-    return carry[2]
 
 
 _prepare = check_multiclass_inputs  # validated probs, int32 labels, weights (ones by default)

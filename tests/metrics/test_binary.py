@@ -9,13 +9,27 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import relplot.metrics
 from reference import binary_metrics as ref
+from reference import bins as bins_ref
 from reference.forecasters import aosa
 from sklearn.metrics import brier_score_loss
 from sklearn.metrics import log_loss as sk_log_loss
 
 from jcalib.metrics import binary as binary_module
-from jcalib.metrics import binned_ece, brier, ece, ece_from_counts, log_loss, lp_calibration_error
+from jcalib.metrics import (
+    PrecisionWarning,
+    ace,
+    bin_index,
+    binned_ece,
+    brier,
+    ece,
+    ece_from_counts,
+    log_loss,
+    lp_calibration_error,
+    mce,
+)
+from jcalib.metrics import multiclass as multiclass_metrics
 
 
 def _data(seed, n=80, grid=None, weights=False):
@@ -140,6 +154,9 @@ JITTABLE = {
     "lp": lambda p, y, w: lp_calibration_error(p, y, 0.2, 2, w),
     "brier": lambda p, y, w: brier(p, y, w),
     "log_loss": lambda p, y, w: log_loss(p, y, w),
+    "mce": lambda p, y, w: mce(p, y, 5, "uniform", w),
+    "mce_quantile": lambda p, y, w: mce(p, y, 5, "quantile", w),
+    "ace": lambda p, y, w: ace(p, y, 4, w),
 }
 
 
@@ -196,6 +213,8 @@ ALL = {
     "lp": lambda p, y, w=None: lp_calibration_error(p, y, 0.1, sample_weight=w),
     "brier": lambda p, y, w=None: brier(p, y, w),
     "log_loss": lambda p, y, w=None: log_loss(p, y, w),
+    "mce": lambda p, y, w=None: mce(p, y, sample_weight=w),
+    "ace": lambda p, y, w=None: ace(p, y, sample_weight=w),
 }
 
 BAD = {
@@ -217,6 +236,8 @@ BAD = {
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_input_raises(fn, case):
     p, y, w, msg = BAD[case]
+    if fn == "ace" and case == "two_d":
+        msg = "sum to 1"  # ace reads 2-D probs as multi-class rows
     with pytest.raises(ValueError, match=msg):
         ALL[fn](p, y, w)
 
@@ -245,26 +266,29 @@ def test_docstring_examples():
 
 def _exact_lp(j, m, y, k, power=1):
     """lp_calibration_error of forecasts j/m with K = k buckets, buckets from integer arithmetic."""
-    bucket = np.minimum(j * k // m, k - 1)
+    return _lp_of_buckets(np.minimum(j * k // m, k - 1), y, k, power)
+
+
+@pytest.mark.parametrize("m", [49, 1000])
+def test_lp_calibration_error_buckets_float32_grid_points_by_value_or_by_index(m):
+    """Without ``grid``, the float32 value of j/m is bucketed by the exact rule: it falls below
+    bucket j where float32 rounds j/m down. With ``grid=m``, every j/m is in bucket j."""
+    j = np.arange(m + 1)
+    p = jnp.asarray(j / m, jnp.float32)
+    by_value = bins_ref.exact_bin(np.asarray(p), m)
+    assert np.sum(by_value < np.minimum(j, m - 1)) > 0  # the two readings differ here
+    y = (j % 2).astype(np.int32)
+    # 1e-6: float32 sums of m + 1 terms; a misplaced point moves the value by ~1/m.
+    np.testing.assert_allclose(float(lp_calibration_error(p, y, 1 / m)), _lp_of_buckets(by_value, y, m), rtol=1e-6)
+    np.testing.assert_allclose(float(lp_calibration_error(p, y, 1 / m, grid=m)), _exact_lp(j, m, y, m), rtol=1e-6)
+
+
+def _lp_of_buckets(bucket, y, k, power=1):
     tot = 0.0
     for b in np.unique(bucket):
         s = bucket == b
         tot += s.mean() * abs(y[s].mean() - (b + 0.5) / k) ** power
     return tot ** (1 / power)
-
-
-@pytest.mark.parametrize("m", [49, 1000])
-def test_lp_calibration_error_buckets_grid_points_exactly_in_float32(m):
-    """Every grid point j/m with ε = 1/m lies in bucket j (the last bucket closed). In float32,
-    floor(p·m) put j = 27 of m = 49 and five points of m = 1000 into bucket j − 1."""
-    j = np.arange(m + 1)
-    p = jnp.asarray(j / m, jnp.float32)
-    assert int(np.sum(np.floor(np.asarray(p) * np.float32(m)) < np.minimum(j, m - 1))) > 0  # the trap
-    y = (j % 2).astype(np.int32)
-    want = _exact_lp(j, m, y, m)
-    # 1e-6: float32 sums of m + 1 terms; a misplaced point moves the value by ~1/m.
-    np.testing.assert_allclose(float(lp_calibration_error(p, y, 1 / m)), want, rtol=1e-6)
-    np.testing.assert_allclose(float(lp_calibration_error(p, y, 1 / m, grid=m)), want, rtol=1e-6)
 
 
 def test_lp_calibration_error_with_grid_index_buckets_coarser_than_the_grid():
@@ -277,3 +301,177 @@ def test_lp_calibration_error_with_grid_index_buckets_coarser_than_the_grid():
     np.testing.assert_allclose(float(got), _exact_lp(j, m, y, k, 2), rtol=1e-6)
     with pytest.raises(ValueError, match="grid"):
         lp_calibration_error(jnp.clip(p + 0.0004, 0.0, 1.0), y, 1 / k, grid=m)
+
+
+# ---------------------------------------------------------------------------------------------
+# One bin-edge rule: forecasts exactly on edges, against exact arithmetic, netcal and relplot
+
+EDGE_KS = [3, 5, 7, 10, 15, 20, 49, 100, 1000]
+
+
+def _edges(K, dtype):
+    return (np.arange(K + 1) / K).astype(dtype)  # float(k/K) for every k: the nearest float
+
+
+@pytest.mark.parametrize("K", EDGE_KS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bin_index_on_every_edge_is_exact(K, dtype):
+    p = _edges(K, dtype)
+    ctx = jax.enable_x64(dtype == "float64")
+    with ctx:
+        got = np.asarray(bin_index(jnp.asarray(p), K))
+    want = bins_ref.exact_bin(p, K)
+    np.testing.assert_array_equal(got, want)
+    # and a hair either side of every edge
+    for direction in (-np.inf, np.inf):
+        q = np.clip(np.nextafter(p, np.array(direction, dtype)), 0, 1).astype(dtype)
+        with jax.enable_x64(dtype == "float64"):
+            np.testing.assert_array_equal(np.asarray(bin_index(jnp.asarray(q), K)), bins_ref.exact_bin(q, K))
+
+
+@pytest.mark.parametrize("K", EDGE_KS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bin_edges_agree_with_netcal_and_relplot_where_they_are_exact(K, dtype):
+    """netcal compares with np.linspace's edges and relplot truncates p / (1/K): both are exact
+    at some edges and an ulp off at others. jcalib agrees with each of them on every edge where
+    that library's rule agrees with exact arithmetic, and in float32 netcal (which compares
+    float32 forecasts with float64 edges) is exact on every edge."""
+    p = _edges(K, dtype)
+    with jax.enable_x64(dtype == "float64"):
+        got = np.asarray(bin_index(jnp.asarray(p), K))
+    exact = bins_ref.exact_bin(p, K)
+    for peer in (bins_ref.netcal_bin(p, K), bins_ref.relplot_bin(p, K)):
+        same = peer == exact
+        np.testing.assert_array_equal(got[same], peer[same])
+    if dtype == "float32":
+        np.testing.assert_array_equal(got, bins_ref.netcal_bin(p, K))
+    if dtype == "float64" and K in (5, 10, 20):
+        np.testing.assert_array_equal(got, bins_ref.netcal_bin(p, K))  # linspace is exact here
+
+
+def test_binned_ece_at_edges_matches_netcal_and_relplot(x64):
+    """The issue's example: float 0.3 lies below 3/10, so it shares bin 2 with 0.2."""
+    p, y = np.array([0.2, 0.3]), np.array([0, 1])
+    want = bins_ref.binned_gaps(p, y, bins_ref.netcal_bin(p, 10), 10)
+    np.testing.assert_allclose(float(binned_ece(p, y, n_bins=10)), np.sum(want[0] * want[1]) / 2, rtol=1e-12)
+    np.testing.assert_allclose(float(binned_ece(p, y, n_bins=10)), relplot.metrics.binnedECE(p, y, nbins=10), rtol=1e-12)
+    np.testing.assert_allclose(float(binned_ece(p, y, n_bins=10)), 0.25, rtol=1e-12)
+
+
+@pytest.mark.parametrize("K", [10, 20])
+def test_every_binned_function_uses_the_one_rule(x64, K):
+    """binned_ece, mce, lp_calibration_error and the multi-class ECEs bin edge forecasts alike."""
+    p = np.tile(_edges(K, "float64"), 3)
+    y = (np.arange(p.size) % 3 == 0).astype(np.int32)
+    b = bins_ref.exact_bin(p, K)
+    W, gap = bins_ref.binned_gaps(p, y, b, K)
+    np.testing.assert_allclose(float(binned_ece(p, y, n_bins=K)), np.sum(W * gap) / p.size, rtol=1e-12)
+    np.testing.assert_allclose(float(mce(p, y, n_bins=K)), gap[W > 0].max(), rtol=1e-12)
+    np.testing.assert_allclose(float(lp_calibration_error(p, y, 1 / K)), ref.lp_calibration_error(p, y, 1 / K), rtol=1e-12)
+    two = np.stack([1 - p, p], axis=1)
+    cw = np.mean([
+        np.sum(Wc * gc) / p.size
+        for Wc, gc in (bins_ref.binned_gaps(two[:, c], (y == c), bins_ref.exact_bin(two[:, c], K), K) for c in (0, 1))
+    ])
+    np.testing.assert_allclose(float(multiclass_metrics.classwise_ece(two, y, n_bins=K)), cw, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# MCE and ACE
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_mce_matches_reference(x64, weights):
+    p, y, w = _data(11, n=300, weights=weights)
+    np.testing.assert_allclose(float(mce(p, y, n_bins=10, sample_weight=w)), bins_ref.mce(p, y, 10, w), rtol=1e-12)
+
+
+def test_mce_is_netcal_mce_off_edges(x64):
+    """netcal's MCE: max over uniform bins (np.linspace edges) of |accuracy - confidence|."""
+    p, y, _ = _data(12, n=500)
+    idx = bins_ref.netcal_bin(p, 15)
+    W, gap = bins_ref.binned_gaps(np.clip(p, np.finfo(float).eps, 1 - np.finfo(float).eps), y, idx, 15)
+    np.testing.assert_allclose(float(mce(p, y)), gap.max(), rtol=1e-12)
+
+
+def test_mce_bounds_ece_and_sees_one_bad_bin(x64):
+    p, y, _ = _data(13, n=400)
+    p = 0.9 * p  # the top bin [14/15, 1] stays empty
+    assert float(mce(p, y)) >= float(binned_ece(p, y))
+    # a single miscalibrated forecast in its own bin: ECE barely moves, MCE is its full gap
+    p2, y2 = np.r_[p, 0.97], np.r_[y, 0]
+    assert float(mce(p2, y2)) >= 0.97 - 1e-12 > 10 * (float(binned_ece(p2, y2)) - float(binned_ece(p, y)))
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_ace_matches_reference_binary(x64, weights):
+    p, y, w = _data(14, n=300, weights=weights)
+    np.testing.assert_allclose(float(ace(p, y, 15, w)), bins_ref.ace(p, y, 15, w), rtol=1e-12)
+
+
+def test_ace_matches_reference_multiclass(x64):
+    rng = np.random.default_rng(15)
+    v = rng.dirichlet(np.ones(4) * 0.7, 400)
+    y = np.array([rng.choice(4, p=row) for row in v ** 1.5 / (v ** 1.5).sum(1, keepdims=True)])
+    np.testing.assert_allclose(float(ace(v, y, 10)), bins_ref.ace(v, y, 10), rtol=1e-12)
+
+
+def test_ace_counts_bins_equally():
+    """ACE is an unweighted mean over equal-mass bins: with n = 4 and 2 bins, each bin counts 1/2."""
+    got = ace(jnp.array([0.1, 0.2, 0.8, 0.9]), jnp.array([0, 1, 1, 1]), n_bins=2)
+    np.testing.assert_allclose(float(got), (0.35 + 0.15) / 2, rtol=1e-6)  # float32
+
+
+# ---------------------------------------------------------------------------------------------
+# Precision: float64 inputs without x64
+
+
+@pytest.fixture
+def fresh_precision_warning(monkeypatch):
+    monkeypatch.setattr(binary_module, "_PRECISION_WARNED", set())
+
+
+def test_float64_input_without_x64_warns_once_when_a_bin_changes(fresh_precision_warning):
+    p, y = np.array([0.2, 0.3]), np.array([0, 1])  # float32(0.3) lies above 3/10
+    with pytest.warns(PrecisionWarning, match="bins") as record:
+        got = float(binned_ece(p, y, n_bins=10))
+    assert record[0].filename == __file__  # points at the caller, not into jcalib
+    np.testing.assert_allclose(got, 0.45, rtol=1e-6)  # float32: 0.3 moved to bin 3
+    binned_ece(p, y, n_bins=10)  # once per process: no second warning (warnings are errors)
+    mce(p, y, n_bins=10)
+
+
+def test_no_precision_warning_when_nothing_changes(fresh_precision_warning):
+    binned_ece(np.array([0.25, 0.35]), np.array([0, 1]), n_bins=10)  # no edge crossed
+    binned_ece(jnp.asarray([0.2, 0.3]), np.array([0, 1]), n_bins=10)  # already float32: no rounding here
+    log_loss(np.array([0.01, 0.99]), np.array([1, 0]))
+    with jax.enable_x64(True):
+        binned_ece(np.array([0.2, 0.3]), np.array([0, 1]), n_bins=10)
+        log_loss(np.array([0.0, 1.0]), np.array([1, 0]))
+
+
+def test_log_loss_at_zero_and_one_warns_and_matches_sklearn_with_x64(fresh_precision_warning):
+    p, y = np.array([0.0, 1.0, 0.5, 0.5, 0.5]), np.array([1, 0, 1, 0, 1])
+    with pytest.warns(PrecisionWarning, match="epsilon"):
+        f32 = float(log_loss(p, y))
+    with jax.enable_x64(True):
+        f64 = float(log_loss(p, y))
+    np.testing.assert_allclose(f64, sk_log_loss(y, p), rtol=1e-12)
+    np.testing.assert_allclose(f32, (2 * -np.log(np.finfo(np.float32).eps) + 3 * np.log(2)) / 5, rtol=1e-6)
+    assert f64 > f32 + 8
+
+
+def test_multiclass_ece_warns_on_float64_bin_change(fresh_precision_warning):
+    v = np.array([[0.4, 0.6], [0.6, 0.4]])  # float64 0.6 < 6/10 < float32 0.6
+    with pytest.warns(PrecisionWarning):
+        multiclass_metrics.confidence_ece(v, np.array([0, 1]), n_bins=10)
+
+
+def test_nll_at_zero_warns_and_matches_sklearn_with_x64(fresh_precision_warning):
+    v = np.array([[1.0, 0.0, 0.0], [0.2, 0.3, 0.5]])
+    y = np.array([1, 2])
+    with pytest.warns(PrecisionWarning, match="epsilon"):
+        f32 = float(multiclass_metrics.nll(v, y))
+    with jax.enable_x64(True):
+        np.testing.assert_allclose(float(multiclass_metrics.nll(v, y)), sk_log_loss(y, v, labels=[0, 1, 2]), rtol=1e-12)
+    np.testing.assert_allclose(f32, (-np.log(np.finfo(np.float32).eps) - np.log(0.5)) / 2, rtol=1e-6)

@@ -12,6 +12,8 @@ from fractions import Fraction
 import numpy as np
 from scipy.optimize import linprog
 
+from .bins import exact_bin
+
 
 def _w(p, w):
     return np.ones(len(p)) if w is None else np.asarray(w, float)
@@ -31,7 +33,7 @@ def binned_ece(p, y, n_bins=15, strategy="uniform", w=None, power=1) -> float:
     p, y, w = np.asarray(p, float), np.asarray(y, float), _w(p, w)
     W = w.sum()
     if strategy == "uniform":
-        b = np.minimum((p * n_bins).astype(int), n_bins - 1)
+        b = exact_bin(p, n_bins)
     else:  # value v -> floor(n_bins * (weight strictly below v) / W)
         b = np.array([min(int(np.floor(n_bins * w[p < v].sum() / W)), n_bins - 1) for v in p])
     tot = 0.0
@@ -47,9 +49,10 @@ def lp_calibration_error(p, y, epsilon, power=1, w=None) -> float:
     """Paper 001 Definition 1 as in SPEC.md §2: buckets of width eps compared at midpoints."""
     p, y, w = np.asarray(p, float), np.asarray(y, float), _w(p, w)
     K = round(1 / epsilon)
+    b = exact_bin(p, K)  # k/K <= p < (k+1)/K in exact arithmetic, the last bucket closed
     tot = 0.0
     for k in range(K):
-        s = (p >= k / K) & ((p < (k + 1) / K) | ((k == K - 1) & (p <= 1)))
+        s = b == k
         n = w[s].sum()
         if n > 0:
             rho = np.sum(w[s] * y[s]) / n

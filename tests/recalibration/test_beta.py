@@ -1,0 +1,111 @@
+"""Tests of beta calibration (jcalib.recalibration.beta): parity with the authors' ``betacal``
+package and a SciPy fit of the same likelihood, for the three forms; the paper's claim that the
+family contains Platt-on-the-logit and the identity (so the full fit's likelihood is at least
+theirs); conformance (jit, vmap over bootstrap refits, no retrace); wrapper and bad input."""
+
+import doctest
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from reference import classifier_recalibration as ref
+
+from jcalib.recalibration import BetaCalibration, beta_calibration_apply, beta_calibration_fit
+from jcalib.recalibration import beta as beta_module
+
+betacal = pytest.importorskip("betacal")  # installed in the shared env (test extra)
+KEY = jax.random.key(0)
+
+
+@pytest.mark.parametrize("parameters", ["abm", "am", "ab"])
+def test_matches_betacal_binary(x64, parameters):
+    _, (_, y_cal), (_, y_te), p_cal, p_te = ref.classifier_split("binary", seed=1, model="logistic")
+    got = np.asarray(beta_calibration_apply(beta_calibration_fit(KEY, p_cal, y_cal, parameters=parameters), p_te))
+    bc = betacal.BetaCalibration(parameters).fit(p_cal[:, 1], y_cal)
+    want = bc.predict(p_te[:, 1])
+    # 1e-3: betacal's LogisticRegression stops at tol=1e-4 (its L2 penalty 1/(2·1e11) is nil)
+    np.testing.assert_allclose(got[:, 1], want, atol=1e-3)
+    # its held-out NLL agrees to 1e-3 relative (same optimiser tolerance)
+    np.testing.assert_allclose(ref.nll(got, y_te), ref.nll(np.stack([1 - want, want], 1), y_te), rtol=1e-3)
+    # and on the calibration set jcalib's likelihood is at least as high (it is the optimum)
+    mine = ref.nll(np.asarray(beta_calibration_apply(beta_calibration_fit(KEY, p_cal, y_cal, parameters=parameters), p_cal)), y_cal)
+    theirs = bc.predict(p_cal[:, 1])
+    assert mine <= ref.nll(np.stack([1 - theirs, theirs], 1), y_cal) + 1e-9
+
+
+@pytest.mark.parametrize("parameters", ["abm", "am", "ab"])
+def test_matches_reference(x64, parameters):
+    _, (_, y_cal), _, p_cal, p_te = ref.classifier_split("binary", seed=2)
+    got = np.asarray(beta_calibration_apply(beta_calibration_fit(KEY, p_cal, y_cal, parameters=parameters), p_te))
+    want = ref.one_vs_rest(lambda s, t, w: ref.beta_fit(s, t, w, parameters), ref.beta_predict, p_cal, y_cal, p_te)
+    np.testing.assert_allclose(got, want, atol=1e-6)  # both optimisers stop at gradient tolerances
+
+
+def test_multiclass_one_vs_rest_against_betacal_and_reference(x64):
+    """One-vs-rest on digits: the features log s, -log(1 - s) of a class's small probabilities
+    are badly scaled, and betacal's LogisticRegression (lbfgs, tol=1e-4) stops 10-20 iterations
+    in, short of the optimum. So the parity is on the objective: for every class jcalib's
+    calibration log-likelihood is at least betacal's, and its predictions match the tight
+    SciPy reference of the same likelihood."""
+    _, (_, y_cal), (_, y_te), p_cal, p_te = ref.classifier_split("multiclass", seed=3, model="logistic")
+    params = beta_calibration_fit(KEY, p_cal, y_cal)
+    for k in range(10):
+        t = (y_cal == k).astype(int)
+        one = jax.tree.map(lambda x: x[k], params)
+        mine = beta_calibration_apply(one, np.stack([1 - p_cal[:, k], p_cal[:, k]], 1))
+        theirs = betacal.BetaCalibration("abm").fit(p_cal[:, k], t).predict(p_cal[:, k])
+        assert ref.nll(np.asarray(mine), t) <= ref.nll(np.stack([1 - theirs, theirs], 1), t) + 1e-9
+    got = np.asarray(beta_calibration_apply(params, p_te))
+    want = ref.one_vs_rest(ref.beta_fit, ref.beta_predict, p_cal, y_cal, p_te)
+    np.testing.assert_allclose(got, want, atol=1e-6)  # both optimisers stop at gradient tolerances
+    np.testing.assert_allclose(ref.nll(got, y_te), ref.nll(want, y_te), rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_full_form_fits_at_least_as_well_as_its_submodels(seed):
+    """Kull et al. §3: the abm family contains am (Platt on the logit) and the identity; the
+    constrained fit is the unconstrained one whenever a, b >= 0, so its calibration NLL is at
+    most am's and the identity's."""
+    _, (_, y_cal), _, p_cal, _ = ref.classifier_split("binary", seed=seed)
+    nll = lambda form: ref.nll(np.asarray(beta_calibration_apply(beta_calibration_fit(KEY, p_cal, y_cal, parameters=form), p_cal)), y_cal)  # noqa: E731
+    params = beta_calibration_fit(KEY, p_cal, y_cal)
+    assert float(params.a) >= 0 and float(params.b) >= 0
+    if float(params.a) > 0 and float(params.b) > 0:
+        assert nll("abm") <= nll("am") + 1e-5  # float32 objective
+    assert nll("abm") <= ref.nll(np.clip(p_cal, 1e-12, 1), y_cal) + 1e-5
+
+
+def test_negative_slope_falls_back_like_betacal(x64):
+    """Scores that fall with the outcome near 0 force a < 0 unconstrained: the fit drops log s."""
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.001, 0.999, 3000)
+    q_true = 1 / (1 + np.exp(-(-0.5 * np.log(s) - 2.0 * np.log(1 - s) - 1)))
+    y = (rng.random(3000) < q_true).astype(int)
+    p = np.stack([1 - s, s], axis=1)
+    params = beta_calibration_fit(KEY, p, y)
+    assert float(params.a) == 0.0 and float(params.b) > 0
+    bc = betacal.BetaCalibration("abm").fit(s, y)
+    assert bc.calibrator_.map_[0] == 0
+    np.testing.assert_allclose(np.asarray(beta_calibration_apply(params, p))[:, 1], bc.predict(s), atol=1e-3)  # tol as above
+
+
+@pytest.mark.parametrize("kind", ["binary", "multiclass"])
+def test_jit_vmap_bootstrap_no_retrace(check_bootstrap_refits, kind):
+    check_bootstrap_refits(beta_calibration_fit, beta_calibration_apply, kind)
+
+
+def test_wrapper_and_bad_input():
+    _, (_, y_cal), _, p_cal, p_te = ref.classifier_split("binary", seed=6)
+    cal = BetaCalibration("ab").fit(p_cal, y_cal)
+    np.testing.assert_allclose(np.asarray(cal.predict_proba(p_te)), np.asarray(beta_calibration_apply(cal.params_, p_te)))
+    with pytest.raises(ValueError, match="parameters"):
+        BetaCalibration("abc")
+    with pytest.raises(ValueError, match="parameters"):
+        beta_calibration_fit(KEY, p_cal, y_cal, parameters="a")
+    with pytest.raises(ValueError, match="NaN"):
+        beta_calibration_fit(KEY, np.where(np.arange(len(y_cal))[:, None] == 0, np.nan, p_cal), y_cal)
+
+
+def test_docstring_examples():
+    assert doctest.testmod(beta_module, raise_on_error=True).attempted > 0

@@ -1,0 +1,111 @@
+"""Tests of isotonic calibration (jcalib.recalibration.isotonic_classifier): PAV against a
+pure-Python PAV and scikit-learn's IsotonicRegression (ties, weights), held-out parity with
+CalibratedClassifierCV(method="isotonic"), binary and multi-class; the isotonic fit's
+properties (monotone, in-sample calibrated, least squares); conformance (jit, vmap over
+bootstrap refits, no retrace); wrapper and bad input."""
+
+import doctest
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import classifier_recalibration as ref
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.frozen import FrozenEstimator
+from sklearn.isotonic import IsotonicRegression
+
+from jcalib.metrics import ece
+from jcalib.recalibration import IsotonicCalibrator, isotonic_calibration_apply, isotonic_calibration_fit, pav
+from jcalib.recalibration import isotonic_classifier as iso_module
+
+KEY = jax.random.key(0)
+
+
+def _binary(s):
+    s = np.asarray(s, np.float64)
+    return np.stack([1 - s, s], axis=1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0, 1), st.integers(0, 3)), min_size=1, max_size=30),
+)
+def test_pav_matches_pure_python(points):
+    y = np.array([p[0] for p in points])
+    w = np.array([p[1] for p in points], float)
+    w[0] += 1  # a positive total weight
+    with jax.enable_x64(True):
+        got = np.asarray(pav(jnp.asarray(y), jnp.asarray(w)))
+    keep = w > 0
+    want = ref.pav(y[keep], w[keep])
+    np.testing.assert_allclose(got[keep], want, rtol=1e-12, atol=1e-15)
+    assert np.all(np.diff(got) >= -1e-15)  # skipped (weight 0) points take a neighbour's value
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_matches_sklearn_isotonic_regression_with_ties_and_weights(x64, seed):
+    rng = np.random.default_rng(seed)
+    n = 400
+    s = np.round(rng.random(n), 2)  # many exact ties
+    y = (rng.random(n) < s**2).astype(int)
+    w = rng.integers(0, 4, n).astype(float) if seed % 2 else None
+    ir = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1, increasing=True).fit(s, y, sample_weight=w)
+    params = isotonic_calibration_fit(KEY, _binary(s), y, sample_weight=w)
+    t = np.concatenate([rng.random(500), s, [0.0, 1.0]])  # between, on and beyond the thresholds
+    got = np.asarray(isotonic_calibration_apply(params, _binary(t)))[:, 1]
+    np.testing.assert_allclose(got, ir.predict(t), rtol=1e-12, atol=1e-14)
+    ref_model = ref.isotonic_fit(s, y, w)
+    np.testing.assert_allclose(got, ref.isotonic_predict(ref_model, t), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("kind", ["binary", "multiclass"])
+def test_matches_calibrated_classifier_cv_isotonic(x64, kind):
+    """GaussianNB has no decision_function, so scikit-learn calibrates predict_proba itself."""
+    clf, (X_cal, y_cal), (X_te, y_te), p_cal, p_te = ref.classifier_split(kind, seed=1)
+    sk = CalibratedClassifierCV(FrozenEstimator(clf), method="isotonic").fit(X_cal, y_cal)
+    want = sk.predict_proba(X_te)
+    got = np.asarray(isotonic_calibration_apply(isotonic_calibration_fit(KEY, p_cal, y_cal), p_te))
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ref.nll(np.clip(got, 1e-15, 1), y_te), ref.nll(np.clip(want, 1e-15, 1), y_te), rtol=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_in_sample_fit_is_monotone_calibrated_and_least_squares(x64, seed):
+    """The isotonic regression is non-decreasing in the score; each block's value is its mean
+    label, so the fitted values are perfectly calibrated on the calibration set (ECE grouping by
+    value is 0); and no non-decreasing fit has a smaller squared error (vs. random monotone
+    perturbations)."""
+    _, (_, y_cal), _, p_cal, _ = ref.classifier_split("binary", seed=seed)
+    q = np.asarray(isotonic_calibration_apply(isotonic_calibration_fit(KEY, p_cal, y_cal), p_cal))[:, 1]
+    order = np.argsort(p_cal[:, 1], kind="stable")
+    assert np.all(np.diff(q[order]) >= 0)
+    assert float(ece(q, y_cal)) < 1e-9
+    sse = np.sum((q - y_cal) ** 2)
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        other = np.maximum.accumulate(np.clip(q[order] + rng.normal(0, 0.05, len(q)), 0, 1))
+        assert np.sum((other - y_cal[order]) ** 2) >= sse - 1e-9
+
+
+@pytest.mark.parametrize("kind", ["binary", "multiclass"])
+def test_jit_vmap_bootstrap_no_retrace(check_bootstrap_refits, kind):
+    check_bootstrap_refits(isotonic_calibration_fit, isotonic_calibration_apply, kind)
+
+
+def test_wrapper_and_bad_input():
+    _, (_, y_cal), _, p_cal, p_te = ref.classifier_split("binary", seed=6)
+    cal = IsotonicCalibrator().fit(p_cal, y_cal)
+    np.testing.assert_allclose(np.asarray(cal.predict_proba(p_te)), np.asarray(isotonic_calibration_apply(cal.params_, p_te)))
+    with pytest.raises(ValueError, match="fitted on 2 classes"):
+        cal.predict_proba(np.full((3, 3), 1 / 3))
+    with pytest.raises(ValueError, match="non-negative"):
+        isotonic_calibration_fit(KEY, p_cal, y_cal, sample_weight=-np.ones(len(y_cal)))
+    with pytest.raises(ValueError, match="mismatched"):
+        isotonic_calibration_fit(KEY, p_cal, y_cal[:-1])
+
+
+def test_docstring_examples():
+    assert doctest.testmod(iso_module, raise_on_error=True).attempted > 0
