@@ -9,6 +9,7 @@ from .decision import (
 from .binary import binned_ece, brier, ece, ece_from_counts, log_loss, lp_calibration_error
 from .online import average_regret, calibration_from_buckets, eps_calibration
 from .smooth import smooth_calibration_error, smooth_ece, smooth_ece_at_bandwidth
+from .streaming import HistogramState, StreamingBinnedECE, StreamingSmoothECE
 from .distance import (
     CalibratedWitness,
     CalibrationDistance,
@@ -62,6 +63,9 @@ __all__: list[str] = [
     "smooth_calibration_error",
     "smooth_ece",
     "smooth_ece_at_bandwidth",
+    "HistogramState",
+    "StreamingBinnedECE",
+    "StreamingSmoothECE",
     "accuracy",
     "classwise_ece",
     "confidence_ece",
