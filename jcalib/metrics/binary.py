@@ -78,6 +78,9 @@ def _bin_index_uniform(p, n_bins):
     return jnp.clip(jnp.floor(p * n_bins).astype(jnp.int32), 0, n_bins - 1)
 
 
+bin_index = _bin_index_uniform  # the one uniform-bin rule under a public name, for jcalib.stats and metrics.streaming
+
+
 def _bucket_exact(p, k):
     # floor(p·k) as in exact arithmetic: p·k within 4 ulps of an integer j is taken to be j
     # (a forecast at an edge j/k belongs to the bucket that starts there); the last bucket is

@@ -34,8 +34,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from .._validation import check_binary_inputs, check_positive_int
-from .binary import _bin_index_uniform
-from .smooth import _smooth_ece
+from .binary import bin_index
+from .smooth import smooth_ece
 
 __all__ = ["HistogramState", "StreamingBinnedECE", "StreamingSmoothECE"]
 
@@ -131,7 +131,7 @@ class StreamingBinnedECE(eqx.Module):
 
 @eqx.filter_jit
 def _binned_update(n_bins, state, p, y, w):
-    idx = _bin_index_uniform(p, n_bins)
+    idx = bin_index(p, n_bins)
     sums = jax.ops.segment_sum(jnp.stack([w, w * p, w * y], axis=1), idx, num_segments=n_bins)
     return _fold(state, sums.T)
 
@@ -189,7 +189,7 @@ class StreamingSmoothECE(eqx.Module):
 
     def result(self, state: HistogramState, *, return_bandwidth: bool = False):
         """The smooth ECE of the grid-rounded stream (and its bandwidth if asked)."""
-        val, sigma = _smooth_ece(*self.grid_points(state))
+        val, sigma = smooth_ece(*self.grid_points(state), return_bandwidth=True)
         return (val, sigma) if return_bandwidth else val
 
 

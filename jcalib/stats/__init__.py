@@ -15,14 +15,18 @@ r"""Statistical inference for calibration: bootstrap intervals and calibration t
 from ._result import CalibrationTestResult
 from .bootstrap import BootstrapResult, bootstrap, paired_bootstrap
 from .consistency import consistency_test
+from .curve import CalibrationCurve, SmoothCalibrationCurve, calibration_curve, smooth_calibration_curve
 from .cumulative import ks_calibration_error, ks_test, kuiper_calibration_error, kuiper_test, pit_uniformity_test
 from .skce import skce, skce_test
 from .spiegelhalter import spiegelhalter_test
 
 __all__ = [
     "BootstrapResult",
+    "CalibrationCurve",
     "CalibrationTestResult",
+    "SmoothCalibrationCurve",
     "bootstrap",
+    "calibration_curve",
     "consistency_test",
     "ks_calibration_error",
     "ks_test",
@@ -32,5 +36,6 @@ __all__ = [
     "pit_uniformity_test",
     "skce",
     "skce_test",
+    "smooth_calibration_curve",
     "spiegelhalter_test",
 ]

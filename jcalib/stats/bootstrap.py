@@ -129,7 +129,7 @@ def _bootstrap(statistic, arrays, w, key, level, n_resamples, method, chunk):
         return _call(statistic, tuple(a[idx] for a in arrays), None if w is None else w[idx])
 
     res = resample_indices_apply(one, key, n, n_resamples, chunk)
-    dt = jnp.result_type(theta.dtype, jnp.float32) if jnp.issubdtype(theta.dtype, jnp.floating) else jnp.result_type(float)
+    dt = theta.dtype if jnp.issubdtype(theta.dtype, jnp.floating) else jnp.result_type(float)
     res = res.astype(dt)
     srt = jnp.sort(res, axis=0)
     alpha = ((1 - level) / 2).astype(dt)
