@@ -14,9 +14,13 @@ Gujral, Tannen, Tygert, Xu 2022, §2.3). So with $x = \max|S|/\sigma$ and $r =
 (\max S - \min S)/\sigma$ the asymptotic p-values are, writing $Q = 1 - \Phi$,
 $$P\big(\sup_{[0,1]} |B| \ge x\big) = 4\sum_{j\ge0} (-1)^j\, Q\big((2j+1)x\big),\qquad
 P\big(\sup B - \inf B \ge r\big) = 8\sum_{k \ge 1} (-1)^{k-1}\, k\, Q(kr)$$
-(reflection principle; the second is Feller's 1951 law of the range, integrated). A
-discretely observed walk crosses a level later than the Brownian motion, so at small $n$
-these p-values are conservative; :func:`jcalib.stats.consistency_test` of
+(reflection principle; the second is Feller's 1951 law of the range, integrated). A walk
+observed at $n$ points reaches a level later than the Brownian motion, which would make
+these p-values conservative at small $n$; as Siegmund (1985) and Broadie, Glasserman, Kou
+(1997) do for discretely monitored boundaries, $x$ is evaluated at $x + 0.5826/\sqrt n$ and
+$r$ at $r + 2\cdot 0.5826/\sqrt n$ (0.5826 $= -\zeta(\tfrac12)/\sqrt{2\pi}$; $n$ counts
+the rows with positive weight). With it the p-values are uniform under the null already at
+$n = 100$ (``tests/stats/test_cumulative.py``). :func:`jcalib.stats.consistency_test` of
 :func:`ks_calibration_error` gives a resampled p-value instead.
 """
 
@@ -39,6 +43,7 @@ __all__ = [
     "pit_uniformity_test",
 ]
 
+_SIEGMUND = 0.5826  # -zeta(1/2) / sqrt(2 pi): Siegmund (1985), Broadie, Glasserman, Kou (1997)
 _TERMS = 100  # series terms: Q(k x) underflows long before k = 100 for x >= 0.1
 
 
@@ -55,7 +60,10 @@ def _cumulative(p, y, w):
     s = jnp.cumsum((w * (y - p))[order]) / W
     s = jnp.concatenate([jnp.zeros((1,), s.dtype), s])
     sigma = jnp.sqrt(jnp.sum(w**2 * p * (1 - p))) / W
-    return s, sigma
+    # the walk is observed at n points: Siegmund's correction moves each boundary out by
+    # 0.5826 step standard deviations, which is 0.5826 / sqrt(n) in units of sigma
+    shift = _SIEGMUND / jnp.sqrt(jnp.sum(w > 0).astype(s.dtype))
+    return s, sigma, shift
 
 
 def _ks_pvalue(x):
@@ -81,17 +89,17 @@ def _standardised(stat, sigma):
 
 @jax.jit
 def _ks(p, y, w):
-    s, sigma = _cumulative(p, y, w)
+    s, sigma, shift = _cumulative(p, y, w)
     stat = jnp.max(jnp.abs(s))
-    x = _standardised(stat, sigma)
+    x = _standardised(stat, sigma) + shift
     return CalibrationTestResult(stat, jnp.where(jnp.isinf(x), 0, _ks_pvalue(jnp.where(jnp.isinf(x), 1, x))))
 
 
 @jax.jit
 def _kuiper(p, y, w):
-    s, sigma = _cumulative(p, y, w)
+    s, sigma, shift = _cumulative(p, y, w)
     stat = jnp.max(s) - jnp.min(s)
-    r = _standardised(stat, sigma)
+    r = _standardised(stat, sigma) + 2 * shift  # both the maximum and the minimum
     return CalibrationTestResult(stat, jnp.where(jnp.isinf(r), 0, _range_pvalue(jnp.where(jnp.isinf(r), 1, r))))
 
 
