@@ -13,11 +13,11 @@ r"""Statistical inference for calibration: bootstrap intervals and calibration t
 """
 
 from ._result import CalibrationTestResult
-from .bootstrap import BootstrapResult, bootstrap, paired_bootstrap
+from .resampling import BootstrapResult, bootstrap, paired_bootstrap
 from .consistency import consistency_test
 from .curve import CalibrationCurve, SmoothCalibrationCurve, calibration_curve, smooth_calibration_curve
 from .cumulative import ks_calibration_error, ks_test, kuiper_calibration_error, kuiper_test, pit_uniformity_test
-from .skce import skce, skce_test
+from .kernel import skce, skce_test
 from .spiegelhalter import spiegelhalter_test
 
 __all__ = [

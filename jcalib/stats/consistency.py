@@ -24,7 +24,7 @@ from jaxtyping import Array, Float
 
 from .._validation import check_binary_inputs, check_multiclass_inputs, check_positive_int
 from ._result import CalibrationTestResult
-from .bootstrap import _call, _check_key, _chunked
+from .resampling import _call, _check_key, _chunked
 
 __all__ = ["consistency_test"]
 

@@ -27,7 +27,7 @@ from jaxtyping import Array, Float
 from .._validation import check_binary_inputs, check_multiclass_inputs, check_positive_int
 from ..metrics.binary import bin_index
 from ..metrics.smooth import reflected_kernel_sum, smooth_ece
-from .bootstrap import _check_key, _check_level, bootstrap
+from .resampling import _check_key, _check_level, bootstrap
 
 _KDE_EPS = 1e-4  # relplot's KernelSmoother: smoothed outcomes / (smoothed counts + 1e-4)
 _MIN_BANDWIDTH = 2.0**-9  # the smallest bandwidth reflected_kernel_sum's buffers hold

@@ -33,7 +33,7 @@ from jaxtyping import Array, Float
 from .._kernels import DEFAULT_TILE, GaussianKernel, Kernel, kernel_matmul
 from .._validation import check_binary_inputs, check_multiclass_inputs, check_positive_int
 from ._result import CalibrationTestResult
-from .bootstrap import _check_key, _chunked
+from .resampling import _check_key, _chunked
 from .consistency import consistency_test
 
 __all__ = ["skce", "skce_test"]
