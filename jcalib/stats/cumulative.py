@@ -50,7 +50,7 @@ _TERMS = 100  # series terms: Q(k x) underflows long before k = 100 for x >= 0.1
 def _binary_or_top_label(probs, labels, sample_weight):
     if jnp.ndim(probs) == 2:  # top-label: confidence, and whether the top class happened
         v, y, w = check_multiclass_inputs(probs, labels, sample_weight)
-        return jnp.max(v, axis=1), (jnp.argmax(v, axis=1) == y).astype(v.dtype), w
+        return jnp.max(v, axis=1), (jnp.argmax(v, axis=1).astype(jnp.int32) == y).astype(v.dtype), w
     return check_binary_inputs(probs, labels, sample_weight)
 
 
@@ -80,18 +80,18 @@ def _range_pvalue(r):
     return jnp.where(r < 0.1, 1, jnp.clip(8 * jnp.sum(terms), 0, 1)).astype(r.dtype)
 
 
-def _standardised(stat, sigma):
+def _standardised(stat, sigma, shift):
     # sigma = 0: every forecast is 0 or 1, the null leaves no randomness; any deviation is
     # then impossible under it (p = 0) and none is certain (p = 1)
     safe = jnp.where(sigma > 0, sigma, 1)
-    return jnp.where(sigma > 0, stat / safe, jnp.where(stat > 0, jnp.inf, 0))
+    return jnp.where(sigma > 0, stat / safe + shift, jnp.where(stat > 0, jnp.inf, 0))
 
 
 @jax.jit
 def _ks(p, y, w):
     s, sigma, shift = _cumulative(p, y, w)
     stat = jnp.max(jnp.abs(s))
-    x = _standardised(stat, sigma) + shift
+    x = _standardised(stat, sigma, shift)
     return CalibrationTestResult(stat, jnp.where(jnp.isinf(x), 0, _ks_pvalue(jnp.where(jnp.isinf(x), 1, x))))
 
 
@@ -99,7 +99,7 @@ def _ks(p, y, w):
 def _kuiper(p, y, w):
     s, sigma, shift = _cumulative(p, y, w)
     stat = jnp.max(s) - jnp.min(s)
-    r = _standardised(stat, sigma) + 2 * shift  # both the maximum and the minimum
+    r = _standardised(stat, sigma, 2 * shift)  # both the maximum and the minimum
     return CalibrationTestResult(stat, jnp.where(jnp.isinf(r), 0, _range_pvalue(jnp.where(jnp.isinf(r), 1, r))))
 
 
@@ -194,7 +194,8 @@ def pit_uniformity_test(pit_values: Float[Array, " T"]) -> CalibrationTestResult
     probabilistically calibrated and continuous). Statistic: $D$ =
     :func:`jcalib.metrics.pit_uniformity`; p-value from the Kolmogorov distribution with
     Stephens' (1970) finite-sample correction, $P(K \ge (\sqrt T + 0.12 + 0.11/\sqrt T)\,D)$,
-    $P(K \ge x) = 2\sum_{k\ge1} (-1)^{k-1} e^{-2k^2x^2}$ (accurate to about 0.01 for $T \ge 5$).
+    $P(K \ge x) = 2\sum_{k\ge1} (-1)^{k-1} e^{-2k^2x^2}$ (within about 0.01 of the exact
+    p-value from $T \approx 50$, 0.02 at $T = 20$).
 
     Args:
         pit_values: PIT values in $[0, 1]$, shape ``(T,)`` (:func:`jcalib.metrics.pit`).

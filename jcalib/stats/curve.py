@@ -74,7 +74,7 @@ class SmoothCalibrationCurve(NamedTuple):
 def _binary_or_top_label(probs, labels, sample_weight):
     if jnp.ndim(probs) == 2:
         v, y, w = check_multiclass_inputs(probs, labels, sample_weight)
-        return jnp.max(v, axis=1), (jnp.argmax(v, axis=1) == y).astype(v.dtype), w
+        return jnp.max(v, axis=1), (jnp.argmax(v, axis=1).astype(jnp.int32) == y).astype(v.dtype), w
     return check_binary_inputs(probs, labels, sample_weight)
 
 

@@ -42,7 +42,7 @@ def spiegelhalter_test(
         >>> import jax.numpy as jnp
         >>> r = spiegelhalter_test(jnp.array([0.9, 0.9, 0.9, 0.9]), jnp.array([0, 0, 0, 0]))
         >>> round(float(r.statistic), 2), bool(r.p_value < 0.001)
-        (-6.0, True)
+        (6.0, True)
 
     References:
         Spiegelhalter (1986), *Probabilistic prediction in patient management and clinical
