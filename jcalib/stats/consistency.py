@@ -5,12 +5,15 @@ forecast, $y_i \sim \mathrm{Categorical}(p_i)$ ($\mathrm{Bernoulli}(p_i)$ for bi
 independently. Under $H_0$ one can simulate data sets that are consistent with the forecasts;
 the p-value is the share of them whose metric is at least the observed one.
 
-Each resample (i) draws $n$ forecasts $p^*$ with replacement from the observed ones (Bröcker and
-Smith's step; ``resample_forecasts=False`` keeps the observed forecasts, which makes the test
-exact conditionally on them), (ii) draws surrogate outcomes $y^*_i \sim p^*_i$, (iii) evaluates
-the metric $T(p^*, y^*)$. With $B$ resamples,
-$$\hat p = \frac{1 + \#\{b : T(p^*_b, y^*_b) \ge T(p, y)\}}{B + 1},$$
-which is a valid (super-uniform) p-value under $H_0$ when the forecasts are kept.
+Each resample draws surrogate outcomes $y^*_i \sim p_i$ and evaluates the metric
+$T(p, y^*)$; with $B$ resamples
+$$\hat p = \frac{1 + \#\{b : T(p, y^*_b) \ge T(p, y)\}}{B + 1},$$
+a valid (super-uniform) p-value under $H_0$, exactly, conditionally on the forecasts (a Monte
+Carlo test). Bröcker and Smith also redraw the forecasts with replacement before drawing
+outcomes (``resample_forecasts=True``), which treats the forecasts as a sample too; that
+variant is only approximately valid: over 1000 calibrated data sets of $n = 100$ its p-values
+were 0.048–0.055 (KS distance) from uniform and rejected 5.7% at level 0.05, against
+0.030 and 4.7% with the forecasts kept (``tests/stats/test_consistency.py``).
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ def consistency_test(
     *,
     key: Array,
     n_resamples: int = 1000,
-    resample_forecasts: bool = True,
+    resample_forecasts: bool = False,
     sample_weight: Float[Array, " n"] | None = None,
     chunk: int = 128,
 ) -> CalibrationTestResult:
@@ -87,9 +90,9 @@ def consistency_test(
         labels: observed outcomes, ``(n,)`` (0/1, or class indices).
         key: PRNG key.
         n_resamples: $B$ (static).
-        resample_forecasts: draw the forecasts with replacement too (Bröcker and Smith's
-            procedure, the default); ``False`` keeps them, which makes the p-value exactly
-            valid conditionally on the forecasts.
+        resample_forecasts: also draw the forecasts with replacement (Bröcker and Smith's
+            variant; approximate, see the module docstring). The default keeps them, which
+            makes the p-value exactly valid conditionally on the forecasts.
         sample_weight: optional row weights, carried with resampled rows.
         chunk: resamples vmapped at once (static).
 

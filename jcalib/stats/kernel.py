@@ -275,7 +275,7 @@ def skce_test(
         key = _check_key(key)
     if method == "consistency":
         stat = _SKCEStatistic(kernel, estimator, block_size, tile)
-        return consistency_test(stat, probs, labels, key=key, n_resamples=n_resamples, resample_forecasts=False, chunk=chunk)
+        return consistency_test(stat, probs, labels, key=key, n_resamples=n_resamples, chunk=chunk)
     if estimator == "block":
         if P.shape[0] < 2 * block_size:
             raise ValueError(f"the asymptotic block test needs at least 2 blocks (n >= {2 * block_size})")
