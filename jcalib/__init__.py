@@ -6,7 +6,8 @@ recorder asks for (``jcalib.recorders``); calibration metrics (``jcalib.metrics`
 recalibration (``jcalib.recalibration``); data loaders (``jcalib.datasets``); Blackwell payoffs
 and half-space oracles (``jcalib.payoffs``); distributions over an interval
 (``jcalib.distributions``); proper scoring rules (``jcalib.scoring``); differentiable
-calibration losses for training (``jcalib.losses``).
+calibration losses for training (``jcalib.losses``); bootstrap intervals and calibration tests
+with p-values (``jcalib.stats``).
 """
 
 from . import (
@@ -21,6 +22,7 @@ from . import (
     recalibration,
     recorders,
     scoring,
+    stats,
 )
 from .core import (
     AbstractForecaster,
@@ -58,5 +60,6 @@ __all__ = [
     "recalibration",
     "recorders",
     "scoring",
+    "stats",
     "sweep",
 ]
