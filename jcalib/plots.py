@@ -124,7 +124,9 @@ def reliability_diagram(
         color = drawn.get_facecolor()[0][:3]
         if interval is not None:
             lo, hi = np.asarray(c.low, dtype=float)[keep], np.asarray(c.high, dtype=float)[keep]
-            ax.errorbar(f[keep], freq[keep], yerr=[freq[keep] - lo, hi - freq[keep]], fmt="none", ecolor=color, elinewidth=1, capsize=0)
+            # float32 round-off can put a frequency of 0 or 1 a hair outside its interval
+            yerr = np.maximum([freq[keep] - lo, hi - freq[keep]], 0)
+            ax.errorbar(f[keep], freq[keep], yerr=yerr, fmt="none", ecolor=color, elinewidth=1, capsize=0)
         if density and kind == "binned":
             edges = np.linspace(0, 1, n_bins + 1)
             ax.bar(edges[:-1], 0.2 * mass / max(mass.max(), 1e-300), width=1 / n_bins, align="edge", color="0.8", zorder=0)
