@@ -76,7 +76,39 @@ def _inputs(state, probs, labels, sample_weight):
     return p.astype(dt), y.astype(dt), w.astype(dt)
 
 
-class StreamingBinnedECE(eqx.Module):
+class _Accumulator(eqx.Module):
+    """``init`` and ``update`` shared by the accumulators; subclasses say what a chunk adds."""
+
+    _rows = 0
+
+    def _cells(self) -> int:
+        raise NotImplementedError
+
+    def _sums(self, p, y, w) -> Array:
+        """The ``(rows, cells)`` sums of one chunk."""
+        raise NotImplementedError
+
+    def init(self, dtype=None) -> HistogramState:
+        """Empty sums (in ``dtype``, default: JAX's default float)."""
+        return _init(self._rows, self._cells(), dtype)
+
+    def update(
+        self,
+        state: HistogramState,
+        probs: Float[Array, " n"],
+        labels: Int[Array, " n"],
+        sample_weight: Float[Array, " n"] | None = None,
+    ) -> HistogramState:
+        """Fold a chunk of forecasts, outcomes and optional weights into the state."""
+        return _update(self, state, *_inputs(state, probs, labels, sample_weight))
+
+
+@eqx.filter_jit
+def _update(acc, state, p, y, w):
+    return _fold(state, acc._sums(p, y, w))
+
+
+class StreamingBinnedECE(_Accumulator):
     r"""Binned ECE (uniform bins) accumulated over chunks; **normalised** like :func:`binned_ece`.
 
     State rows: bin weight $W_b$, $\sum_{i\in b} w_i p_i$, $\sum_{i \in b} w_i y_i$. Result
@@ -104,19 +136,14 @@ class StreamingBinnedECE(eqx.Module):
         if isinstance(self.p, bool) or not isinstance(self.p, (int, float)) or not self.p >= 1:
             raise ValueError(f"p must be a number >= 1, got {self.p!r}")
 
-    def init(self, dtype=None) -> HistogramState:
-        """Empty sums (in ``dtype``, default: JAX's default float)."""
-        return _init(3, self.n_bins, dtype)
+    _rows = 3
 
-    def update(
-        self,
-        state: HistogramState,
-        probs: Float[Array, " n"],
-        labels: Int[Array, " n"],
-        sample_weight: Float[Array, " n"] | None = None,
-    ) -> HistogramState:
-        """Fold a chunk of forecasts, outcomes and optional weights into the state."""
-        return _binned_update(self.n_bins, state, *_inputs(state, probs, labels, sample_weight))
+    def _cells(self) -> int:
+        return self.n_bins
+
+    def _sums(self, p, y, w):
+        idx = bin_index(p, self.n_bins)
+        return jax.ops.segment_sum(jnp.stack([w, w * p, w * y], axis=1), idx, num_segments=self.n_bins).T
 
     def result(self, state: HistogramState) -> Float[Array, ""]:
         """The binned ECE of everything folded in so far."""
@@ -129,14 +156,7 @@ class StreamingBinnedECE(eqx.Module):
         return jnp.sum(terms) ** (1.0 / self.p)
 
 
-@eqx.filter_jit
-def _binned_update(n_bins, state, p, y, w):
-    idx = bin_index(p, n_bins)
-    sums = jax.ops.segment_sum(jnp.stack([w, w * p, w * y], axis=1), idx, num_segments=n_bins)
-    return _fold(state, sums.T)
-
-
-class StreamingSmoothECE(eqx.Module):
+class StreamingSmoothECE(_Accumulator):
     r"""Smooth ECE (Błasiok–Nakkiran 2023) of a stream, from a histogram on a fixed grid.
 
     State rows: the weight of outcomes 0 and of outcomes 1 split linearly onto the grid
@@ -164,19 +184,20 @@ class StreamingSmoothECE(eqx.Module):
         if check_positive_int(self.n_grid, "n_grid") < 2:
             raise ValueError(f"n_grid must be at least 2, got {self.n_grid}")
 
-    def init(self, dtype=None) -> HistogramState:
-        """Empty sums (in ``dtype``, default: JAX's default float)."""
-        return _init(2, self.n_grid, dtype)
+    _rows = 2
 
-    def update(
-        self,
-        state: HistogramState,
-        probs: Float[Array, " n"],
-        labels: Int[Array, " n"],
-        sample_weight: Float[Array, " n"] | None = None,
-    ) -> HistogramState:
-        """Fold a chunk of forecasts, outcomes and optional weights into the state."""
-        return _smooth_update(self.n_grid, state, *_inputs(state, probs, labels, sample_weight))
+    def _cells(self) -> int:
+        return self.n_grid
+
+    def _sums(self, p, y, w):
+        G = self.n_grid
+        scaled = p * (G - 1)
+        b = jnp.clip(jnp.floor(scaled).astype(jnp.int32), 0, G - 2)
+        frac = scaled - b.astype(p.dtype)
+        row = y.astype(jnp.int32)  # 0: outcome 0, 1: outcome 1
+        flat = jnp.zeros((2 * G,), p.dtype)
+        flat = flat.at[row * G + b].add((1 - frac) * w).at[row * G + b + 1].add(frac * w)
+        return flat.reshape(2, G)
 
     def grid_points(self, state: HistogramState):
         """The $2G$ weighted points the result is the smooth ECE of: ``(probs, labels, weights)``."""
@@ -191,15 +212,3 @@ class StreamingSmoothECE(eqx.Module):
         """The smooth ECE of the grid-rounded stream (and its bandwidth if asked)."""
         val, sigma = smooth_ece(*self.grid_points(state), return_bandwidth=True)
         return (val, sigma) if return_bandwidth else val
-
-
-@eqx.filter_jit
-def _smooth_update(G, state, p, y, w):
-    dt = p.dtype
-    scaled = p * (G - 1)
-    b = jnp.clip(jnp.floor(scaled).astype(jnp.int32), 0, G - 2)
-    frac = scaled - b.astype(dt)
-    row = y.astype(jnp.int32)  # 0: outcome 0, 1: outcome 1
-    flat = jnp.zeros((2 * G,), dt)
-    flat = flat.at[row * G + b].add((1 - frac) * w).at[row * G + b + 1].add(frac * w)
-    return _fold(state, flat.reshape(2, G))
