@@ -135,7 +135,7 @@ def test_conformance_jit_vmap_no_retrace():
 
     def stat(p, y):
         traces.append(1)  # runs once per trace
-        return jnp.mean((p - y) ** 2)
+        return jnp.mean((p - y.astype(p.dtype)) ** 2)
 
     p, y = _data(11, 64)
     bootstrap(stat, p, y, key=jax.random.key(0), n_resamples=32)
