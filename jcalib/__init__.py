@@ -6,8 +6,8 @@ recorder asks for (``jcalib.recorders``); calibration metrics (``jcalib.metrics`
 recalibration (``jcalib.recalibration``); data loaders (``jcalib.datasets``); Blackwell payoffs
 and half-space oracles (``jcalib.payoffs``); distributions over an interval
 (``jcalib.distributions``); proper scoring rules (``jcalib.scoring``); differentiable
-calibration losses for training (``jcalib.losses``); the switch for in-graph input checks
-(``jcalib.config``).
+calibration losses for training (``jcalib.losses``); bootstrap intervals and calibration tests
+with p-values (``jcalib.stats``); the switch for in-graph input checks (``jcalib.config``).
 """
 
 from . import (
@@ -23,6 +23,7 @@ from . import (
     recalibration,
     recorders,
     scoring,
+    stats,
 )
 from .core import (
     AbstractForecaster,
@@ -61,5 +62,6 @@ __all__ = [
     "recalibration",
     "recorders",
     "scoring",
+    "stats",
     "sweep",
 ]

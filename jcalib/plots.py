@@ -1,5 +1,6 @@
-"""Figures people would rather look at than read: reliability diagrams and error-vs-T rates for
-binary forecasts; for forecasts of real outcomes, the quantile-calibration (reliability) curve
+"""Figures people would rather look at than read: reliability diagrams (binned with per-bin
+intervals, smooth with a bootstrap band; top-label and class-wise for multi-class predictions)
+and error-vs-T rates for binary forecasts; for forecasts of real outcomes, the quantile-calibration (reliability) curve
 and the PIT histogram, each with a band over runs (they take PIT values $u_t = F_t(y_t)$,
 :func:`jcalib.metrics.pit`, of shape ``(T,)`` or ``(S, T)`` for ``S`` runs, and draw the median
 and shade the range between the ``band`` quantiles across runs).
@@ -17,57 +18,190 @@ import numpy as np
 
 from .metrics.regression import QCE_LEVELS
 
-__all__ = ["pit_histogram_plot", "quantile_reliability_curve", "rate_plot", "reliability_diagram", "save"]
+__all__ = [
+    "multiclass_reliability_diagram",
+    "pit_histogram_plot",
+    "quantile_reliability_curve",
+    "rate_plot",
+    "reliability_diagram",
+    "save",
+]
 
 
-def _axes(ax):
-    if ax is not None:
-        return ax
+def _pyplot():
     import matplotlib
 
     if not os.environ.get("DISPLAY"):
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    _, ax = plt.subplots(figsize=(4.5, 4))
+    return plt
+
+
+def _axes(ax):
+    if ax is not None:
+        return ax
+    _, ax = _pyplot().subplots(figsize=(4.5, 4))
     return ax
 
 
-def reliability_diagram(probs, labels, n_bins: int = 10, *, ax=None, label: str | None = None, sample_weight=None):
-    """Observed frequency against mean forecast in ``n_bins`` equal-width bins.
+_KINDS = ("binned", "smooth", "both")
 
-    Marker area is proportional to the bin's mass; the diagonal is perfect calibration.
+
+def reliability_diagram(
+    probs,
+    labels,
+    n_bins: int = 10,
+    *,
+    ax=None,
+    label: str | None = None,
+    sample_weight=None,
+    kind: str = "binned",
+    interval: str | None = "wilson",
+    level: float = 0.95,
+    density: bool = True,
+    key=None,
+    n_resamples: int = 200,
+    color=None,
+):
+    """Reliability diagram: observed frequency against forecast, binned and/or smooth.
+
+    * ``kind="binned"``: one marker per non-empty equal-width bin at (mean forecast, observed
+      frequency), its area proportional to the bin's mass, with a vertical error bar for the
+      frequency's ``interval`` (``"wilson"``, ``"clopper-pearson"`` or ``None``); markers are
+      not joined, so sparse bins do not draw misleading segments.
+    * ``kind="smooth"``: the kernel regression at smooth ECE's bandwidth, as relplot draws it,
+      with a percentile bootstrap band when a PRNG ``key`` is given
+      (:func:`jcalib.stats.smooth_calibration_curve`).
+    * ``kind="both"``: the smooth curve over the binned markers.
+
+    With ``density=True`` the forecast distribution is shaded along the bottom (bin masses, or
+    the kernel density for the smooth kinds), scaled to a fifth of the height. Multi-class
+    predictions ``(n, C)`` are drawn in top-label form (confidence against "top class is the
+    label"); :func:`multiclass_reliability_diagram` adds class-wise panels. The diagonal is
+    perfect calibration. The arrays drawn come from :func:`jcalib.stats.calibration_curve`
+    and :func:`jcalib.stats.smooth_calibration_curve`.
 
     Args:
-        probs: forecasts of a binary event, shape ``(n,)``, in [0, 1].
-        labels: outcomes in {0, 1}, shape ``(n,)``.
+        probs: forecasts of a binary event ``(n,)`` in [0, 1], or ``(n, C)`` predictions.
+        labels: outcomes ``(n,)`` (0/1, or class indices).
         n_bins: number of equal-width bins on [0, 1].
         ax: a matplotlib ``Axes`` to draw on (default: a new figure).
         label: legend label.
         sample_weight: optional non-negative weights (e.g. counts of a grid summary).
+        kind: ``"binned"``, ``"smooth"`` or ``"both"``.
+        interval: per-bin interval of the binned markers, or ``None`` for none.
+        level: level of the intervals and of the band.
+        density: shade the forecast density along the bottom.
+        key: PRNG key for the smooth curve's bootstrap band (no band without one).
+        n_resamples: bootstrap resamples of the band.
+        color: colour of the markers and curve.
 
     Returns:
         The ``Axes``.
     """
-    p = np.asarray(probs, dtype=float).ravel()
-    y = np.asarray(labels, dtype=float).ravel()
-    w = np.ones_like(p) if sample_weight is None else np.asarray(sample_weight, dtype=float).ravel()
-    if p.shape != y.shape or p.shape != w.shape:
-        raise ValueError(f"probs, labels and sample_weight must have one shape, got {p.shape}, {y.shape}, {w.shape}")
-    bins = np.clip((p * n_bins).astype(int), 0, n_bins - 1)
-    mass = np.bincount(bins, w, n_bins)
-    mean_p = np.bincount(bins, w * p, n_bins)
-    mean_y = np.bincount(bins, w * y, n_bins)
-    keep = mass > 0
+    from .stats import calibration_curve, smooth_calibration_curve
+
+    if kind not in _KINDS:
+        raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
+    if interval not in (None, "wilson", "clopper-pearson"):
+        raise ValueError(f"interval must be 'wilson', 'clopper-pearson' or None, got {interval!r}")
+    p = np.asarray(probs, dtype=float)
+    y = np.asarray(labels)
+    if p.ndim == 1 and (p.shape != y.shape or (sample_weight is not None and np.shape(sample_weight) != p.shape)):
+        raise ValueError(
+            f"probs, labels and sample_weight must have one shape, got {p.shape}, {y.shape}, {np.shape(sample_weight)}"
+        )
     ax = _axes(ax)
     ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--")
-    sizes = 300 * mass[keep] / max(mass.sum(), 1)
-    (line,) = ax.plot(mean_p[keep] / mass[keep], mean_y[keep] / mass[keep], "-", lw=1, label=label)
-    ax.scatter(mean_p[keep] / mass[keep], mean_y[keep] / mass[keep], s=sizes, alpha=0.6, color=line.get_color())
-    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="forecast", ylabel="observed frequency", aspect="equal")
+    drawn = None
+    if kind in ("binned", "both"):
+        c = calibration_curve(p, y, n_bins, sample_weight=sample_weight, interval=interval or "wilson", level=level)
+        f, freq, mass = (np.asarray(a, dtype=float) for a in (c.forecast, c.frequency, c.weight))
+        keep = mass > 0
+        sizes = 300 * mass[keep] / max(mass.sum(), 1e-300)
+        drawn = ax.scatter(f[keep], freq[keep], s=sizes, alpha=0.6, color=color, label=label if kind == "binned" else None, zorder=3)
+        color = drawn.get_facecolor()[0][:3]
+        if interval is not None:
+            lo, hi = np.asarray(c.low, dtype=float)[keep], np.asarray(c.high, dtype=float)[keep]
+            # float32 round-off can put a frequency of 0 or 1 a hair outside its interval
+            yerr = np.maximum([freq[keep] - lo, hi - freq[keep]], 0)
+            ax.errorbar(f[keep], freq[keep], yerr=yerr, fmt="none", ecolor=color, elinewidth=1, capsize=0)
+        if density and kind == "binned":
+            edges = np.linspace(0, 1, n_bins + 1)
+            ax.bar(edges[:-1], 0.2 * mass / max(mass.max(), 1e-300), width=1 / n_bins, align="edge", color="0.8", zorder=0)
+    if kind in ("smooth", "both"):
+        s = smooth_calibration_curve(p, y, sample_weight=sample_weight, key=key, n_resamples=n_resamples, level=level)
+        t, mu, d = np.asarray(s.t), np.asarray(s.curve), np.asarray(s.density)
+        # where there are (almost) no forecasts the regression is noise over the 1e-4 floor:
+        # leave those stretches undrawn
+        seen = d >= 1e-3 * d.max()
+        (line,) = ax.plot(t, np.where(seen, mu, np.nan), lw=1.8, color=color, label=label)
+        if s.low is not None:
+            ax.fill_between(t, np.asarray(s.low), np.asarray(s.high), where=seen, color=line.get_color(), alpha=0.2, lw=0)
+        if density:
+            ax.fill_between(t, 0, 0.2 * d / max(d.max(), 1e-300), color="0.8", lw=0, zorder=0)
+    ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal", ylabel="observed frequency")
+    ax.set_xlabel("confidence (top label)" if p.ndim == 2 else "forecast")
     if label:
         ax.legend(loc="upper left", fontsize="small")
     return ax
+
+
+def multiclass_reliability_diagram(
+    probs,
+    labels,
+    n_bins: int = 10,
+    *,
+    classes: Sequence[int] | None = None,
+    axes=None,
+    class_names: Sequence[str] | None = None,
+    **kwargs,
+):
+    """Top-label and class-wise reliability diagrams of multi-class predictions, one panel each.
+
+    The first panel is the top-label diagram (confidence against "top class is the label"),
+    then one class-wise panel per class $c$ in ``classes`` (forecast $p_{ic}$ against
+    $1[y_i = c]$).
+
+    Args:
+        probs: predictions ``(n, C)``.
+        labels: class indices ``(n,)``.
+        n_bins: bins per panel.
+        classes: the classes that get a panel (default: all).
+        axes: a sequence of at least ``1 + len(classes)`` ``Axes`` (default: a new figure).
+        class_names: names for the panel titles (default: the class indices).
+        **kwargs: passed to :func:`reliability_diagram` (``kind``, ``interval``, ``key``…).
+
+    Returns:
+        The list of ``Axes`` drawn on.
+    """
+    v = np.asarray(probs, dtype=float)
+    y = np.asarray(labels)
+    if v.ndim != 2 or v.shape[1] < 2:
+        raise ValueError(f"probs must have shape (n, C) with C >= 2, got {v.shape}")
+    classes = list(range(v.shape[1])) if classes is None else [int(c) for c in classes]
+    if any(not 0 <= c < v.shape[1] for c in classes):
+        raise ValueError(f"classes must lie in [0, {v.shape[1]}), got {classes}")
+    names = [str(c) for c in range(v.shape[1])] if class_names is None else list(class_names)
+    if axes is None:
+        plt = _pyplot()
+        k = 1 + len(classes)
+        ncols = min(k, 4)
+        nrows = -(-k // ncols)
+        fig, grid = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.2 * nrows), squeeze=False)
+        axes = list(grid.ravel())
+        for extra in axes[k:]:
+            extra.set_visible(False)
+    axes = list(axes)
+    if len(axes) < 1 + len(classes):
+        raise ValueError(f"need {1 + len(classes)} axes, got {len(axes)}")
+    reliability_diagram(v, y, n_bins, ax=axes[0], **kwargs)
+    axes[0].set_title("top label", fontsize="small")
+    for a, c in zip(axes[1:], classes):
+        reliability_diagram(v[:, c], (y == c).astype(np.int32), n_bins, ax=a, **kwargs)
+        a.set_title(f"class {names[c]}", fontsize="small")
+    return axes[: 1 + len(classes)]
 
 
 def rate_plot(

@@ -1,6 +1,9 @@
-"""Plots draw from plain arrays and refuse mismatched ones; the real-outcome plots draw the
-median curve over runs with a band and refuse bad PIT values."""
+"""Plots draw from plain arrays and refuse mismatched ones; reliability diagrams draw
+unjoined binned markers with interval bars, the smooth curve with its band and the density,
+and top-label plus class-wise panels; the real-outcome plots draw the median curve over runs
+with a band and refuse bad PIT values."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -14,14 +17,40 @@ def test_reliability_diagram_and_rate_plot(tmp_path):
     y = (rng.random(200) < p).astype(int)
     ax = plots.reliability_diagram(p, y, n_bins=8, label="calibrated")
     assert ax.get_xlim() == (0.0, 1.0)
-    # one line for the diagonal and one for the data
-    assert len(ax.lines) == 2
+    # the diagonal is the only line: bins are markers with error bars, never joined
+    assert len(ax.lines) == 1
+    kinds = sorted(type(c).__name__ for c in ax.collections)
+    assert kinds == ["LineCollection", "PathCollection"]  # error bars, markers
+    (markers,) = [c for c in ax.collections if type(c).__name__ == "PathCollection"]
+    assert markers.get_offsets().shape[0] == 8
+    assert len(ax.patches) == 8  # the density of the forecasts, one bar per bin
     plots.save(ax, tmp_path / "rel.png")
     ax = plots.rate_plot([10, 100, 1000], {"a": [1, 3, 9]}, bands={"a": ([1, 2, 8], [2, 4, 10])},
                          bound=lambda T: 2 * np.sqrt(T) + 1)
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     path = plots.save(ax, tmp_path / "sub" / "rate.png")
     assert (tmp_path / "sub" / "rate.png").exists() and path.endswith("rate.png")
+
+
+def test_smooth_reliability_diagram_and_panels(tmp_path):
+    rng = np.random.default_rng(1)
+    p = rng.random(300)
+    y = (rng.random(300) < p).astype(int)
+    ax = plots.reliability_diagram(p, y, kind="both", key=jax.random.key(0), n_resamples=50, label="m")
+    # diagonal and smooth curve; band and density are filled polygons
+    assert len(ax.lines) == 2
+    assert sum("Poly" in type(c).__name__ for c in ax.collections) == 2
+    plots.save(ax, tmp_path / "smooth.png")
+    P = rng.dirichlet(np.ones(3), 300)
+    labels = rng.integers(0, 3, 300)
+    axes = plots.multiclass_reliability_diagram(P, labels, n_bins=5, classes=[0, 2], class_names=["a", "b", "c"])
+    assert [a.get_title() for a in axes] == ["top label", "class a", "class c"]
+    assert axes[0].get_xlabel().startswith("confidence")
+    plots.save(axes[0], tmp_path / "panels.png")
+    with pytest.raises(ValueError, match="kind"):
+        plots.reliability_diagram(p, y, kind="lines")
+    with pytest.raises(ValueError, match="classes"):
+        plots.multiclass_reliability_diagram(P, labels, classes=[3])
 
 
 def test_reliability_diagram_shape_mismatch():

@@ -21,6 +21,7 @@ from .binary import (
 )
 from .online import average_regret, calibration_from_buckets, eps_calibration
 from .smooth import smooth_calibration_error, smooth_ece, smooth_ece_at_bandwidth
+from .streaming import HistogramState, StreamingBinnedECE, StreamingSmoothECE
 from .distance import (
     CalibratedWitness,
     CalibrationDistance,
@@ -83,6 +84,9 @@ __all__: list[str] = [
     "KernelAudit",
     "KernelWitness",
     "kernel_audit",
+    "HistogramState",
+    "StreamingBinnedECE",
+    "StreamingSmoothECE",
     "accuracy",
     "classwise_ece",
     "confidence_ece",

@@ -28,7 +28,7 @@ from .._validation import (
 )
 from ._groups import group_sums
 
-__all__ = ["smooth_calibration_error", "smooth_ece", "smooth_ece_at_bandwidth"]
+__all__ = ["reflected_kernel_sum", "smooth_calibration_error", "smooth_ece", "smooth_ece_at_bandwidth"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -286,3 +286,18 @@ def _smooth_ece(p, y, w):
     start, _, vstart = lax.fori_loop(0, _REFINE, body, (one, jnp.zeros((), dt), v1))
     done = too_small(one, v1)  # relplot returns sigma = 1 at once when it already qualifies
     return jnp.where(done, v1, vstart), jnp.where(done, one, start)
+
+
+def reflected_kernel_sum(
+    probs: Float[Array, " n"], values: Float[Array, " n"], sigma, points: Float[Array, " m"]
+) -> Float[Array, " m"]:
+    r"""$\sum_i v_i K_\sigma(t, p_i)$ at the points $t$, on relplot's grid (no checks).
+
+    $K_\sigma$ is the Gaussian kernel reflected at 0 and 1, discretised exactly as
+    :func:`smooth_ece` does (relplot's ``ReflectedGaussianKernel(sigma).apply``): smooth
+    reliability curves and forecast densities (:func:`jcalib.stats.smooth_calibration_curve`)
+    are ratios and normalisations of it. Needs $\sigma \ge 2^{-9}$; jit- and vmap-able.
+    """
+    Emax, _ = _static_max(_MIN_SIGMA)
+    E, _ = _grid_sizes(sigma)
+    return _interp(points, _reflected_smooth(probs, values, sigma, E, Emax), E)

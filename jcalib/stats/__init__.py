@@ -1,0 +1,41 @@
+r"""Statistical inference for calibration: bootstrap intervals and calibration tests with p-values.
+
+* :func:`bootstrap` / :func:`paired_bootstrap`: percentile and BCa intervals of any metric,
+  resampled by ``vmap`` over index draws in chunks (one compiled call for thousands of
+  resamples); the paired form gives the interval of a difference between two forecasters.
+* Tests, each a :class:`CalibrationTestResult` ``(statistic, p_value)`` whose null is
+  "the forecasts are calibrated": :func:`consistency_test` (any metric),
+  :func:`spiegelhalter_test`, :func:`skce_test`, :func:`ks_test`, :func:`kuiper_test`,
+  :func:`pit_uniformity_test`.
+* :func:`calibration_curve` and :func:`smooth_calibration_curve`: the arrays a reliability
+  diagram draws (binned frequencies with Wilson or Clopper–Pearson intervals; the kernel
+  regression at smooth ECE's bandwidth with a bootstrap band).
+"""
+
+from ._result import CalibrationTestResult
+from .resampling import BootstrapResult, bootstrap, paired_bootstrap
+from .consistency import consistency_test
+from .curve import CalibrationCurve, SmoothCalibrationCurve, calibration_curve, smooth_calibration_curve
+from .cumulative import ks_calibration_error, ks_test, kuiper_calibration_error, kuiper_test, pit_uniformity_test
+from .kernel import skce, skce_test
+from .spiegelhalter import spiegelhalter_test
+
+__all__ = [
+    "BootstrapResult",
+    "CalibrationCurve",
+    "CalibrationTestResult",
+    "SmoothCalibrationCurve",
+    "bootstrap",
+    "calibration_curve",
+    "consistency_test",
+    "ks_calibration_error",
+    "ks_test",
+    "kuiper_calibration_error",
+    "kuiper_test",
+    "paired_bootstrap",
+    "pit_uniformity_test",
+    "skce",
+    "skce_test",
+    "smooth_calibration_curve",
+    "spiegelhalter_test",
+]

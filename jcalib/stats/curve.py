@@ -1,0 +1,272 @@
+r"""The arrays a reliability diagram draws, for users who draw their own.
+
+* :func:`calibration_curve`: per uniform bin, the mean forecast, the observed frequency, the
+  bin's weight and a Wilson or Clopper–Pearson interval for the frequency (bins from the
+  library's one bin rule, the one :func:`jcalib.metrics.binned_ece` uses).
+* :func:`smooth_calibration_curve`: the kernel regression of the outcomes on the forecasts
+  with the reflected Gaussian kernel at smooth ECE's own bandwidth, as ``relplot`` draws it
+  (Błasiok, Nakkiran 2023), the forecast density, and a percentile bootstrap band
+  (:func:`jcalib.stats.bootstrap`, vmapped, same bandwidth in every resample as relplot's
+  bagged smoother).
+
+Multi-class predictions ``(n, C)`` are reduced to their top-label form: confidence
+$\max_c p_{ic}$ against the event "the top class is the label" (class-wise curves: pass
+``probs[:, c]`` and ``labels == c``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import betainc, ndtri
+from jaxtyping import Array, Float
+
+from .._validation import check_binary_inputs, check_multiclass_inputs, check_positive_int
+from ..metrics.binary import bin_index
+from ..metrics.smooth import reflected_kernel_sum, smooth_ece
+from .resampling import _check_key, _check_level, bootstrap
+
+_KDE_EPS = 1e-4  # relplot's KernelSmoother: smoothed outcomes / (smoothed counts + 1e-4)
+_MIN_BANDWIDTH = 2.0**-9  # the smallest bandwidth reflected_kernel_sum's buffers hold
+
+__all__ = ["CalibrationCurve", "SmoothCalibrationCurve", "calibration_curve", "smooth_calibration_curve"]
+
+
+class CalibrationCurve(NamedTuple):
+    """Binned reliability curve; entries of empty bins are NaN (and their weight 0).
+
+    Attributes:
+        forecast: mean forecast per bin, ``(n_bins,)``.
+        frequency: observed frequency of ones per bin.
+        weight: total weight per bin.
+        low, high: the interval for the frequency at the requested level.
+    """
+
+    forecast: Array
+    frequency: Array
+    weight: Array
+    low: Array
+    high: Array
+
+
+class SmoothCalibrationCurve(NamedTuple):
+    """Smooth reliability curve on ``n_points`` evaluation points.
+
+    Attributes:
+        t: evaluation points, ``linspace(0, 1, n_points)``.
+        curve: the kernel regression $\\hat\\mu(t)$ of the outcomes on the forecasts.
+        density: the forecast density at ``t`` (integrates to about 1).
+        low, high: the pointwise bootstrap band, or ``None`` when no ``key`` was given.
+        bandwidth: the kernel bandwidth $\\sigma$ used.
+    """
+
+    t: Array
+    curve: Array
+    density: Array
+    low: Array | None
+    high: Array | None
+    bandwidth: Array
+
+
+def _binary_or_top_label(probs, labels, sample_weight):
+    if jnp.ndim(probs) == 2:
+        v, y, w = check_multiclass_inputs(probs, labels, sample_weight)
+        return jnp.max(v, axis=1), (jnp.argmax(v, axis=1).astype(jnp.int32) == y).astype(v.dtype), w
+    return check_binary_inputs(probs, labels, sample_weight)
+
+
+def _beta_quantile(q, a, b, steps: int = 60):
+    """Quantile of Beta(a, b) by bisection on the regularised incomplete beta function."""
+    lo, hi = jnp.zeros_like(a), jnp.ones_like(a)
+
+    def body(_, c):
+        lo, hi = c
+        mid = (lo + hi) / 2
+        below = betainc(a, b, mid) < q
+        return jnp.where(below, mid, lo), jnp.where(below, hi, mid)
+
+    lo, hi = jax.lax.fori_loop(0, steps, body, (lo, hi))
+    return (lo + hi) / 2
+
+
+def _interval(x, n, z, alpha, kind):
+    """Interval for a binomial proportion with ``x`` successes in ``n`` (weights as counts)."""
+    safe = jnp.where(n > 0, n, 1)
+    ph = x / safe
+    if kind == "wilson":
+        z2 = z**2
+        centre = (ph + z2 / (2 * safe)) / (1 + z2 / safe)
+        half = z / (1 + z2 / safe) * jnp.sqrt(ph * (1 - ph) / safe + z2 / (4 * safe**2))
+        return jnp.clip(centre - half, 0, 1), jnp.clip(centre + half, 0, 1)
+    # Clopper–Pearson: Beta(x, n-x+1) and Beta(x+1, n-x) quantiles, 0 and 1 at the ends
+    tiny = jnp.finfo(x.dtype).tiny
+    low = jnp.where(x > 0, _beta_quantile(alpha / 2, jnp.maximum(x, tiny), n - x + 1), 0)
+    high = jnp.where(x < n, _beta_quantile(1 - alpha / 2, x + 1, jnp.maximum(n - x, tiny)), 1)
+    return low, high
+
+
+@eqx.filter_jit
+def _binned(p, y, w, level, n_bins, interval):
+    idx = bin_index(p, n_bins)
+    wb = jax.ops.segment_sum(w, idx, num_segments=n_bins)
+    fb = jax.ops.segment_sum(w * p, idx, num_segments=n_bins)
+    yb = jax.ops.segment_sum(w * y, idx, num_segments=n_bins)
+    alpha = 1 - level
+    z = ndtri(1 - alpha / 2)
+    low, high = _interval(yb, wb, z, alpha, interval)
+    nan = jnp.asarray(jnp.nan, p.dtype)
+    keep = wb > 0
+    safe = jnp.where(keep, wb, 1)
+    return CalibrationCurve(
+        jnp.where(keep, fb / safe, nan), jnp.where(keep, yb / safe, nan), wb,
+        jnp.where(keep, low, nan), jnp.where(keep, high, nan),
+    )
+
+
+def calibration_curve(
+    probs: Float[Array, " n"],
+    labels: Array,
+    n_bins: int = 10,
+    *,
+    sample_weight: Float[Array, " n"] | None = None,
+    interval: str = "wilson",
+    level: float = 0.95,
+) -> CalibrationCurve:
+    r"""Binned reliability curve with per-bin intervals for the observed frequency.
+
+    Bins $[0, 1/K), \dots, [(K-1)/K, 1]$. In bin $b$ with weight $n_b$ and $x_b$ weighted
+    ones, the frequency $\hat\theta_b = x_b / n_b$ gets (weights read as counts)
+
+    * ``"wilson"``: $\frac{\hat\theta + z^2/2n}{1 + z^2/n} \pm \frac{z}{1 + z^2/n}
+      \sqrt{\frac{\hat\theta(1-\hat\theta)}{n} + \frac{z^2}{4n^2}}$ (Wilson 1927), good
+      coverage even in sparse bins;
+    * ``"clopper-pearson"``: the exact interval $[B_{\alpha/2}(x, n-x+1),\,
+      B_{1-\alpha/2}(x+1, n-x)]$ of Beta quantiles (Clopper, Pearson 1934), conservative.
+
+    These intervals treat the bin's forecasts as given; they say how well the frequency in
+    the bin is known, not whether the bin is calibrated.
+
+    Args:
+        probs: forecasts ``(n,)`` in $[0, 1]$, or ``(n, C)`` (top-label form).
+        labels: outcomes ``(n,)``.
+        n_bins: number of bins $K$ (static).
+        sample_weight: optional non-negative weights.
+        interval: ``"wilson"`` or ``"clopper-pearson"``.
+        level: confidence level.
+
+    Returns:
+        :class:`CalibrationCurve` ``(forecast, frequency, weight, low, high)``.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> c = calibration_curve(jnp.array([0.1, 0.15, 0.9]), jnp.array([0, 1, 1]), n_bins=2)
+        >>> [round(float(v), 3) for v in c.frequency], c.weight.tolist()
+        ([0.5, 1.0], [2.0, 1.0])
+
+    References:
+        Wilson (1927), *Probable inference, the law of succession, and statistical
+        inference*; Clopper, Pearson (1934), *The use of confidence or fiducial limits
+        illustrated in the case of the binomial*; Bröcker, Smith (2007) (intervals on
+        reliability diagrams).
+    """
+    n_bins = check_positive_int(n_bins, "n_bins")
+    if interval not in ("wilson", "clopper-pearson"):
+        raise ValueError(f"interval must be 'wilson' or 'clopper-pearson', got {interval!r}")
+    level = _check_level(level)
+    p, y, w = _binary_or_top_label(probs, labels, sample_weight)
+    return _binned(p, y, w, jnp.asarray(level, p.dtype), n_bins, interval)
+
+
+class _SmoothCurve(eqx.Module):
+    """The kernel regression at a fixed bandwidth, on ``n_points`` points (a bootstrap statistic)."""
+
+    sigma: Array
+    n_points: int = eqx.field(static=True)
+
+    def __call__(self, p, y, sample_weight=None):
+        w = jnp.ones_like(p) if sample_weight is None else sample_weight
+        return _smooth_parts(p, y, w, self.sigma, self.n_points)[0]
+
+
+def _smooth_parts(p, y, w, sigma, n_points):
+    # relplot KernelSmoother with ReflectedGaussianKernel(sigma): smoothed outcomes over the
+    # smoothed counts + 1e-4, interpolated from relplot's kernel grid onto the points t
+    t = jnp.linspace(0, 1, n_points, dtype=p.dtype)
+    ys = reflected_kernel_sum(p, w * y, sigma, t)
+    counts = reflected_kernel_sum(p, w, sigma, t)
+    return ys / (counts + _KDE_EPS), counts / jnp.sum(w), t
+
+
+@eqx.filter_jit
+def _smooth_curve(p, y, w, sigma, n_points):
+    return _smooth_parts(p, y, w, sigma, n_points)
+
+
+def smooth_calibration_curve(
+    probs: Float[Array, " n"],
+    labels: Array,
+    *,
+    sample_weight: Float[Array, " n"] | None = None,
+    key: Array | None = None,
+    n_resamples: int = 200,
+    level: float = 0.95,
+    n_points: int = 200,
+    bandwidth: float | None = None,
+) -> SmoothCalibrationCurve:
+    r"""Smooth reliability curve (Błasiok, Nakkiran 2023) with a bootstrap band.
+
+    $$\hat\mu(t) = \frac{\sum_i w_i y_i K_\sigma(t, p_i)}{\sum_i w_i K_\sigma(t, p_i) + 10^{-4}},
+    \qquad \hat\delta(t) = \frac{\sum_i w_i K_\sigma(t, p_i)}{\sum_i w_i},$$
+    with $K_\sigma$ the Gaussian kernel reflected at 0 and 1 on relplot's grid, and $\sigma$
+    smooth ECE's fixed-point bandwidth (:func:`jcalib.metrics.smooth_ece`) unless
+    ``bandwidth`` is given — exactly what ``relplot`` plots. The band holds the pointwise
+    $\frac{1-\text{level}}2$ and $\frac{1+\text{level}}2$ quantiles of $\hat\mu$ over
+    ``n_resamples`` bootstrap resamples at the same $\sigma$ (relplot: 200 bagged smoothers).
+
+    Args:
+        probs: forecasts ``(n,)`` in $[0, 1]$, or ``(n, C)`` (top-label form).
+        labels: outcomes ``(n,)``.
+        sample_weight: optional non-negative weights (multiplicities).
+        key: PRNG key for the band (no band when ``None``).
+        n_resamples: bootstrap resamples for the band (static).
+        level: level of the band.
+        n_points: evaluation points (static; relplot uses 200).
+        bandwidth: kernel bandwidth $\sigma \ge 2^{-9}$ (default: smooth ECE's).
+
+    Returns:
+        :class:`SmoothCalibrationCurve` ``(t, curve, density, low, high, bandwidth)``.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> p = jnp.linspace(0, 1, 101); y = (p > 0.5).astype(jnp.int32)
+        >>> c = smooth_calibration_curve(p, y)
+        >>> bool(c.curve[0] < 0.2 and c.curve[-1] > 0.8), c.low is None
+        (True, True)
+
+    References:
+        Błasiok, Nakkiran (2023), *Smooth ECE: principled reliability diagrams via kernel
+        smoothing*; the ``relplot`` package (``relplot.prepare_rel_diagram``).
+    """
+    n_points = check_positive_int(n_points, "n_points")
+    if n_points < 2:
+        raise ValueError(f"n_points must be at least 2, got {n_points}")
+    level = _check_level(level)
+    p, y, w = _binary_or_top_label(probs, labels, sample_weight)
+    if bandwidth is None:
+        sigma = smooth_ece(p, y, w, return_bandwidth=True)[1]
+    else:
+        if isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float)) or not _MIN_BANDWIDTH <= bandwidth <= 1:
+            raise ValueError(f"bandwidth must be a number in [2^-9, 1], got {bandwidth!r}")
+        sigma = jnp.asarray(bandwidth, p.dtype)
+    curve, density, t = _smooth_curve(p, y, w, sigma, n_points)
+    low = high = None
+    if key is not None:
+        band = bootstrap(
+            _SmoothCurve(sigma, n_points), p, y, key=_check_key(key), n_resamples=n_resamples,
+            level=level, sample_weight=None if sample_weight is None else w,
+        )
+        low, high = band.low, band.high
+    return SmoothCalibrationCurve(t, curve, density, low, high, sigma)

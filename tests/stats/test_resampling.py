@@ -1,0 +1,181 @@
+"""Tests of jcalib.stats.bootstrap: resamples equal the statistic on the drawn rows (NumPy),
+percentile and BCa intervals equal the textbook formulas on those resamples, BCa agrees with
+scipy.stats.bootstrap, intervals of the Brier score cover the population value at the nominal
+rate, weights travel with their rows, paired resampling, conformance and input errors."""
+
+import doctest
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.stats
+from reference import stats as ref
+
+from jcalib.metrics import brier, smooth_ece
+from jcalib.stats import bootstrap, paired_bootstrap
+from jcalib.stats import resampling as resampling_module
+from jcalib.stats.resampling import resample_indices_apply
+
+
+def _data(seed, n):
+    rng = np.random.default_rng(seed)
+    p = rng.random(n)
+    return p, (rng.random(n) < p).astype(np.int32)
+
+
+def _indices(key, n, B):
+    return np.asarray(resample_indices_apply(lambda i: i, key, n, B, 64))
+
+
+def test_resamples_are_the_statistic_on_the_drawn_rows(x64):
+    p, y = _data(0, 60)
+    key = jax.random.key(3)
+    r = bootstrap(brier, p, y, key=key, n_resamples=300, chunk=7)  # 7 does not divide 300
+    idx = _indices(key, 60, 300)
+    expected = np.array([np.mean((p[i] - y[i]) ** 2) for i in idx])
+    np.testing.assert_allclose(np.asarray(r.resamples), expected, rtol=1e-12)
+    assert float(r.estimate) == pytest.approx(np.mean((p - y) ** 2), rel=1e-12)
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_interval_matches_reference_formulas(x64, method):
+    p, y = _data(1, 80)
+    r = bootstrap(brier, p, y, key=jax.random.key(0), n_resamples=999, level=0.9, method=method)
+    res = np.asarray(r.resamples)
+    if method == "percentile":
+        lo, hi = ref.quantile_linear(res, 0.05), ref.quantile_linear(res, 0.95)
+    else:
+        jack = [np.mean((np.delete(p, i) - np.delete(y, i)) ** 2) for i in range(80)]
+        lo, hi = ref.bca_interval(float(r.estimate), res, jack, 0.9)
+    np.testing.assert_allclose([float(r.low), float(r.high)], [lo, hi], rtol=1e-10)
+
+
+def test_bca_agrees_with_scipy(x64):
+    p, y = _data(2, 300)
+    ours = bootstrap(brier, p, y, key=jax.random.key(1), n_resamples=10_000, method="bca")
+    theirs = scipy.stats.bootstrap(
+        (p, y), lambda a, b, axis=-1: np.mean((a - b) ** 2, axis=axis), paired=True, method="BCa",
+        n_resamples=10_000, random_state=0,
+    ).confidence_interval
+    width = theirs.high - theirs.low
+    # different random draws: endpoints agree up to Monte-Carlo error of 10^4 resamples
+    # (about 1-2% of the width), allowed 5%
+    assert abs(float(ours.low) - theirs.low) < 0.05 * width
+    assert abs(float(ours.high) - theirs.high) < 0.05 * width
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_brier_interval_covers_population_value(method):
+    # p ~ U(0, 1), y ~ Bernoulli(p): population Brier score E[p(1 - p)] = 1/6
+    reps, n, level = 300, 200, 0.9
+
+    def one(k):
+        kp, ky, kb = jax.random.split(k, 3)
+        p = jax.random.uniform(kp, (n,))
+        y = (jax.random.uniform(ky, (n,)) < p).astype(jnp.int32)
+        r = bootstrap(brier, p, y, key=kb, n_resamples=300, level=level, method=method)
+        return (r.low <= 1 / 6) & (1 / 6 <= r.high)
+
+    covered = np.asarray(jax.vmap(one)(jax.random.split(jax.random.key(7), reps)))
+    mc_sd = np.sqrt(level * (1 - level) / reps)
+    # nominal rate within 3 Monte-Carlo standard deviations (0.052)
+    assert abs(covered.mean() - level) < 3 * mc_sd, covered.mean()
+
+
+def test_weights_travel_with_their_rows(x64):
+    rng = np.random.default_rng(4)
+    x = rng.random(50)
+    w = rng.integers(1, 5, 50).astype(float)
+
+    def wmean(v, sample_weight):
+        return jnp.sum(sample_weight * v) / jnp.sum(sample_weight)
+
+    key = jax.random.key(5)
+    r = bootstrap(wmean, x, key=key, n_resamples=200, sample_weight=w)
+    idx = _indices(key, 50, 200)
+    np.testing.assert_allclose(np.asarray(r.resamples), [np.sum(w[i] * x[i]) / np.sum(w[i]) for i in idx], rtol=1e-12)
+    # unit weights: the same draws and values as no weights
+    p, y = _data(5, 50)
+    a = bootstrap(brier, p, y, key=key, n_resamples=50)
+    b = bootstrap(brier, p, y, key=key, n_resamples=50, sample_weight=np.ones(50))
+    np.testing.assert_allclose(np.asarray(a.resamples), np.asarray(b.resamples), rtol=1e-12)
+
+
+def test_vector_statistic_has_elementwise_intervals():
+    x = np.random.default_rng(6).normal(size=(100, 3))
+    r = bootstrap(lambda a: jnp.mean(a, axis=0), x, key=jax.random.key(0), n_resamples=300)
+    assert r.resamples.shape == (300, 3) and r.low.shape == (3,)
+    assert bool(jnp.all(r.low < r.estimate)) and bool(jnp.all(r.estimate < r.high))
+
+
+def test_paired_bootstrap_uses_the_same_draws_for_both(x64):
+    p, y = _data(8, 200)
+    q = np.clip(p + 0.25, 0, 1)
+    key = jax.random.key(9)
+    d = paired_bootstrap(brier, p, q, y, key=key, n_resamples=500)
+    a = bootstrap(brier, p, y, key=key, n_resamples=500)
+    b = bootstrap(brier, q, y, key=key, n_resamples=500)
+    np.testing.assert_allclose(np.asarray(d.resamples), np.asarray(a.resamples - b.resamples), rtol=1e-10, atol=1e-15)
+    assert float(d.high) < 0  # q is worse by a clear margin
+    # the shared label noise cancels: the paired interval is narrower than the one two
+    # independent intervals would give
+    wa, wb = float(a.high - a.low), float(b.high - b.low)
+    assert float(d.high - d.low) < np.hypot(wa, wb)
+
+
+def test_smooth_ece_bootstrap_runs_in_chunks():
+    p, y = _data(10, 400)
+    r = bootstrap(smooth_ece, p, y, key=jax.random.key(0), n_resamples=64, chunk=16)
+    assert r.resamples.shape == (64,) and float(r.low) <= float(r.estimate) <= float(r.high) + 0.05
+
+
+def test_conformance_jit_vmap_no_retrace():
+    traces = []
+
+    def stat(p, y):
+        traces.append(1)  # runs once per trace
+        return jnp.mean((p - y.astype(p.dtype)) ** 2)
+
+    p, y = _data(11, 64)
+    bootstrap(stat, p, y, key=jax.random.key(0), n_resamples=32)
+    first = len(traces)
+    p2, y2 = _data(12, 64)
+    bootstrap(stat, p2, y2, key=jax.random.key(1), n_resamples=32)
+    assert len(traces) == first  # new data and key, same shapes: no retrace
+
+    @jax.jit
+    def lows(keys):
+        return jax.vmap(lambda k: bootstrap(brier, p, y, key=k, n_resamples=32).low)(keys)
+
+    out = lows(jax.random.split(jax.random.key(0), 4))
+    assert out.shape == (4,) and len(set(np.asarray(out).tolist())) > 1
+
+
+def test_bad_inputs():
+    p, y = _data(0, 10)
+    k = jax.random.key(0)
+    with pytest.raises(TypeError, match="statistic"):
+        bootstrap(3, p, y, key=k)
+    with pytest.raises(ValueError, match="level"):
+        bootstrap(brier, p, y, key=k, level=1.5)
+    with pytest.raises(ValueError, match="method"):
+        bootstrap(brier, p, y, key=k, method="basic")
+    with pytest.raises(ValueError, match="n_resamples"):
+        bootstrap(brier, p, y, key=k, n_resamples=0)
+    with pytest.raises(ValueError, match="leading axis"):
+        bootstrap(brier, p, y[:5], key=k)
+    with pytest.raises(ValueError, match="sample_weight"):
+        bootstrap(brier, p, y, key=k, sample_weight=-np.ones(10))
+    with pytest.raises(TypeError, match="key"):
+        bootstrap(brier, p, y, key=0)
+    with pytest.raises(ValueError, match="at least one array"):
+        bootstrap(brier, key=k)
+    with pytest.raises(ValueError, match="one shape"):
+        paired_bootstrap(brier, p, p[:5], y, key=k)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        paired_bootstrap(brier, p, p + 2, y, key=k)
+
+
+def test_docstring_examples():
+    assert doctest.testmod(resampling_module, raise_on_error=True).attempted > 0
