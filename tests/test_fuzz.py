@@ -30,6 +30,13 @@ UNCOVERED = {
     "recalibration.temperature_scaling_apply": "takes fitted parameters",
     "recalibration.vector_scaling_apply": "takes fitted parameters",
     "recalibration.isotonic_apply": "takes fitted parameters",
+    "recalibration.platt_apply": "takes fitted parameters",
+    "recalibration.beta_calibration_apply": "takes fitted parameters",
+    "recalibration.isotonic_calibration_apply": "takes fitted parameters",
+    "recalibration.histogram_binning_apply": "takes fitted parameters",
+    "recalibration.pav": "the pool-adjacent-violators kernel over sorted targets (its callers validate)",
+    "metrics.bin_index": "the bin rule over forecasts of any shape (its callers validate; n_bins is checked)",
+    "metrics.quantile_bin_index": "the equal-mass bin rule (its callers validate)",
     "recalibration.online_isotonic": "takes CDF values and PIT values of one stream",
     "recalibration.online_isotonic_probs": "takes a forecast matrix on edges",
     "recalibration.kernel_weak_learner": "takes support points and targets of a boosting round",
@@ -68,7 +75,9 @@ UNCOVERED = {
 NO_INPUTS = {"scoring.Brier", "scoring.Spherical", "recorders.History", "natures.Contrarian",
              "recalibration.IsotonicRecalibrator", "recalibration.DecisionCalibrator",
              "recalibration.KernelCalibrator", "recalibration.DirichletCalibrator", "recalibration.MatrixScaling",
-             "recalibration.TemperatureScaling", "recalibration.VectorScaling"}
+             "recalibration.TemperatureScaling", "recalibration.VectorScaling",
+             "recalibration.PlattScaling", "recalibration.BetaCalibration", "recalibration.IsotonicCalibrator",
+             "recalibration.HistogramBinning", "metrics.PrecisionWarning"}
 
 CALLABLES = fuzz.public_callables()
 EXTRA = fuzz.extra_cases()

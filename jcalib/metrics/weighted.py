@@ -271,8 +271,8 @@ def lipschitz_correlation(t, r, lipschitz: float = 1.0):
         at them.
     """
     check_hyper(lipschitz, "lipschitz", 0.0, open_lo=True)
-    t = np.asarray(check_finite(as_float_array(t, "t"), "t"), np.float64)
-    r = np.asarray(check_finite(as_float_array(r, "r"), "r"), np.float64)
+    check_finite(as_float_array(t, "t"), "t"), check_finite(as_float_array(r, "r"), "r")
+    t, r = np.asarray(t, np.float64), np.asarray(r, np.float64)  # the checks' arrays may be float32
     if t.ndim != 1 or r.shape != t.shape or not t.size:
         raise ValueError(f"t and r must be non-empty 1-D arrays of one length, got {t.shape} and {r.shape}")
     u, inv = np.unique(t, return_inverse=True)

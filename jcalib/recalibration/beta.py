@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._validation import check_multiclass_inputs, check_positive_int, check_simplex_probs
+from .._validation import check_key, check_multiclass_inputs, check_positive_int, check_simplex_probs
 from ._one_vs_rest import apply_one_vs_rest, fit_logistic, fit_one_vs_rest, log_features
 from .base import Recalibrator
 
@@ -136,6 +136,7 @@ def beta_calibration_fit(
     References:
         Kull, Silva Filho, Flach (2017), §3.
     """
+    check_key(key, optional=True)  # deterministic: None or a key
     del key
     if parameters not in _FORMS:
         raise ValueError(f"parameters must be one of {_FORMS}, got {parameters!r}")

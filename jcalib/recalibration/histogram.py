@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._validation import check_multiclass_inputs, check_positive_int, check_simplex_probs
+from .._validation import check_key, check_multiclass_inputs, check_positive_int, check_simplex_probs
 from ..metrics.binary import bin_index, quantile_bin_index
 from ._one_vs_rest import apply_one_vs_rest, fit_one_vs_rest
 from .base import Recalibrator
@@ -125,6 +125,7 @@ def histogram_binning_fit(
     References:
         Zadrozny, Elkan (2001), §3.
     """
+    check_key(key, optional=True)  # deterministic: None or a key
     del key
     n_bins = check_positive_int(n_bins, "n_bins")
     if strategy not in _STRATEGIES:

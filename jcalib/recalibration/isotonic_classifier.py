@@ -36,7 +36,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-from .._validation import check_multiclass_inputs, check_simplex_probs
+from .._validation import check_key, check_multiclass_inputs, check_simplex_probs
 from ._one_vs_rest import apply_one_vs_rest, fit_one_vs_rest
 from .base import Recalibrator
 
@@ -164,6 +164,7 @@ def isotonic_calibration_fit(
     References:
         Zadrozny, Elkan (2002), §3; Ayer et al. (1955).
     """
+    check_key(key, optional=True)  # deterministic: None or a key
     del key
     probs, labels, weights = check_multiclass_inputs(probs, labels, sample_weight)
     return _isotonic_fit(probs, labels, weights)

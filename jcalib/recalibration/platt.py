@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._validation import check_multiclass_inputs, check_positive_int, check_simplex_probs
+from .._validation import check_key, check_multiclass_inputs, check_positive_int, check_simplex_probs
 from ._one_vs_rest import apply_one_vs_rest, fit_logistic, fit_one_vs_rest, log_features
 from .base import Recalibrator
 
@@ -116,6 +116,7 @@ def platt_fit(
     References:
         Platt (1999), §2.
     """
+    check_key(key, optional=True)  # deterministic: None or a key
     del key
     probs, labels, weights = check_multiclass_inputs(probs, labels, sample_weight)
     return _platt_fit(probs, labels, weights, bool(smooth_targets), check_positive_int(n_steps, "n_steps"))
