@@ -25,8 +25,11 @@ $(VENV)/.installed-docs: $(VENV)/bin/activate pyproject.toml
 demo: $(VENV)/.installed-core
 	$(PY) -m jcalib.cli demo
 
+# A worker that dies (a rare segfault inside XLA's CPU runtime, seen after an in-graph check
+# raised many times in one long-lived worker) fails the test it was running: those tests, and
+# any real failure, run once more in a fresh single process, whose verdict stands.
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -q -n 2 -m "not slow" tests
+	$(PY) -m pytest -q -n 2 -m "not slow" tests || $(PY) -m pytest -q -m "not slow" --lf --lfnf=none tests
 
 test-all: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n 2 tests
