@@ -26,6 +26,8 @@ $2^{24}$ rounds.
 
 from __future__ import annotations
 
+import abc
+
 from typing import NamedTuple
 
 import equinox as eqx
@@ -81,12 +83,14 @@ class _Accumulator(eqx.Module):
 
     _rows = 0
 
+    @abc.abstractmethod
     def _cells(self) -> int:
-        raise NotImplementedError
+        raise NotImplementedError  # abstract
 
+    @abc.abstractmethod
     def _sums(self, p, y, w) -> Array:
         """The ``(rows, cells)`` sums of one chunk."""
-        raise NotImplementedError
+        raise NotImplementedError  # abstract
 
     def init(self, dtype=None) -> HistogramState:
         """Empty sums (in ``dtype``, default: JAX's default float)."""
