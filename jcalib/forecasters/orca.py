@@ -340,9 +340,19 @@ class ORCA(AbstractForecaster):
         $1 + n\\,|\\text{spike\\_weights}|$ evaluations of :meth:`component_values` (151 for the
         defaults), without gradients. With ``satisfice`` values are clipped at 0, so a start
         that already passes is kept.
+
+        Cost: the spikes are ranked by the values of the mixtures $(1-\\gamma)p_\\theta + \\gamma\\delta_j$
+        themselves (:meth:`~jcalib.payoffs.AbstractPayoff.spike_values`: closed forms in
+        $O(|\\text{spike\\_weights}|\\,n^2)$ dense operations for the payoffs of
+        :mod:`jcalib.payoffs.interval`, no cumulative sum per candidate); the start returned is the
+        chosen mixture's projected logits (:meth:`spikes`). The projection floors each bin at
+        $e^{-R}$ times the largest mass, a change of at most $n e^{-R}$ in total mass that the
+        ranking ignores.
         """
         cands = self.spikes(theta)
-        vals = jax.vmap(lambda th: jnp.max(self.component_values(th, c, x)))(cands)
+        spiked = self.payoff.spike_values(x, self.distribution(theta), self.edges, c, self.spike_weights)
+        own = jnp.max(self.component_values(theta, c, x))
+        vals = jnp.concatenate([own[None], jnp.max(spiked, axis=-1).reshape(-1)])  # [γ, j] rows, as in spikes
         if self.satisfice:
             vals = jnp.maximum(vals, 0)  # argmin keeps the first: the start itself when it already passes
         return cands[jnp.argmin(vals)]
@@ -389,7 +399,7 @@ class ORCA(AbstractForecaster):
         p = self.distribution(theta)
         value = jnp.max(self.component_values(theta, c, x))
         ys = self.check_points(x, p)
-        pointwise = jnp.max(jax.vmap(lambda y: jnp.dot(c, self.payoff(x, p, y)))(ys))
+        pointwise = jnp.max(self.payoff.along_at(x, p, c, ys))
         start = res.losses[0] if self.n_steps > 0 else self.objective(theta, c, x)
         return Forecast(p, p, ORCACertificate(value, pointwise, start), ORCACarry(theta, res.state))
 

@@ -24,6 +24,11 @@ Every payoff here is an equinox module with ``__call__(x, p, y) -> (d,)``, ``bou
 - ``expect_bins(x, p, edges) -> (n, d)``: the same for the $n$ bins of static ``edges``, the
   call in ORCA's inner loop; payoffs override it where the bins are the forecast's own (dense
   expressions of the bin masses and their cumulative sums), else it is ``expect_uniform``.
+- ``spike_values(x, p, edges, c, gammas) -> (G, n, n)``: the projected component values of the
+  spiked mixtures $(1-\gamma)p + \gamma\delta_j$, ORCA's start screen (default: one
+  ``expect_bins_along`` per mixture).
+- ``along_at(x, p, c, ys) -> (M,)``: $\langle c, \pi(x, p, y)\rangle$ at many outcomes, the
+  call behind ORCA's pointwise certificate (default: the payoff vmapped over ``ys``).
 - ``jumps(x, p) -> (J,)``: the outcomes where $\pi(x, p, \cdot)$ may jump (default: none).
   A certificate that maximises over single outcomes (ORCA's pointwise certificate) checks
   both sides of each, so it is exact for any payoff that declares its jumps, a user's own
@@ -122,6 +127,33 @@ class AbstractPayoff(eqx.Module):
         """
         return self.expect_bins(x, p, edges) @ c
 
+    def spike_values(self, x: Any, p: Any, edges: tuple, c: Float[Array, " d"], gammas: tuple) -> Float[Array, "G n n"]:
+        r"""The component values of the spiked mixtures $(1-\gamma)p + \gamma\delta_j$ (ORCA's start screen).
+
+        ``[g, j, k]`` is $\langle c, \mathbb E_{y\sim U[e_k, e_{k+1}]}\,\pi(x, p'_{gj}, y)\rangle$ for
+        $p'_{gj} = (1-\gamma_g)p + \gamma_g\delta_j$, $\delta_j$ the uniform density on bin $j$, for a
+        piecewise-constant ``p`` on the static ``edges``. Default: :meth:`expect_bins_along` of each
+        of the $G n$ mixtures. The payoffs of :mod:`jcalib.payoffs.interval` override it in closed
+        form: on bin $k \ne j$ the mixture is $(1-\gamma)p$ shifted by $0$ or $\gamma$ in CDF, so
+        their values are $O(Gn)$ evaluations plus dense $(G, n, n)$ expressions.
+        """
+        from ..distributions import PiecewiseConstant
+
+        n = p.probs.shape[-1]
+        g = jnp.asarray(gammas, p.dtype)[:, None, None]
+        mix = (1 - g) * p.probs[None, None, :] + g * jnp.eye(n, dtype=p.dtype)  # (G, n, n): [g, j, :]
+        one = lambda q: self.expect_bins_along(x, PiecewiseConstant(q, p.edges), edges, c)  # noqa: E731
+        return jax.vmap(jax.vmap(one))(mix)
+
+    def along_at(self, x: Any, p: Any, c: Float[Array, " d"], ys: Float[Array, " M"]) -> Float[Array, " M"]:
+        """$\\langle c, \\pi(x, p, y_i)\\rangle$ for each outcome of ``ys`` ``(M,)`` (ORCA's pointwise certificate).
+
+        Default: the payoff at every outcome (``vmap``), projected on $c$: $O(dM)$ plus $M$ times
+        the payoff's own cost. Payoffs override it where the projection at many outcomes has a
+        cheaper closed form (the payoffs of :mod:`jcalib.payoffs.interval`: $O(n + m + M)$).
+        """
+        return jax.vmap(lambda y: self(x, p, y))(ys) @ jnp.asarray(c)
+
     def jumps(self, x: Any, p: Any) -> Float[Array, " J"]:
         """The outcomes $y$ at which $\\pi(x, p, y)$ may jump, ``(J,)`` with ``J`` fixed by the payoff.
 
@@ -219,6 +251,14 @@ class DirectSum(AbstractPayoff):
 
     def expect_bins_along(self, x, p, edges, c):
         parts = [b.expect_bins_along(x, p, edges, c[sl] * s) for b, sl, s in zip(self.blocks, self.slices(), self.scales())]
+        return sum(parts[1:], parts[0])
+
+    def spike_values(self, x, p, edges, c, gammas):
+        parts = [b.spike_values(x, p, edges, c[sl] * s, gammas) for b, sl, s in zip(self.blocks, self.slices(), self.scales())]
+        return sum(parts[1:], parts[0])
+
+    def along_at(self, x, p, c, ys):
+        parts = [b.along_at(x, p, c[sl] * s, ys) for b, sl, s in zip(self.blocks, self.slices(), self.scales())]
         return sum(parts[1:], parts[0])
 
     def jumps(self, x, p):

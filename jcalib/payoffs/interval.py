@@ -141,24 +141,74 @@ class QuantileCalibration(AbstractPayoff):
         """
         if not _own_bins(p, edges):
             return super().expect_bins_along(x, p, edges, c)
-        m, dt = self.n_levels, p.dtype
-        c = jnp.asarray(c).astype(dt)
+        pref = self._prefix(c, p.dtype)
         cum = p.cdf_at_edges()
         total = cum[-1]
         u = cum / total  # (n + 1,): u_0 = 0, …, u_n = 1
-        q = p.probs / total
-        idx = jnp.clip(jnp.floor((m + 1) * u), 0, m).astype(jnp.int32)  # levels <= u_k
-        w_hi, w_lo = _prefix_sums(c)
-        a_hi, a_lo = _prefix_sums(c * self.levels(dt))
-        at = lambda hi, lo, i: (hi[i], lo[i])  # noqa: E731
-        wk, wk_lo = at(w_hi, w_lo, idx)
-        ak, ak_lo = at(a_hi, a_lo, idx)
-        d_w = (wk[1:] - wk[:-1]) + (wk_lo[1:] - wk_lo[:-1])  # Σ c_j over the levels inside bin k
-        d_a = (ak[1:] - ak[:-1]) + (ak_lo[1:] - ak_lo[:-1])  # Σ c_j α_j over the same levels
-        above = (w_hi[m] - wk[1:]) + (w_lo[m] - wk_lo[1:])  # Σ c_j over the levels above bin k
+        at = self._at(pref, u)
+        return self._combine(pref, [a[:-1] for a in at], [a[1:] for a in at], u[:-1], p.probs / total)
+
+    def _prefix(self, c, dt):
+        """The compensated prefix sums $(W, A)$ of $c_j$ and $c_j\\alpha_j$ (once per direction)."""
+        c = jnp.asarray(c).astype(dt)
+        return _prefix_sums(c) + _prefix_sums(c * self.levels(dt))
+
+    def _at(self, pref, u):
+        """$W$ and $A$ (both parts) at $\\lfloor (m+1)u\\rfloor$, the count of levels $\\le u$."""
+        idx = jnp.clip(jnp.floor((self.n_levels + 1) * u), 0, self.n_levels).astype(jnp.int32)
+        return [a[idx] for a in pref]
+
+    def _combine(self, pref, at_lo, at_hi, u_lo, q):
+        """$v$ of a bin whose CDF rises from $u_{lo}$ by $q$ (normalised), from $W, A$ at both ends."""
+        m = self.n_levels
+        w_hi, w_lo, a_hi, a_lo = pref
+        d_w = (at_hi[0] - at_lo[0]) + (at_hi[1] - at_lo[1])  # Σ c_j over the levels inside the bin
+        d_a = (at_hi[2] - at_lo[2]) + (at_hi[3] - at_lo[3])  # Σ c_j α_j over the same levels
+        above = (w_hi[m] - at_hi[0]) + (w_lo[m] - at_hi[1])  # Σ c_j over the levels above the bin
         pos = q > 0
-        inside = jnp.where(pos, (d_a - u[:-1] * d_w) / jnp.where(pos, q, 1), 0)
+        inside = jnp.where(pos, (d_a - u_lo * d_w) / jnp.where(pos, q, 1), 0)
         return above + inside - (a_hi[m] + a_lo[m])
+
+    def spike_values(self, x, p, edges, c, gammas):
+        r"""Closed form of :meth:`~jcalib.payoffs.AbstractPayoff.spike_values`: $O(Gn)$ bin values.
+
+        With $p' = (1-\gamma)p + \gamma\delta_j$ and $T = (1-\gamma)\sum p + \gamma$, bin $k$'s
+        normalised CDF rises from $(1-\gamma)C_k/T$ by $(1-\gamma)p_k/T$ when $k < j$, from
+        $((1-\gamma)C_k + \gamma)/T$ by the same when $k > j$, and from $(1-\gamma)C_j/T$ by
+        $((1-\gamma)p_j + \gamma)/T$ when $k = j$: three values per $(\gamma, k)$, whatever $j$.
+        """
+        if not _own_bins(p, edges):
+            return super().spike_values(x, p, edges, c, gammas)
+        dt = p.dtype
+        pref = self._prefix(c, dt)
+        g = jnp.asarray(gammas, dt)[:, None]  # (G, 1)
+        cum = p.cdf_at_edges()[None, :]
+        T = (1 - g) * cum[:, -1:] + g
+        lo, hi, q = (1 - g) * cum[:, :-1] / T, (1 - g) * cum[:, 1:] / T, (1 - g) * p.probs[None, :] / T
+        left = self._combine(pref, self._at(pref, lo), self._at(pref, hi), lo, q)  # k < j
+        right = self._combine(pref, self._at(pref, lo + g / T), self._at(pref, hi + g / T), lo + g / T, q)  # k > j
+        own = self._combine(pref, self._at(pref, lo), self._at(pref, hi + g / T), lo, q + g / T)  # k = j
+        return _by_side(left, own, right)
+
+    def along_at(self, x, p, c, ys):
+        r"""$\sum_j c_j(\mathbb 1\{F_p(y_i) \le \alpha_j\} - \alpha_j)$ at each outcome, in $O(n + m + M)$.
+
+        With $W$, $A$ the prefix sums of $c_j$ and $c_j\alpha_j$ (:meth:`expect_bins_along`) and
+        $k_i = \#\{j : \alpha_j < F_p(y_i)\}$ (from $\lfloor (m+1)F_p(y_i)\rfloor$, corrected
+        by one comparison with the neighbouring levels, so it agrees with the comparison
+        $F_p(y) \le \alpha_j$ of :meth:`__call__` exactly): $W_m - W_{k_i} - A_m$.
+        For a piecewise-constant forecast; other forecasts use the default.
+        """
+        if not (isinstance(p, PiecewiseConstant) and p.batch_shape == ()):
+            return super().along_at(x, p, c, ys)
+        m, dt = self.n_levels, p.dtype
+        u, _ = p.at_points(jnp.asarray(ys).astype(dt))
+        alpha = self.levels(dt)
+        k = jnp.clip(jnp.floor((m + 1) * u), 0, m).astype(jnp.int32)
+        padded = jnp.concatenate([jnp.full((1,), -jnp.inf, dt), alpha, jnp.full((1,), jnp.inf, dt)])  # α_0, …, α_{m+1}
+        k = k - (padded[k] >= u).astype(jnp.int32) + (padded[k + 1] < u).astype(jnp.int32)
+        w_hi, w_lo, a_hi, a_lo = self._prefix(c, dt)
+        return (w_hi[m] - w_hi[k]) + (w_lo[m] - w_lo[k]) - (a_hi[m] + a_lo[m])
 
     def jumps(self, x, p):
         """The quantiles $Q_p(\\alpha_j)$: $\\mathbb 1\\{F_p(y) \\le \\alpha\\}$ steps down where $y$ crosses them."""
@@ -195,6 +245,13 @@ def _own_bins(p, edges) -> bool:
     return isinstance(p, PiecewiseConstant) and p.batch_shape == () and tuple(p.edges) == tuple(edges)
 
 
+def _by_side(left, own, right):
+    """``[g, j, k]`` = ``left[g, k]`` for $k < j$, ``own[g, j]`` for $k = j$, ``right[g, k]`` for $k > j$."""
+    n = left.shape[-1]
+    j, k = np.arange(n)[:, None], np.arange(n)[None, :]
+    return jnp.where((k < j)[None], left[:, None, :], jnp.where((k > j)[None], right[:, None, :], own[:, :, None]))
+
+
 def _uniform_power_mean(lo, hi, k: int):
     """$\\mathbb E_{y\\sim U[lo, hi]}\\,y^k = \\frac{1}{k+1}\\sum_{j=0}^k lo^j hi^{k-j}$ (no cancellation for narrow intervals)."""
     return sum(lo**j * hi ** (k - j) for j in range(k + 1)) / (k + 1)
@@ -228,6 +285,29 @@ class MomentCalibration(AbstractPayoff):
     def __call__(self, x, p, y):
         y = jnp.asarray(y)
         return jnp.stack([jnp.asarray(p.moment(k)).astype(y.dtype) - y**k for k in self.orders])
+
+    def expect_bins_along(self, x, p, edges, c):
+        """$\\sum_k c_k(\\mathbb E_p y^k - \\mathbb E_{U[e_j, e_{j+1}]} y^k)$ per bin $j$: a sum of vectors, no $(n, d)$ stack."""
+        lo, hi = _bin_ends(edges, p)
+        return sum(c[i] * (jnp.asarray(p.moment(k)).astype(lo.dtype) - _uniform_power_mean(lo, hi, k))
+                   for i, k in enumerate(self.orders))
+
+    def spike_values(self, x, p, edges, c, gammas):
+        """Closed form: $\\mathbb E_{p'}y^k = (1-\\gamma)\\mathbb E_p y^k + \\gamma\\mathbb E_{U_j} y^k$ (linear in the mixture)."""
+        if not _own_bins(p, edges):
+            return super().spike_values(x, p, edges, c, gammas)
+        lo, hi = _bin_ends(edges, p)
+        g = jnp.asarray(gammas, lo.dtype)[:, None, None]
+        out = 0
+        for i, k in enumerate(self.orders):
+            mu = _uniform_power_mean(lo, hi, k)
+            mixed = (1 - g) * jnp.asarray(p.moment(k)).astype(lo.dtype) + g * mu[None, :, None]  # (G, n_j, 1)
+            out = out + c[i] * (mixed - mu[None, None, :])
+        return out
+
+    def along_at(self, x, p, c, ys):
+        ys = jnp.asarray(ys)
+        return sum(c[i] * (jnp.asarray(p.moment(k)).astype(ys.dtype) - ys**k) for i, k in enumerate(self.orders))
 
     def expect_uniform(self, x, p, lo, hi):
         """$\\mathbb E_p y^k - \\frac{1}{k+1}\\sum_{j=0}^k lo^j hi^{k-j}$: exact (a polynomial in $y$)."""
@@ -329,6 +409,51 @@ class ExpertRegret(AbstractPayoff):
         return jnp.stack(
             [self._expected_loss(n, p, lo, hi, edges) - self._expected_loss(n, e, lo, hi, edges) for n in self.losses], -1
         )
+
+    def expect_bins_along(self, x, p, edges, c):
+        """:meth:`expect_bins` projected on $c$ as a sum of per-loss vectors (no $(n, d)$ stack)."""
+        e = self.expert_of(x)
+        if not self._closed_form(p, e):
+            return super().expect_bins_along(x, p, edges, c)
+        lo, hi = _bin_ends(edges, p)
+        return sum(c[i] * (self._expected_loss(n, p, lo, hi, edges) - self._expected_loss(n, e, lo, hi, edges))
+                   for i, n in enumerate(self.losses))
+
+    def spike_values(self, x, p, edges, c, gammas):
+        """Closed form: the CRPS by :meth:`~jcalib.distributions.PiecewiseConstant.crps_bins_spiked`,
+        the squared error through the mixture's mean $(1-\\gamma)\\mu_p + \\gamma m_j$ (the bin
+        variances $w_k^2/12$ cancel against the expert's)."""
+        e = self.expert_of(x)
+        if not (self._closed_form(p, e) and _own_bins(p, edges) and _own_bins(e, edges)):
+            return super().spike_values(x, p, edges, c, gammas)
+        lo, hi = _bin_ends(edges, p)
+        mid = (lo + hi) / 2
+        g = jnp.asarray(gammas, lo.dtype)[:, None, None]
+        out = 0
+        for i, name in enumerate(self.losses):
+            if name == "crps":
+                diff = p.crps_bins_spiked(gammas) - e.crps_bins().astype(lo.dtype)[None, None, :]
+            else:
+                mean = (1 - g) * jnp.asarray(p.mean()).astype(lo.dtype) + g * mid[None, :, None]  # (G, n_j, 1)
+                diff = (mean - mid[None, None, :]) ** 2 - ((jnp.asarray(e.mean()).astype(lo.dtype) - mid) ** 2)[None, None, :]
+            out = out + c[i] * diff
+        return out
+
+    def along_at(self, x, p, c, ys):
+        """$\\sum_\\ell c_\\ell(\\ell(p, y_i) - \\ell(e, y_i))$ with each density's CRPS at all outcomes at once
+        (:meth:`~jcalib.distributions.PiecewiseConstant.at_points`, $O(n + M)$)."""
+        e = self.expert_of(x)
+        if not self._closed_form(p, e):
+            return super().along_at(x, p, c, ys)
+        ys = jnp.asarray(ys)
+        total = jnp.zeros_like(ys)
+        for i, name in enumerate(self.losses):
+            if name == "crps":
+                diff = p.at_points(ys)[1] - e.at_points(ys.astype(e.dtype))[1].astype(ys.dtype)
+            else:
+                diff = (jnp.asarray(p.mean()).astype(ys.dtype) - ys) ** 2 - (jnp.asarray(e.mean()).astype(ys.dtype) - ys) ** 2
+            total = total + c[i] * diff
+        return total
 
     def bound(self) -> float:
         w = self.hi - self.lo
