@@ -423,9 +423,11 @@ class PiecewiseConstant(AbstractDistribution):
         the same terms as :meth:`crps`, summed by bins (equal to round-off). ORCA's pointwise
         certificate evaluates the payoff at about 600 outcomes per round through this.
         """
+        if self.batch_shape != () or jnp.ndim(y) != 1:
+            raise ValueError(
+                f"at_points needs an unbatched density and y of shape (M,), got {self.batch_shape} and {jnp.shape(y)}"
+            )
         y = self._y(y)
-        if self.batch_shape != () or y.ndim != 1:
-            raise ValueError(f"at_points needs an unbatched density and y of shape (M,), got {self.batch_shape} and {y.shape}")
         e = self._e
         p, c_lo, c_hi, d_hi = self._cums(())
         d_lo = d_hi + p

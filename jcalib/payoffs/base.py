@@ -141,7 +141,7 @@ class AbstractPayoff(eqx.Module):
 
         n = p.probs.shape[-1]
         g = jnp.asarray(gammas, p.dtype)[:, None, None]
-        mix = (1 - g) * p.probs[None, None, :] + g * jnp.eye(n, dtype=p.dtype)  # (G, n, n): [g, j, :]
+        mix = (1 - g) * p.probs[None, None, :] + g * jnp.eye(n, dtype=p.dtype)[None]  # (G, n, n): [g, j, :]
         one = lambda q: self.expect_bins_along(x, PiecewiseConstant(q, p.edges), edges, c)  # noqa: E731
         return jax.vmap(jax.vmap(one))(mix)
 

@@ -406,3 +406,85 @@ def test_bin_expectations_jit_vmap_grad_without_retracing():
     d = PiecewiseConstant.from_logits(jnp.asarray(rng.normal(size=(3, 20)), jnp.float32), edges)
     assert d.crps_bins().shape == (3, 20)
     assert d.bin_fraction_below(jnp.asarray([0.2, 0.8], jnp.float32)).shape == (3, 20, 2)
+
+
+# ------------------------------------------------- many outcomes at once and spiked mixtures (ORCA)
+
+
+@pytest.mark.parametrize("uniform", [True, False], ids=["equal-edges", "unequal-edges"])
+def test_at_points_is_cdf_and_crps_at_each_outcome(x64, uniform):
+    # O(n + M) by bins against the O(n)-per-outcome methods, with outcomes below, above, on every
+    # edge and inside bins of zero mass; equal edges take the floor path of _bin_of
+    for seed in range(3):
+        if uniform:
+            edges = uniform_edges(9, -1.0, 2.0)
+            p = np.random.default_rng(seed).dirichlet(np.ones(9))
+            p[[0, 4]] = 0.0
+            p /= p.sum()
+        else:
+            p, edges = _random_density(seed, zero_bins=(0, 3))
+        d = PiecewiseConstant(jnp.asarray(p), edges)
+        e = np.asarray(edges)
+        ys = np.r_[e, e[0] - 0.5, e[-1] + 0.7, np.random.default_rng(seed).uniform(e[0], e[-1], 40)]
+        cdf, crps = d.at_points(jnp.asarray(ys))
+        np.testing.assert_allclose(np.asarray(cdf), np.asarray(d.cdf(jnp.asarray(ys))), rtol=1e-13, atol=1e-14)
+        np.testing.assert_allclose(np.asarray(crps), np.asarray(d.crps(jnp.asarray(ys))), rtol=1e-12, atol=1e-14)
+        want = np.searchsorted(e[1:-1], np.clip(ys, e[0], e[-1]), side="right")  # e_i <= y < e_{i+1}
+        np.testing.assert_array_equal(np.asarray(d._bin_of(jnp.clip(jnp.asarray(ys), e[0], e[-1]))), want)
+    with pytest.raises(ValueError, match="unbatched"):
+        PiecewiseConstant(jnp.ones((2, 4)) / 4, uniform_edges(4)).at_points(jnp.zeros(3))
+
+
+def test_crps_bins_spiked_is_crps_bins_of_each_mixture(x64):
+    # the closed form over all (γ, j) against crps_bins of the mixture (1-γ)p + γδ_j built explicitly,
+    # and one mixture against the brute-force integral (slow reference)
+    from reference.bin_expectations import expected_crps_np
+
+    gammas = (0.3, 0.9, 1.0)
+    for seed in range(3):
+        p, edges = _random_density(seed, zero_bins=(1,))
+        d = PiecewiseConstant(jnp.asarray(p), edges)
+        got = np.asarray(d.crps_bins_spiked(gammas))
+        assert got.shape == (3, len(p), len(p))
+        for g, gam in enumerate(gammas):
+            for j in range(len(p)):
+                mix = PiecewiseConstant(jnp.asarray((1 - gam) * p + gam * np.eye(len(p))[j]), edges)
+                np.testing.assert_allclose(got[g, j], np.asarray(mix.crps_bins()), rtol=1e-12, atol=1e-13)
+    e = np.asarray(edges)
+    mix = 0.1 * p + 0.9 * np.eye(len(p))[2]
+    # 1e-6: the reference integrates by a midpoint rule over y of a trapezoid rule over z
+    np.testing.assert_allclose(got[1, 2], expected_crps_np(mix, edges, e[:-1], e[1:], n=801), atol=1e-6)
+
+
+def test_crps_bins_spiked_float32_error_is_at_the_crps_scale():
+    # the closed form cancels terms of the range's scale: in float32 it stays within a few 1e-7
+    # of the float64 value (ORCA only ranks starts by it)
+    th = np.random.default_rng(0).normal(size=50) * 3
+    gammas = (0.5, 0.9, 0.99)
+    p32 = PiecewiseConstant.from_logits(jnp.asarray(th, jnp.float32), uniform_edges(50))
+    with jax.enable_x64(True):
+        p64 = PiecewiseConstant.from_logits(jnp.asarray(th, jnp.float64), uniform_edges(50))
+        want = np.asarray(p64.crps_bins_spiked(gammas))
+    # 2e-6: about 20 float32 ulps of the terms (of size up to e_n - e_0 = 1) that cancel
+    np.testing.assert_allclose(np.asarray(p32.crps_bins_spiked(gammas)), want, atol=2e-6)
+
+
+def test_at_points_and_spiked_jit_vmap_without_retracing():
+    import chex
+
+    edges = uniform_edges(20)
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def f(theta, ys):
+        d = PiecewiseConstant.from_logits(theta, edges)
+        cdf, crps = d.at_points(ys)
+        return jnp.sum(cdf) + jnp.sum(crps) + jnp.sum(d.crps_bins_spiked((0.5, 0.9)))
+
+    rng = np.random.default_rng(0)
+    for s in range(3):
+        th = jnp.asarray(rng.normal(size=(4, 20)), jnp.float32)
+        ys = jnp.asarray(rng.uniform(size=(4, 30)), jnp.float32)
+        out = jax.vmap(f)(th, ys)
+        want = [float(f(th[b], ys[b])) for b in range(4)]
+        np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5)

@@ -355,3 +355,25 @@ def test_a_users_jumping_payoff_gets_an_exact_pointwise_certificate(x64):
     # undeclared, the grid (spacing 0.0125) misses the supremum by t - 0.525 = 0.012
     got_blind, exact_blind = out[False]
     assert exact_blind - got_blind > 0.01
+
+
+def test_best_start_is_the_argmin_over_the_spiked_mixtures(x64):
+    # brute force: the inner max of θ itself and of every mixture (1-γ)p + γδ_j (explicit
+    # PiecewiseConstant), clipped at 0 (satisfice); the start returned is that candidate's projection
+    f = ORCA(edges=E10, payoff=experiment_payoff(19), spike_weights=(0.5, 0.9))
+    rng = np.random.default_rng(0)
+    chosen = []
+    for s in range(4):
+        theta = f.project(jnp.asarray(rng.normal(size=10) * 2))
+        x = PiecewiseConstant.from_logits(jnp.asarray(rng.normal(size=10)), E10)
+        c = jnp.asarray(rng.normal(size=f.payoff.dim))
+        p = np.asarray(f.distribution(theta).probs)
+        vals = [float(jnp.max(f.component_values(theta, c, x)))]
+        for g in f.spike_weights:
+            for j in range(10):
+                mix = PiecewiseConstant(jnp.asarray((1 - g) * p + g * np.eye(10)[j]), E10)
+                vals.append(float(jnp.max(f.payoff.expect_bins_along(x, mix, E10, c))))
+        best = int(np.argmin(np.maximum(vals, 0)))
+        chosen.append(best)
+        np.testing.assert_allclose(np.asarray(f.best_start(theta, c, x)), np.asarray(f.spikes(theta)[best]), rtol=1e-12)
+    assert any(b > 0 for b in chosen)  # a spike, not only the start itself, was chosen

@@ -396,3 +396,79 @@ def test_incomplete_payoff_cannot_be_instantiated():
             return 1.0
 
     assert Complete().bound() == 1.0
+
+
+# ------------------------------------------------ ORCA's once-per-round calls: many outcomes, spikes
+
+ALONG_PAYOFFS = [
+    QuantileCalibration(19),
+    MomentCalibration((1, 2)),
+    ExpertRegret(("crps", "mse")),
+    experiment_payoff(19),
+    DecisionCalibration(utility, 3, 1.0),  # the default (vmap) path
+]
+
+
+@pytest.mark.parametrize("payoff", ALONG_PAYOFFS, ids=lambda p: type(p).__name__)
+def test_along_at_is_the_projected_payoff_at_each_outcome(x64, payoff):
+    # closed forms (O(n + m + M)) against <c, π(x, p, y)> evaluated outcome by outcome, including
+    # outcomes on every edge, at the ends and next to the quantiles where the quantile block jumps
+    from jcalib.payoffs.base import AbstractPayoff
+
+    e = np.asarray(EDGES)
+    for s in range(3):
+        p, ex = random_pc(jax.random.key(s)), random_pc(jax.random.key(50 + s))
+        x = ExpertContext(ex)
+        c = jax.random.normal(jax.random.key(100 + s), (payoff.dim,), jnp.float64)
+        q = np.asarray(p.quantile(jnp.linspace(0.05, 0.95, 19)))
+        ys = jnp.asarray(np.r_[e, q - 1e-6, q + 1e-6, np.random.default_rng(s).uniform(0, 1, 30)])
+        want = np.asarray(jax.vmap(lambda y: payoff(x, p, y) @ c)(ys))
+        np.testing.assert_allclose(np.asarray(payoff.along_at(x, p, c, ys)), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(AbstractPayoff.along_at(payoff, x, p, c, ys)), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("payoff", ALONG_PAYOFFS[:4], ids=lambda p: type(p).__name__)
+def test_spike_values_closed_forms_are_the_mixtures_values(x64, payoff):
+    # [g, j, k] against expect_bins_along of the mixture (1-γ)p + γδ_j built explicitly (the default
+    # path), and the whole experiment payoff against the brute-force reference (integration over y)
+    from reference.orca import component_values
+
+    from jcalib.payoffs.base import AbstractPayoff
+
+    gammas = (0.5, 0.99, 1.0)
+    for s in range(3):
+        p, ex = random_pc(jax.random.key(s), sharp=3.0), random_pc(jax.random.key(50 + s))
+        x = ExpertContext(ex)
+        c = jax.random.normal(jax.random.key(100 + s), (payoff.dim,), jnp.float64)
+        got = np.asarray(payoff.spike_values(x, p, EDGES, c, gammas))
+        want = np.asarray(AbstractPayoff.spike_values(payoff, x, p, EDGES, c, gammas))
+        assert got.shape == (3, 12, 12)
+        # the quantile block's compensated prefix sums meet the levels in another order: 1e-11
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)
+    if isinstance(payoff, DirectSum):
+        mix = 0.5 * np.asarray(p.probs) + 0.5 * np.eye(12)[3]
+        ref = component_values(mix, np.asarray(ex.probs), EDGES, np.asarray(c), 19, n_y=2000)
+        # 2e-3: the reference averages a step function of y over 2000 points per bin
+        np.testing.assert_allclose(got[0, 3], ref, atol=2e-3)
+
+
+def test_along_at_and_spike_values_jit_vmap_without_retracing():
+    import chex
+
+    pay = experiment_payoff(19)
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def f(theta, ex, c, ys):
+        p = PiecewiseConstant.from_logits(theta, EDGES)
+        x = ExpertContext(PiecewiseConstant(ex, EDGES))
+        return jnp.max(pay.along_at(x, p, c, ys)) + jnp.max(pay.spike_values(x, p, EDGES, c, (0.5, 0.9)))
+
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        th = jnp.asarray(rng.normal(size=(4, 12)), jnp.float32)
+        ex = jax.nn.softmax(jnp.asarray(rng.normal(size=(4, 12)), jnp.float32))
+        c = jnp.asarray(rng.normal(size=(4, pay.dim)), jnp.float32)
+        ys = jnp.asarray(rng.uniform(size=(4, 25)), jnp.float32)
+        out = jax.vmap(f)(th, ex, c, ys)
+        np.testing.assert_allclose(np.asarray(out), [float(f(th[b], ex[b], c[b], ys[b])) for b in range(4)], rtol=1e-5)
