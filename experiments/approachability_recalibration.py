@@ -334,6 +334,18 @@ def _summary_diagram(ax, d, label, color):
 
 
 def figures(out, suffix=""):
+    """Draw the figures of the parts whose results ``out`` holds ((a)–(e) together, (f) alone)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    paths = _figures_abcde(out, suffix) if all(k in out for k in ("ab", "c", "c_equal_cal", "d", "e")) else []
+    if "f" in out:
+        # the docs show the full run's figure; a --quick run keeps its own under results/
+        paths.append(_figure_f(out, IMG if not suffix else RESULTS / "figures", suffix))
+    return paths
+
+
+def _figures_abcde(out, suffix):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -345,114 +357,114 @@ def figures(out, suffix=""):
     img = IMG if not suffix else RESULTS / "figures"
     paths = []
     # (a)
-    if "ab" in out:
-        ab = out["ab"]
-        third = ab[f"{1 / 3:.4f}"]
-        Ts = np.array(third["T"])
-        cal, reg = np.array(third["calibration"]), np.array(third["regret"])
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        for k, name in enumerate(third["natures"]):
-            axes[0].loglog(Ts, cal[:, k], "o-", label=name)
-            if np.all(reg[:, k] > 0):
-                axes[1].loglog(Ts, reg[:, k], "o-", label=name)
-        for ax, v in ((axes[0], np.nanmax(cal, 1)), (axes[1], np.nanmax(reg, 1))):
-            ax.loglog(Ts, v[0] * (Ts / Ts[0]) ** (-1 / 3), "k--", label="T^-1/3")
-            ax.set_xlabel("T")
-            ax.legend(fontsize=7)
-        axes[0].set_ylabel("(eps, l1)-calibration (expected)")
-        axes[1].set_ylabel("average Brier regret (expected, > 0 shown)")
-        axes[0].set_title(f"calibration: fitted slope {third['cal_slope']:.3f} (theory -1/3)")
-        axes[1].set_title(f"regret: fitted slope {third['reg_slope']:.3f} (theory -1/3)")
-        paths.append(Path(plots.save(fig.axes[0], img / f"approachability_rates{suffix}.png")))
+    ab = out["ab"]
+    third = ab[f"{1 / 3:.4f}"]
+    Ts = np.array(third["T"])
+    cal, reg = np.array(third["calibration"]), np.array(third["regret"])
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for k, name in enumerate(third["natures"]):
+        axes[0].loglog(Ts, cal[:, k], "o-", label=name)
+        if np.all(reg[:, k] > 0):
+            axes[1].loglog(Ts, reg[:, k], "o-", label=name)
+    for ax, v in ((axes[0], np.nanmax(cal, 1)), (axes[1], np.nanmax(reg, 1))):
+        ax.loglog(Ts, v[0] * (Ts / Ts[0]) ** (-1 / 3), "k--", label="T^-1/3")
+        ax.set_xlabel("T")
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("(eps, l1)-calibration (expected)")
+    axes[1].set_ylabel("average Brier regret (expected, > 0 shown)")
+    axes[0].set_title(f"calibration: fitted slope {third['cal_slope']:.3f} (theory -1/3)")
+    axes[1].set_title(f"regret: fitted slope {third['reg_slope']:.3f} (theory -1/3)")
+    paths.append(Path(plots.save(fig.axes[0], img / f"approachability_rates{suffix}.png")))
     # (b)
-    if "ab" in out:
-        fig, ax = plt.subplots(figsize=(5, 4))
-        ax.plot([1 / 3, 1 / 4], [1 / 3, 1 / 2], "k-", label="theory: (1/3,1/3)-(1/4,1/2)")
-        for key, row in ab.items():
-            b = row["beta"]
-            ax.plot(-row["cal_slope"], -row["reg_slope"], "o", label=f"beta={b:.3f} measured")
-            ax.plot((1 - b) / 2, b, "x", color="grey")
-        ax.set_xlabel("calibration exponent")
-        ax.set_ylabel("regret exponent")
-        ax.legend(fontsize=7)
-        paths.append(Path(plots.save(fig.axes[0], img / f"approachability_tradeoff{suffix}.png")))
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.plot([1 / 3, 1 / 4], [1 / 3, 1 / 2], "k-", label="theory: (1/3,1/3)-(1/4,1/2)")
+    for key, row in ab.items():
+        b = row["beta"]
+        ax.plot(-row["cal_slope"], -row["reg_slope"], "o", label=f"beta={b:.3f} measured")
+        ax.plot((1 - b) / 2, b, "x", color="grey")
+    ax.set_xlabel("calibration exponent")
+    ax.set_ylabel("regret exponent")
+    ax.legend(fontsize=7)
+    paths.append(Path(plots.save(fig.axes[0], img / f"approachability_tradeoff{suffix}.png")))
     # (c)
-    if "c" in out:
-        c = out["c"]
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        for name, run in c["runs"].items():
-            axes[0].loglog(run["T"], np.maximum(run["regret"], 1e-5), "o-", label=name)
-        axes[0].axhline(c["target_regret"], color="k", ls=":", label="target")
-        axes[0].set_xlabel("T")
-        axes[0].set_ylabel("worst average regret over natures")
-        axes[0].legend(fontsize=7)
-        eq = out["c_equal_cal"]
-        o, l = np.array(eq["ours"]), np.array(eq["lee"])
-        axes[1].plot(o[:, 0], o[:, 1], "o-", label="approachability (beta sweep)")
-        axes[1].plot(l[:, 0], l[:, 1], "s-", label="Lee MW (m sweep)")
-        axes[1].set_xlabel("calibration")
-        axes[1].set_ylabel("regret")
-        axes[1].set_title(f"T = {eq['T']}")
-        axes[1].legend(fontsize=7)
-        paths.append(Path(plots.save(fig.axes[0], img / f"approachability_baselines{suffix}.png")))
+    c = out["c"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for name, run in c["runs"].items():
+        axes[0].loglog(run["T"], np.maximum(run["regret"], 1e-5), "o-", label=name)
+    axes[0].axhline(c["target_regret"], color="k", ls=":", label="target")
+    axes[0].set_xlabel("T")
+    axes[0].set_ylabel("worst average regret over natures")
+    axes[0].legend(fontsize=7)
+    eq = out["c_equal_cal"]
+    o, l = np.array(eq["ours"]), np.array(eq["lee"])
+    axes[1].plot(o[:, 0], o[:, 1], "o-", label="approachability (beta sweep)")
+    axes[1].plot(l[:, 0], l[:, 1], "s-", label="Lee MW (m sweep)")
+    axes[1].set_xlabel("calibration")
+    axes[1].set_ylabel("regret")
+    axes[1].set_title(f"T = {eq['T']}")
+    axes[1].legend(fontsize=7)
+    paths.append(Path(plots.save(fig.axes[0], img / f"approachability_baselines{suffix}.png")))
     # (d)
-    if "d" in out:
-        d = out["d"]
-        fig, ax = plt.subplots(figsize=(5, 4))
-        for name in ("approachability", "Lee MW", "Kuleshov-Ermon"):
-            ms = [m for m, v in zip(d["m"], d[name]) if v is not None]
-            vs = [v for v in d[name] if v is not None]
-            ax.loglog(ms, vs, "o-", label=name)
-        ax.set_xlabel("grid size m (cells N for Kuleshov-Ermon)")
-        ax.set_ylabel("microseconds per round (batched)")
-        ax.legend(fontsize=7)
-        paths.append(Path(plots.save(fig.axes[0], img / f"approachability_cost{suffix}.png")))
+    d = out["d"]
+    fig, ax = plt.subplots(figsize=(5, 4))
+    for name in ("approachability", "Lee MW", "Kuleshov-Ermon"):
+        ms = [m for m, v in zip(d["m"], d[name]) if v is not None]
+        vs = [v for v in d[name] if v is not None]
+        ax.loglog(ms, vs, "o-", label=name)
+    ax.set_xlabel("grid size m (cells N for Kuleshov-Ermon)")
+    ax.set_ylabel("microseconds per round (batched)")
+    ax.legend(fontsize=7)
+    paths.append(Path(plots.save(fig.axes[0], img / f"approachability_cost{suffix}.png")))
     # (e)
-    if "e" in out:
-        e = out["e"]
-        fig, ax = plt.subplots(figsize=(5, 4))
-        ax.plot([0, 1], [0, 1], "k:")
-        for label, part, key in (("model", e["model"], "sum_q"), ("recalibrated", e["recal"], "sum_p")):
-            n = np.array(part["count"])
-            ok = n > 0.5
-            ax.plot(np.array(part[key])[ok] / n[ok], np.array(part["ones"])[ok] / n[ok], "o-", label=label)
-        ax.set_xlabel("mean forecast in bucket")
-        ax.set_ylabel("frequency of y = 1")
-        ax.set_title(f"digits stream, T = {e['T']}: binned ECE {e['model_ece_mean']:.3f} -> {e['recal_ece_mean']:.3f}", fontsize=9)
-        ax.legend(fontsize=8)
-        paths.append(Path(plots.save(fig.axes[0], img / f"approachability_reliability{suffix}.png")))
-    # (f)
-    if "f" in out:
-        f_runs = out["f"]
-        fig, axes = plt.subplots(len(f_runs), 3, figsize=(13, 4.2 * len(f_runs)), squeeze=False)
-        for (name, run), row in zip(f_runs.items(), axes):
-            full = run["horizons"][-1]
-            _summary_diagram(row[0], run["diagram"]["model"], "naive Bayes", "C3")
-            row[0].set_title(f"{name}: model, binned ECE {full['model_ece']['mean']:.3f}", fontsize=9)
-            _summary_diagram(row[1], run["diagram"]["recal"], "recalibrated", "C0")
-            row[1].set_title(f"recalibrated online (m = {full['m']}), binned ECE {full['recal_ece']['mean']:.3f}", fontsize=9)
-            Ts = np.array([h["T"] for h in run["horizons"]])
-            for who, color in (("model", "C3"), ("recal", "C0")):
-                for metric, ls in (("ece", "o-"), ("smooth_ece", "s--")):
-                    band = [h[f"{who}_{metric}"] for h in run["horizons"]]
-                    row[2].plot(Ts, [b["mean"] for b in band], ls, color=color, label=f"{who} {metric.replace('_', ' ')}")
-                    row[2].fill_between(Ts, [b["min"] for b in band], [b["max"] for b in band], color=color, alpha=0.15, lw=0)
-            row[2].plot(Ts, Ts ** (-1 / 3), "k:", label="eps = T^-1/3")
-            row[2].set_xscale("log")
-            row[2].set_yscale("log")
-            row[2].set_xticks(Ts, [str(t) for t in Ts], fontsize=7)
-            lo = min(h[f"{w}_{k}"]["min"] for h in run["horizons"] for w in ("model", "recal") for k in ("ece", "smooth_ece"))
-            hi = max(h[f"{w}_{k}"]["max"] for h in run["horizons"] for w in ("model", "recal") for k in ("ece", "smooth_ece"))
-            ticks = [t for t in (0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2) if 0.8 * lo <= t <= 1.2 * hi]
-            row[2].set_yticks(ticks, [str(t) for t in ticks], fontsize=7)
-            row[2].set_ylim(0.8 * lo, 1.2 * hi)
-            row[2].minorticks_off()
-            row[2].set_ylabel("ECE")
-            row[2].set_xlabel(f"T ({run['passes']} passes of {run['rows_per_pass']} rows at the largest)")
-            row[2].set_title(f"mean and range over {run['shuffles']} stream orders", fontsize=9)
-            row[2].legend(fontsize=7)
-        paths.append(Path(plots.save(axes[0, 0], img / f"approachability_overconfident{suffix}.png")))
+    e = out["e"]
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.plot([0, 1], [0, 1], "k:")
+    for label, part, key in (("model", e["model"], "sum_q"), ("recalibrated", e["recal"], "sum_p")):
+        n = np.array(part["count"])
+        ok = n > 0.5
+        ax.plot(np.array(part[key])[ok] / n[ok], np.array(part["ones"])[ok] / n[ok], "o-", label=label)
+    ax.set_xlabel("mean forecast in bucket")
+    ax.set_ylabel("frequency of y = 1")
+    ax.set_title(f"digits stream, T = {e['T']}: binned ECE {e['model_ece_mean']:.3f} -> {e['recal_ece_mean']:.3f}", fontsize=9)
+    ax.legend(fontsize=8)
+    paths.append(Path(plots.save(fig.axes[0], img / f"approachability_reliability{suffix}.png")))
     return paths
+
+
+def _figure_f(out, img, suffix):
+    import matplotlib.pyplot as plt
+
+    from jcalib import plots
+
+    f_runs = out["f"]
+    fig, axes = plt.subplots(len(f_runs), 3, figsize=(13, 4.2 * len(f_runs)), squeeze=False)
+    for (name, run), row in zip(f_runs.items(), axes):
+        full = run["horizons"][-1]
+        _summary_diagram(row[0], run["diagram"]["model"], "naive Bayes", "C3")
+        row[0].set_title(f"{name}: model, binned ECE {full['model_ece']['mean']:.3f}", fontsize=9)
+        _summary_diagram(row[1], run["diagram"]["recal"], "recalibrated", "C0")
+        row[1].set_title(f"recalibrated online (m = {full['m']}), binned ECE {full['recal_ece']['mean']:.3f}", fontsize=9)
+        Ts = np.array([h["T"] for h in run["horizons"]])
+        for who, color in (("model", "C3"), ("recal", "C0")):
+            for metric, ls in (("ece", "o-"), ("smooth_ece", "s--")):
+                band = [h[f"{who}_{metric}"] for h in run["horizons"]]
+                row[2].plot(Ts, [b["mean"] for b in band], ls, color=color, label=f"{who} {metric.replace('_', ' ')}")
+                row[2].fill_between(Ts, [b["min"] for b in band], [b["max"] for b in band], color=color, alpha=0.15, lw=0)
+        row[2].plot(Ts, Ts ** (-1 / 3), "k:", label="eps = T^-1/3")
+        row[2].set_xscale("log")
+        row[2].set_yscale("log")
+        row[2].set_xticks(Ts, [str(t) for t in Ts], fontsize=7)
+        lo = min(h[f"{w}_{k}"]["min"] for h in run["horizons"] for w in ("model", "recal") for k in ("ece", "smooth_ece"))
+        hi = max(h[f"{w}_{k}"]["max"] for h in run["horizons"] for w in ("model", "recal") for k in ("ece", "smooth_ece"))
+        ticks = [t for t in (0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2) if 0.8 * lo <= t <= 1.2 * hi]
+        row[2].set_yticks(ticks, [str(t) for t in ticks], fontsize=7)
+        row[2].set_ylim(0.8 * lo, 1.2 * hi)
+        row[2].minorticks_off()
+        row[2].set_ylabel("ECE")
+        row[2].set_xlabel(f"T ({run['passes']} passes of {run['rows_per_pass']} rows at the largest)")
+        row[2].set_title(f"mean and range over {run['shuffles']} stream orders", fontsize=9)
+        row[2].legend(fontsize=7)
+    return Path(plots.save(axes[0, 0], img / f"approachability_overconfident{suffix}.png"))
 
 
 def summary(out):

@@ -2,9 +2,8 @@
 Gaussian naive Bayes) recalibrated online in one vmapped sweep over stream orders; its numbers
 against the recalibrator's guarantees, the JSON it writes and the figure."""
 
-import importlib.util
+import importlib
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,16 +14,9 @@ pytest.importorskip("sklearn", reason="the optional extra 'experiments' is not i
 EXP = Path(__file__).resolve().parents[2] / "experiments"
 
 
-def _load(name):
-    sys.path.insert(0, str(EXP))
-    spec = importlib.util.spec_from_file_location(name, EXP / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_overconfident_model_recalibrated(tmp_path, monkeypatch):
-    mod = _load("approachability_recalibration")
+    monkeypatch.syspath_prepend(str(EXP))
+    mod = importlib.import_module("approachability_recalibration")
     monkeypatch.setattr(mod, "RESULTS", tmp_path)
     out = {}
     res = mod.part_f(out, {"digits": 2}, 2, (0.5, 1.0), streams={"digits": mod.OVERCONFIDENT["digits"]},
