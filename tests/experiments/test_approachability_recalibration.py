@@ -41,6 +41,13 @@ def test_overconfident_model_recalibrated(tmp_path, monkeypatch):
     assert min(d["model_ece"]["per_shuffle"]) > 1.6 * d["eps"]
     assert max(d["recal_ece"]["per_shuffle"]) < 1.25 * d["eps"]
     assert max(d["recal_smooth_ece"]["per_shuffle"]) < 0.6 * min(d["model_smooth_ece"]["per_shuffle"])
+    # Murphy's decomposition of the pooled 20-bin summaries: REL - RES + UNC is the Brier score up
+    # to the within-bin spread of the forecasts (hence 0.01), and the recalibration lowers REL
+    mu = d["murphy"]
+    for who in ("model", "recal"):
+        parts = mu[who]
+        assert abs(parts["reliability"] - parts["resolution"] + parts["uncertainty"] - d[f"{who}_brier"]["mean"]) < 0.01
+    assert mu["recal"]["reliability"] < 0.5 * mu["model"]["reliability"]
     # the ablation: without the follow-the-oracle rule calibration goes well below eps, and the
     # regret stays below the guarantee's scale
     v = res["digits"]["variants"]["no follow-the-oracle"]
