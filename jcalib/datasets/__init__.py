@@ -2,6 +2,7 @@
 
 from .predictions import load_predictions, save_predictions
 from .streams import ModelStream, logistic_stream
+from .naive_bayes import naive_bayes_stream
 from .lagged import LaggedSeries, lag_features
 from .sunspots import sunspots
 from .wind import wind_power
@@ -12,6 +13,7 @@ __all__: list[str] = [
     "save_predictions",
     "ModelStream",
     "logistic_stream",
+    "naive_bayes_stream",
     "LaggedSeries",
     "lag_features",
     "sunspots",
