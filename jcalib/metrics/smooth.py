@@ -367,7 +367,7 @@ def smooth_ece_count_tables(p, resid, w) -> CountTables:
         a = jnp.concatenate([a, jnp.zeros((1, 4), dt)])
         rows.append(r)
         coef.append(a[r])
-        cell.append(jnp.zeros((T,), jnp.int32).at[slot].set(b))
+        cell.append(jnp.full((T,), E - 2, jnp.int32).at[slot].set(b))  # unused slots last: sorted
         if len(rows) == 1:
             place = slot * _SLOT + pos
             occupied = jnp.zeros((T * _SLOT,), bool).at[place].set(True)
@@ -391,8 +391,8 @@ def _class_spectrum(counts, tables, c):
         m_pad = jnp.concatenate([counts[tables.place], jnp.zeros((1,), counts.dtype)])
         M = m_pad[tables.rows[c]]
     sums = jnp.sum(M[:, :, None] * tables.coef[c], axis=1)  # (slots, 4): one fused multiply-reduce
-    lower = jax.ops.segment_sum(sums[:, 0::2], tables.cell[c], num_segments=E)
-    upper = jax.ops.segment_sum(sums[:, 1::2], tables.cell[c], num_segments=E)
+    cells = jax.ops.segment_sum(sums, tables.cell[c], num_segments=E, indices_are_sorted=True)
+    lower, upper = cells[:, 0::2], cells[:, 1::2]  # masses on a cell's left and right grid point
     h = lower + jnp.concatenate([jnp.zeros((1, 2), counts.dtype), upper[:-1]])  # (E, 2): weight, residual
     # relplot reflects the grid values at both ends: an even sequence of period P = 2(E - 1)
     return jnp.fft.rfft(jnp.concatenate([h, h[E - 2 : 0 : -1]]), axis=0)
