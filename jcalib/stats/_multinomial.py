@@ -9,7 +9,7 @@ slower than the statistic of :func:`jcalib.metrics.smooth_ece` from counts). Ins
    with the thresholds $\lceil 2^{64} F_\lambda(j-1) \rceil$ computed exactly on the host
    (40-digit decimals) and compared as pairs of 32-bit words; $j$ stops where the tail
    $P(M \ge j) < 2^{-64}$. The low word of $u_i$ decides only when the high word equals a
-   threshold's, so the low words are drawn only when that happens (about once in 2000
+   threshold's, so the low words are drawn only when that happens (about once in 1600
    resamples at $n = 10^5$).
 2. Given their total $T = t$, such counts are $\mathrm{Multinomial}(t; 1/n, \dots)$, so adding
    $n - t$ further uniform row indices (``jax.random.randint``) makes them
@@ -18,10 +18,11 @@ slower than the statistic of :func:`jcalib.metrics.smooth_ece` from counts). Ins
    (rejection on $T$ alone keeps step 2 exact); so only $\le K$ indices are scattered.
 
 The random words are Threefry-2x32 with 20 rounds (Salmon et al. 2011, the generator behind
-JAX's default keys) applied to a block counter (one block gives the words of two rows), keyed by two words drawn from the user's key with
-``jax.random.bits``: reproducible from the key. It is written here with ``jax.numpy`` integer
-operations, which XLA fuses into one vectorised loop (four times faster on CPU than
-``jax.random.bits`` for the same number of words, measured in ``benchmarks/stats_bootstrap.py``).
+JAX's default keys) applied to a block counter (one block gives the words of two rows), keyed
+by two words drawn from the user's key with ``jax.random.bits``: reproducible from the key. It
+is written here with ``jax.numpy`` integer operations, which XLA fuses into one vectorised loop
+(0.2 ms per $10^5$ words on this project's CPU, against 0.8 ms for ``jax.random.bits``; tested
+equal to JAX's own Threefry in ``tests/stats/test_multinomial.py``).
 """
 
 from __future__ import annotations

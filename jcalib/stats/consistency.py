@@ -28,7 +28,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._validation import check_binary_inputs, check_multiclass_inputs, check_positive_int, is_concrete
-from ..metrics.binary import _check_strategy, bin_index, binned_ece, quantile_bin_index
+from ..metrics.binary import bin_index, binned_ece, quantile_bin_index
 from ._poisson_binomial import poisson_binomial_cdfs
 from ._result import CalibrationTestResult
 from .resampling import _call, _check_key, _chunked
@@ -69,7 +69,8 @@ def _p_value(observed, null):
 @eqx.filter_jit
 def _consistency(statistic, p, y, w, key, n_resamples, resample_forecasts, chunk):
     observed = _call(statistic, (p, y), w)
-    return CalibrationTestResult(observed, _p_value(observed, _general_null(statistic, p, w, key, n_resamples, resample_forecasts, chunk)))
+    null = _general_null(statistic, p, w, key, n_resamples, resample_forecasts, chunk)
+    return CalibrationTestResult(observed, _p_value(observed, null))
 
 
 # ------------------------------------------------------------------------------------------
@@ -116,7 +117,7 @@ def _binned_null(key, lo, F, counts, bias_sums, *, n_resamples, p_exp):
 
 def _binned_ece_null_tables(p, n_bins: int = 15, strategy: str = "uniform"):
     """Host tables of the fast path: per-bin count CDF windows and per-bin sums of the forecasts."""
-    n_bins = _check_strategy(n_bins, strategy)
+    n_bins = check_positive_int(n_bins, "n_bins")  # the strategy was checked by binned_ece
     bins, counts, bias_sums = _bin_sums_unit(p, n_bins, strategy)
     lo, F = poisson_binomial_cdfs(np.asarray(p, np.float64), np.asarray(bins), n_bins)
     return bins, jnp.asarray(lo, jnp.int32), jnp.asarray(F, p.dtype), counts, bias_sums
