@@ -1,11 +1,15 @@
 """Resampling throughput of jcalib.stats against the Python loops a researcher would write.
 
-(a) Bootstrap of smooth ECE: ``jcalib.stats.bootstrap(smooth_ece, ...)`` (one compiled call,
-    resamples vmapped in chunks) against a Python loop calling ``relplot.smECE`` on the same
-    resampled rows (the index draws are taken from jcalib's, so both compute the same
-    numbers; the first few are compared).
+(a) Bootstrap of smooth ECE: ``jcalib.stats.bootstrap(smooth_ece, ...)`` (one compiled call;
+    each resample is a multinomial count vector over the rows, and smooth ECE is evaluated from
+    the counts on grids laid out once) against a Python loop calling ``relplot.smECE`` on the
+    same resamples (the rows repeated by jcalib's own count vectors, re-drawn from the same
+    keys), so both compute the same numbers; the looped ones are compared.
 (b) Consistency resampling of the binned ECE (15 bins): ``jcalib.stats.consistency_test``
-    against a NumPy loop (draw outcomes from the forecasts, ``np.bincount`` the bins).
+    (each bin's number of ones drawn from its exact Poisson-binomial distribution, computed once)
+    against a NumPy loop that draws every outcome from its forecast, as Bröcker and Smith
+    describe, and ``np.bincount``s the bins: the same null distribution, not the same draws.
+    jcalib's time includes computing the distributions.
 
 Each loop is timed over a stated number of iterations (``--loop-iters``; a full 10^4-call
 relplot loop at n = 10^5 takes minutes) and compared per resample; JAX compile time is
@@ -32,7 +36,6 @@ import numpy as np  # noqa: E402
 
 from jcalib.metrics import binned_ece, smooth_ece  # noqa: E402
 from jcalib.stats import bootstrap, consistency_test  # noqa: E402
-from jcalib.stats.resampling import resample_indices_apply  # noqa: E402
 
 
 def load() -> str:
@@ -47,26 +50,35 @@ def _wall(fn):
     return time.perf_counter() - t0, out
 
 
-def bench_smooth_ece(p, y, B, loop_iters, chunk):
+def bench_smooth_ece(p, y, B, loop_iters):
     import relplot
+
+    from jcalib.metrics.smooth import smooth_ece_count_tables
+    from jcalib.stats._multinomial import multinomial_counts, poisson_table
 
     key = jax.random.key(0)
     pj, yj = jnp.asarray(p), jnp.asarray(y)
-    first, _ = _wall(lambda: bootstrap(smooth_ece, pj, yj, key=key, n_resamples=B, chunk=chunk).resamples)
-    warm, res = _wall(lambda: bootstrap(smooth_ece, pj, yj, key=key, n_resamples=B, chunk=chunk).resamples)
-    idx = np.asarray(resample_indices_apply(lambda i: i, key, len(p), loop_iters, chunk))
+    t = smooth_ece_count_tables(pj, pj - yj.astype(pj.dtype), jnp.ones_like(pj))
+    first, _ = _wall(lambda: bootstrap(smooth_ece, pj, yj, key=key, n_resamples=B).resamples)
+    warm, res = _wall(lambda: bootstrap(smooth_ece, pj, yj, key=key, n_resamples=B).resamples)
+    # the same resamples: jcalib's count vectors (rows in sorted order of the forecasts)
+    table = poisson_table(len(p))
+    keys = jax.random.split(key, B)[:loop_iters]
+    counts = np.asarray(jax.jit(jax.vmap(lambda k: multinomial_counts(k, table, t.place, t.occupied)[t.place]))(keys))
+    order = np.asarray(jnp.argsort(pj))
+    ps, ys = p[order], y[order]
     t0 = time.perf_counter()
-    ref = [relplot.smECE(p[i], y[i]) for i in idx]
+    ref = [relplot.smECE(np.repeat(ps, m), np.repeat(ys, m)) for m in counts]
     loop = (time.perf_counter() - t0) / loop_iters
     err = float(np.max(np.abs(np.asarray(res[:loop_iters], dtype=float) - np.array(ref))))
     return dict(name="bootstrap smooth ECE vs relplot.smECE loop", jcalib_per=warm / B, compile=first - warm,
                 loop_per=loop, loop_iters=loop_iters, max_abs_diff=err)
 
 
-def bench_consistency(p, y, B, loop_iters, chunk, n_bins=15):
+def bench_consistency(p, y, B, loop_iters, n_bins=15):
     key = jax.random.key(1)
     pj, yj = jnp.asarray(p), jnp.asarray(y)
-    run = lambda: consistency_test(binned_ece, pj, yj, key=key, n_resamples=B, chunk=chunk).p_value
+    run = lambda: consistency_test(binned_ece, pj, yj, key=key, n_resamples=B).p_value
     first, _ = _wall(run)
     warm, _ = _wall(run)
     rng = np.random.default_rng(0)
@@ -87,17 +99,16 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=None, help="rows (default 10^5; 10^4 with --quick)")
     ap.add_argument("--resamples", type=int, default=None, help="jcalib resamples (default 10^4; 500 with --quick)")
     ap.add_argument("--loop-iters", type=int, default=None, help="iterations of each Python loop (default 20 / 1000)")
-    ap.add_argument("--chunk", type=int, default=64, help="resamples vmapped at once")
     args = ap.parse_args(argv)
     n = args.n or (10_000 if args.quick else 100_000)
     B = args.resamples or (500 if args.quick else 10_000)
     rng = np.random.default_rng(0)
     p = rng.random(n).astype(np.float32)
     y = (rng.random(n) < p**1.3).astype(np.int32)
-    print(f"n = {n}, resamples = {B}, chunk = {args.chunk}, devices = {jax.devices()}")
+    print(f"n = {n}, resamples = {B}, devices = {jax.devices()}")
     rows = [
-        bench_smooth_ece(p, y, B, args.loop_iters or (10 if args.quick else 20), args.chunk),
-        bench_consistency(p, y, B, args.loop_iters or (200 if args.quick else 1000), args.chunk),
+        bench_smooth_ece(p, y, B, args.loop_iters or (10 if args.quick else 20)),
+        bench_consistency(p, y, B, args.loop_iters or (200 if args.quick else 1000)),
     ]
     for r in rows:
         extra = f", max |jcalib - relplot| on the looped resamples = {r['max_abs_diff']:.2e}" if "max_abs_diff" in r else ""

@@ -11,9 +11,11 @@ with ``eqx.error_if`` unless ``jcalib.config.checks(False)`` was in force at tra
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jaxtyping import Array, Float, Int
 
@@ -164,8 +166,9 @@ def _reflected_smooth(f, vals, sigma, E, Emax):
     t = m.astype(dt) * (1 / Em1)
     ker = jnp.where(m < E, jnp.exp(-(t - 0.5) ** 2 / (2 * sigma**2)) / (math.sqrt(2 * math.pi) * sigma), 0)
     # np.convolve(ext, ker, "valid")[E//2 : E//2 + E]; ker is symmetric, so
-    # out[i] = sum_m ext[i + E//2 + m] ker[m]: a correlation, computed by FFT
-    L = 4 * Emax
+    # out[i] = sum_m ext[i + E//2 + m] ker[m]: a correlation, computed by FFT of a length that
+    # holds ext (3 Emax) without wrapping onto the outputs used (indices below 2.5 Emax)
+    L = 1 << (3 * Emax - 1).bit_length()
     corr = jnp.fft.irfft(jnp.fft.rfft(ext, L) * jnp.conj(jnp.fft.rfft(ker, L)), L)
     return corr[jnp.clip(jnp.arange(Emax, dtype=jnp.int32) + E // 2, 0, L - 1)]
 
@@ -265,10 +268,11 @@ def smooth_ece(
 def _smooth_ece(p, y, w):
     Emax, Nmax = _static_max(_MIN_SIGMA)
     resid = p - y
-    dt = p.dtype
+    return _bisect(lambda s: _smece_sigma(p, resid, w, s, Emax, Nmax), p.dtype)
 
-    def value(s):
-        return _smece_sigma(p, resid, w, s, Emax, Nmax)
+
+def _bisect(value, dt):
+    """relplot's search_param(refine=10) for the smallest sigma with sigma >= smECE_sigma."""
 
     def too_small(s, v):  # relplot: alpha < eps or alpha < smooth_ece(alpha)
         return (s < _SIGMA_EPS) | (s < v)
@@ -283,7 +287,8 @@ def _smooth_ece(p, y, w):
         small = too_small(mid, vm)
         return jnp.where(small, start, mid), jnp.where(small, mid, end), jnp.where(small, vstart, vm)
 
-    start, _, vstart = lax.fori_loop(0, _REFINE, body, (one, jnp.zeros((), dt), v1))
+    # value may be batched (one bandwidth search per row of a batch): carries take its shape
+    start, _, vstart = lax.fori_loop(0, _REFINE, body, (jnp.broadcast_to(one, v1.shape), jnp.zeros(v1.shape, dt), v1))
     done = too_small(one, v1)  # relplot returns sigma = 1 at once when it already qualifies
     return jnp.where(done, v1, vstart), jnp.where(done, one, start)
 
@@ -301,3 +306,149 @@ def reflected_kernel_sum(
     Emax, _ = _static_max(_MIN_SIGMA)
     E, _ = _grid_sizes(sigma)
     return _interp(points, _reflected_smooth(probs, values, sigma, E, Emax), E)
+
+
+# ------------------------------------------------------------------------------------------
+# smECE of count vectors over fixed forecasts: the bootstrap's fast path
+
+
+def _grid_classes() -> tuple[tuple[int, int], ...]:
+    """The distinct relplot grids of the bisection's bandwidths k/1024 >= 2^-9: (E, largest N)."""
+    by: dict[int, int] = {}
+    for k in range(2, 2**_REFINE + 1):
+        s = k / 2**_REFINE
+        E, N = max(2000, round(20 / s)) // 2 + 1, max(round(10 / s), 200)
+        by[E] = max(by.get(E, 0), N)
+    return tuple(sorted(by.items()))
+
+
+_CLASSES = _grid_classes()  # ((1001, 931), (1025, 1024), ..., (5121, 5120)): sigma >= 11/1024 is the first
+_SLOT = 32  # rows per slot of the per-grid layouts
+
+
+class CountTables(NamedTuple):
+    """Per-grid layouts of fixed forecasts for :func:`smooth_ece_of_counts` (one entry per grid size).
+
+    Rows are taken in sorted order of the forecasts, so the rows of one grid cell are
+    consecutive; each cell's rows are cut into slots of ``_SLOT`` (padded with the index $n$ of
+    an all-zero row). ``coef[c][t, s]`` holds the four masses row ``rows[c][t, s]`` puts on its
+    two grid neighbours (weight and weighted residual, each split by the interpolation
+    fraction), ``cell[c][t]`` the cell of slot ``t``.
+    """
+
+    rows: tuple
+    coef: tuple
+    cell: tuple
+    place: Array  # flat position of each sorted forecast in the first grid's layout, (n,)
+    occupied: Array  # which positions of that layout hold a forecast, (slots * _SLOT,)
+
+
+def smooth_ece_count_tables(p, resid, w) -> CountTables:
+    """Layouts of forecasts ``p`` with residuals ``resid`` and weights ``w`` (traceable, O(n log n))."""
+    n = p.shape[0]
+    order = jnp.argsort(p)
+    ps, vw = p[order], w[order]
+    vr = vw * resid[order]
+    dt = p.dtype
+    rows, coef, cell = [], [], []
+    for E, _ in _CLASSES:
+        Em1 = jnp.asarray(E - 1, dt)
+        b = jnp.clip(jnp.floor(ps * Em1).astype(jnp.int32), 0, E - 2)  # as _reflected_smooth splits
+        frac = ps * Em1 - b.astype(dt)
+        size = jax.ops.segment_sum(jnp.ones((n,), jnp.int32), b, num_segments=E - 1, indices_are_sorted=True)
+        first = jnp.cumsum(size) - size
+        n_slots = -(-size // _SLOT)
+        slot0 = jnp.cumsum(n_slots) - n_slots
+        k = jnp.arange(n, dtype=jnp.int32) - first[b]
+        slot, pos = slot0[b] + k // _SLOT, k % _SLOT
+        T = n // _SLOT + E  # static bound on the slots: each cell wastes less than one
+        r = jnp.full((T, _SLOT), n, jnp.int32).at[slot, pos].set(jnp.arange(n, dtype=jnp.int32))
+        a = jnp.stack([(1 - frac) * vw, frac * vw, (1 - frac) * vr, frac * vr], axis=1)
+        a = jnp.concatenate([a, jnp.zeros((1, 4), dt)])
+        rows.append(r)
+        coef.append(a[r])
+        cell.append(jnp.full((T,), E - 2, jnp.int32).at[slot].set(b))  # unused slots last: sorted
+        if len(rows) == 1:
+            place = slot * _SLOT + pos
+            occupied = jnp.zeros((T * _SLOT,), bool).at[place].set(True)
+    return CountTables(tuple(rows), tuple(coef), tuple(cell), place, occupied)
+
+
+def counts_in_layout(counts, tables: CountTables):
+    """Count vectors per sorted forecast ``(B, n)`` placed in the first grid's layout, as
+    :func:`smooth_ece_of_counts` takes them."""
+    return jnp.zeros((counts.shape[0], tables.occupied.shape[0]), counts.dtype).at[:, tables.place].set(counts)
+
+
+def _class_spectrum(counts, tables, c):
+    """rfft of the even periodic extension of grid c's two smoothed-to-be histograms, (P/2+1, 2).
+
+    ``counts`` in the first grid's layout (see :func:`counts_in_layout`)."""
+    E = _CLASSES[c][0]
+    if c == 0:  # already laid out: no gather
+        M = counts.reshape(tables.rows[0].shape)
+    else:  # back to sorted order, then into grid c's layout
+        m_pad = jnp.concatenate([counts[tables.place], jnp.zeros((1,), counts.dtype)])
+        M = m_pad[tables.rows[c]]
+    sums = jnp.sum(M[:, :, None] * tables.coef[c], axis=1)  # (slots, 4): one fused multiply-reduce
+    cells = jax.ops.segment_sum(sums, tables.cell[c], num_segments=E, indices_are_sorted=True)
+    lower, upper = cells[:, 0::2], cells[:, 1::2]  # masses on a cell's left and right grid point
+    h = lower + jnp.concatenate([jnp.zeros((1, 2), counts.dtype), upper[:-1]])  # (E, 2): weight, residual
+    # relplot reflects the grid values at both ends: an even sequence of period P = 2(E - 1)
+    return jnp.fft.rfft(jnp.concatenate([h, h[E - 2 : 0 : -1]]), axis=0)
+
+
+def _class_value(spec, sigma, c):
+    """smECE_sigma from a grid's spectrum: the same numbers as _smece_sigma, by periodic FFTs."""
+    E, Nmax = _CLASSES[c]
+    P = 2 * (E - 1)
+    dt = spec.real.dtype
+    Em1 = jnp.asarray(E - 1, dt)
+    # out[i] = sum_m ker[m] ext[i + E//2 + m] with ext the periodic extension: a circular
+    # correlation with the kernel placed at offsets m + E//2 - (E - 1) (mod P)
+    m = (np.arange(P) - E // 2 + (E - 1)) % P
+    t = jnp.asarray(np.minimum(m, E - 1), jnp.int32).astype(dt) * (1 / Em1)
+    ker = jnp.where(jnp.asarray(m < E), jnp.exp(-((t - 0.5) ** 2) / (2 * sigma**2)) / (math.sqrt(2 * math.pi) * sigma), 0)
+    out = jnp.fft.irfft(spec * jnp.conj(jnp.fft.rfft(ker))[:, None], P, axis=0)[:E]
+    N = jnp.maximum(jnp.round(10.0 / sigma).astype(jnp.int32), 200)
+    k = jnp.arange(Nmax, dtype=jnp.int32)
+    tgrid = k.astype(dt) * (1 / (N - 1).astype(dt))
+    E_ = jnp.asarray(E, jnp.int32)
+    dens = _interp(tgrid, out[:, 0], E_) + _KDE_EPS
+    ys = _interp(tgrid, out[:, 1], E_)
+    mask = k < N
+    return jnp.sum(jnp.where(mask, jnp.abs(ys / dens) * dens, 0)) / jnp.sum(jnp.where(mask, dens, 0))
+
+
+def smooth_ece_of_counts(counts, tables: CountTables):
+    r""":func:`smooth_ece` (values, bandwidths) of the forecasts in ``tables`` repeated ``counts`` times.
+
+    ``counts`` is a batch of count vectors in the first grid's layout, ``(B, slots * 32)``
+    (:func:`counts_in_layout` puts vectors over the forecasts **in sorted order** there; a
+    bootstrap resample's count vector needs no order, so it can be drawn in place:
+    :func:`jcalib.stats._multinomial.multinomial_counts` with ``tables.place``).
+    Equal to ``smooth_ece`` of the repeated rows to float round-off, at $O(n)$ gathers and
+    multiply-adds per count vector and FFTs of length $2(E - 1)$ batched over the $B$ rows (E =
+    1001 for every $\sigma \ge 11/1024$) — no scatter of $n$ points. The other grids are built
+    only when some row's bandwidth search reaches them (a real branch on the whole batch).
+    """
+    dt = tables.coef[0].dtype
+    B = counts.shape[0]
+    m_pad = counts.astype(dt)
+    spec0 = jax.vmap(lambda m: _class_spectrum(m, tables, 0))(m_pad)
+    sizes = jnp.asarray([E for E, _ in _CLASSES], jnp.int32)
+
+    def value(s):
+        s = jnp.broadcast_to(s, (B,))
+        cls = jnp.searchsorted(sizes, _grid_sizes(s)[0])
+        v = jax.vmap(lambda sp, si: _class_value(sp, si, 0))(spec0, s)
+        for c in range(1, len(_CLASSES)):
+
+            def other(v, c=c):
+                vc = jax.vmap(lambda m, si: _class_value(_class_spectrum(m, tables, c), si, c))(m_pad, s)
+                return jnp.where(cls == c, vc, v)
+
+            v = lax.cond(jnp.any(cls == c), other, lambda v: v, v)
+        return v
+
+    return _bisect(value, dt)

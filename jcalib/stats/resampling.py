@@ -36,6 +36,8 @@ from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, Float
 
 from .._validation import check_binary_inputs, check_positive_int, check_weights
+from ..metrics.smooth import smooth_ece, smooth_ece_count_tables, smooth_ece_of_counts
+from ._multinomial import multinomial_counts, poisson_table
 
 __all__ = ["BootstrapResult", "bootstrap", "paired_bootstrap"]
 
@@ -129,6 +131,28 @@ def _bootstrap(statistic, arrays, w, key, level, n_resamples, method, chunk):
         return _call(statistic, tuple(a[idx] for a in arrays), None if w is None else w[idx])
 
     res = resample_indices_apply(one, key, n, n_resamples, chunk)
+    return _intervals(theta, res, level, method, lambda: _jackknife(statistic, arrays, w, chunk))
+
+
+@eqx.filter_jit
+def _bootstrap_smooth_ece(arrays, w, key, level, n_resamples, method, chunk):
+    """:func:`bootstrap` of :func:`smooth_ece` through count vectors (see :func:`bootstrap`)."""
+    p, y = arrays
+    theta = _call(smooth_ece, arrays, w)  # also checks the inputs in the graph
+    tables = smooth_ece_count_tables(p, p - y.astype(p.dtype), jnp.ones_like(p) if w is None else w.astype(p.dtype))
+    table = poisson_table(p.shape[0])
+    def batch(keys):  # count vectors one at a time (their rare branches stay real), smECE batched
+        counts = lax.map(lambda k: multinomial_counts(k, table, tables.place, tables.occupied), keys)
+        return smooth_ece_of_counts(counts, tables)[0]
+
+    keys = jax.random.split(key, n_resamples)
+    nc = -(-n_resamples // chunk)
+    keys = jnp.concatenate([keys, jnp.repeat(keys[:1], nc * chunk - n_resamples)]).reshape(nc, chunk)
+    res = lax.map(batch, keys).reshape(-1)[:n_resamples]
+    return _intervals(theta, res, level, method, lambda: _jackknife(smooth_ece, arrays, w, chunk))
+
+
+def _intervals(theta, res, level, method, jackknife):
     dt = theta.dtype if jnp.issubdtype(theta.dtype, jnp.floating) else jnp.result_type(float)
     res = res.astype(dt)
     srt = jnp.sort(res, axis=0)
@@ -140,7 +164,7 @@ def _bootstrap(statistic, arrays, w, key, level, n_resamples, method, chunk):
         th = theta.astype(dt)
         prop = (jnp.mean(res < th, axis=0, dtype=dt) + jnp.mean(res <= th, axis=0, dtype=dt)) / 2
         z0 = ndtri(prop)
-        jack = _jackknife(statistic, arrays, w, chunk).astype(dt)
+        jack = jackknife().astype(dt)
         d = jnp.mean(jack, axis=0) - jack
         num = jnp.sum(d**3, axis=0)
         den = 6 * jnp.sum(d**2, axis=0) ** 1.5
@@ -200,6 +224,16 @@ def bootstrap(
         sample_weight: optional non-negative row weights, shape ``(n,)``.
         chunk: resamples vmapped at once (static); memory is $O(\mathrm{chunk}\cdot n)$.
 
+    **Fast path for smooth ECE.** When ``statistic`` is :func:`jcalib.metrics.smooth_ece` on
+    ``(probs, labels)``, a resample is its count vector (how often each row was drawn), drawn
+    exactly from $\mathrm{Multinomial}(n; 1/n, \dots, 1/n)$ by
+    :func:`jcalib.stats._multinomial.multinomial_counts` (Poisson counts completed by a few
+    uniform draws; Threefry-2x32-20 words keyed from ``key``), and smooth ECE is evaluated
+    from the counts by :func:`jcalib.metrics.smooth.smooth_ece_of_counts`, which splits the
+    forecasts onto relplot's grids once for all resamples. Same distribution of resamples and
+    the same value per resample as drawing indices (to float round-off), different draws for
+    a given key; ``chunk`` resamples are evaluated at once (memory $O(\mathrm{chunk}\cdot n)$).
+
     Returns:
         :class:`BootstrapResult` ``(estimate, low, high, resamples)``.
 
@@ -225,7 +259,10 @@ def bootstrap(
         raise ValueError(f"method must be 'percentile' or 'bca', got {method!r}")
     if n_resamples < 2:
         raise ValueError(f"n_resamples must be at least 2, got {n_resamples}")
-    return _bootstrap(statistic, arrs, w, _check_key(key), jnp.asarray(level, jnp.result_type(float)), n_resamples, method, chunk)
+    args = (arrs, w, _check_key(key), jnp.asarray(level, jnp.result_type(float)), n_resamples, method, chunk)
+    if statistic is smooth_ece and len(arrs) == 2 and arrs[0].ndim == 1 and arrs[1].ndim == 1:
+        return _bootstrap_smooth_ece(*args)
+    return _bootstrap(statistic, *args)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -127,6 +127,60 @@ def test_smooth_ece_bandwidth_is_the_fixed_point(x64):
 
 
 # ---------------------------------------------------------------------------------------------
+# smECE of count vectors (the bootstrap's fast path)
+
+
+def _dithered(seed, n):
+    """Labels that follow the forecasts as closely as integers can: smECE small, bandwidths
+    down to 2/1024, so every grid of the bisection is reached."""
+    p = np.sort(np.random.default_rng(seed).random(n))
+    y = np.diff(np.floor(np.concatenate([[0.0], np.cumsum(p)]))).astype(np.int32)
+    return p, y
+
+
+@pytest.mark.parametrize("n", [300, 2000, 5000, 20000])
+def test_counts_equal_repeated_rows(x64, n):
+    from jcalib.metrics.smooth import counts_in_layout, smooth_ece_count_tables, smooth_ece_of_counts
+
+    p, y = _dithered(n, n)
+    rng = np.random.default_rng(n)
+    w = rng.uniform(0.5, 2.0, n)
+    M = np.stack([np.ones(n, np.int64), rng.poisson(1.0, n), rng.poisson(4.0, n) * (rng.random(n) < 0.3)])
+    tables = jax.jit(smooth_ece_count_tables)(jnp.asarray(p), jnp.asarray(p - y, float), jnp.asarray(w))
+    V, S = jax.jit(smooth_ece_of_counts)(counts_in_layout(jnp.asarray(M), tables), tables)
+    order = np.asarray(jnp.argsort(jnp.asarray(p)))  # counts refer to the forecasts in sorted order
+    for i, m in enumerate(M):
+        want, sigma = smooth_ece(p[order], y[order], w[order] * m, return_bandwidth=True)
+        assert float(S[i]) == float(sigma)
+        np.testing.assert_allclose(float(V[i]), float(want), rtol=1e-12)  # periodic vs zero-padded FFTs
+    # relplot on the repeated rows, unit weights
+    tables = jax.jit(smooth_ece_count_tables)(jnp.asarray(p), jnp.asarray(p - y, float), jnp.ones(n))
+    V, S = jax.jit(smooth_ece_of_counts)(counts_in_layout(jnp.asarray(M[1:2]), tables), tables)
+    want, sigma = relplot.smECE(np.repeat(p[order], M[1]), np.repeat(y[order], M[1]), return_width=True)
+    assert float(S[0]) == sigma
+    np.testing.assert_allclose(float(V[0]), want, rtol=1e-9)  # as test_smooth_ece_matches_relplot
+
+
+def test_counts_reach_every_grid(x64):
+    """The dithered data of the test above do take the bisection below sigma = 11/1024."""
+    sig = [float(smooth_ece(*_dithered(n, n), return_bandwidth=True)[1]) for n in (2000, 5000, 20000)]
+    assert min(sig) <= 3 / 1024 and max(sig) < 11 / 1024
+
+
+def test_counts_in_float32():
+    from jcalib.metrics.smooth import counts_in_layout, smooth_ece_count_tables, smooth_ece_of_counts
+
+    p, y = _data(5, 3000, "over")
+    p = p.astype(np.float32)
+    m = np.random.default_rng(5).poisson(1.0, 3000)
+    tables = smooth_ece_count_tables(jnp.asarray(p), jnp.asarray(p - y, jnp.float32), jnp.ones(3000, jnp.float32))
+    V, _ = smooth_ece_of_counts(counts_in_layout(jnp.asarray(m[None]), tables), tables)
+    order = np.argsort(p, kind="stable")
+    # float32 FFTs of different lengths against each other
+    np.testing.assert_allclose(float(V[0]), float(smooth_ece(p[order], y[order], m.astype(np.float32))), rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
 # Conformance
 
 FNS = {"smce": smooth_calibration_error, "smece": smooth_ece}

@@ -130,6 +130,45 @@ def test_smooth_ece_bootstrap_runs_in_chunks():
     assert r.resamples.shape == (64,) and float(r.low) <= float(r.estimate) <= float(r.high) + 0.05
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_smooth_ece_fast_path_resamples_like_index_draws(x64, weighted):
+    """The count-vector path and the index-draw path: one distribution of resampled smECE."""
+    p, y = _data(13, 300)
+    p = p**1.3  # some miscalibration, so the resampled values are spread
+    w = np.random.default_rng(13).uniform(0.5, 2.0, 300) if weighted else None
+    fast = bootstrap(smooth_ece, p, y, key=jax.random.key(0), n_resamples=1500, sample_weight=w)
+    slow = bootstrap(lambda a, b, **kw: smooth_ece(a, b, **kw), p, y, key=jax.random.key(1), n_resamples=1500,
+                     sample_weight=w)
+    assert float(fast.estimate) == float(slow.estimate) == float(smooth_ece(p, y, w))
+    assert scipy.stats.ks_2samp(np.asarray(fast.resamples), np.asarray(slow.resamples)).pvalue > 1e-3
+    assert scipy.stats.ks_2samp(np.asarray(fast.resamples), np.asarray(slow.resamples) * 1.1).pvalue < 1e-3
+
+
+def test_smooth_ece_fast_path_values_are_smooth_ece_of_the_resamples(x64):
+    from jcalib.metrics.smooth import smooth_ece_count_tables
+    from jcalib.stats._multinomial import multinomial_counts, poisson_table
+
+    p, y = _data(14, 500)
+    key = jax.random.key(2)
+    r = bootstrap(smooth_ece, p, y, key=key, n_resamples=40, chunk=16)  # 40 = 2.5 chunks: padding
+    table = poisson_table(500)
+    t = smooth_ece_count_tables(jnp.asarray(p), jnp.asarray(p - y), jnp.ones(500))
+    order = np.asarray(jnp.argsort(jnp.asarray(p)))
+    for k, got in zip(jax.random.split(key, 40)[:5], np.asarray(r.resamples)[:5]):
+        m = np.asarray(jax.jit(lambda k: multinomial_counts(k, table, t.place, t.occupied)[t.place])(k))
+        assert m.sum() == 500
+        np.testing.assert_allclose(got, float(smooth_ece(np.repeat(p[order], m), np.repeat(y[order], m))), rtol=1e-12)
+
+
+def test_smooth_ece_fast_path_no_retrace():
+    p, y = _data(15, 200)
+    bootstrap(smooth_ece, p, y, key=jax.random.key(0), n_resamples=20)
+    size = resampling_module._bootstrap_smooth_ece._cached._cache_size()
+    p2, y2 = _data(16, 200)
+    bootstrap(smooth_ece, p2, y2, key=jax.random.key(1), n_resamples=20)
+    assert resampling_module._bootstrap_smooth_ece._cached._cache_size() == size
+
+
 def test_conformance_jit_vmap_no_retrace():
     traces = []
 

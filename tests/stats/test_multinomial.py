@@ -1,0 +1,67 @@
+"""Bootstrap count vectors: the Threefry words are JAX's Threefry-2x32-20, the Poisson thresholds
+are exact, and the counts are Multinomial(n; 1/n, ..., 1/n) — exactly, for tiny n by the
+distribution of whole count vectors, and by their marginals otherwise, through the rejection
+path as well."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.stats
+from jax._src.random.threefry2x32 import threefry_2x32
+
+from jcalib.stats._multinomial import multinomial_counts, poisson_table, threefry2x32
+
+
+def test_threefry_is_jax_threefry():
+    key = jnp.array([0x12345678, 0x9ABCDEF0], jnp.uint32)
+    x = jnp.arange(2000, dtype=jnp.uint32) * jnp.uint32(2654435761)
+    a, b = threefry2x32(key[0], key[1], x[:1000], x[1000:])
+    np.testing.assert_array_equal(np.concatenate([a, b]), np.asarray(threefry_2x32(key, x)))
+
+
+@pytest.mark.parametrize("n", [100, 10_000, 1_000_000])
+def test_poisson_thresholds(n):
+    t = poisson_table(n)
+    T = (t.hi.astype(np.float64) * 2**32 + t.lo) / 2**64
+    cdf = scipy.stats.poisson(t.lam).cdf(np.arange(T.size))
+    np.testing.assert_allclose(T, cdf, rtol=1e-15, atol=2**-60)  # float64 CDF against exact integers
+    assert scipy.stats.poisson(t.lam).sf(T.size) < 2**-64 <= scipy.stats.poisson(t.lam).sf(T.size - 1)
+    assert t.k_extra == min(n, math.ceil(16 * math.sqrt(n)))
+
+
+def _draws(table, B, seed=0):
+    f = jax.jit(lambda ks: jax.lax.map(lambda k: multinomial_counts(k, table), ks))
+    return np.asarray(f(jax.random.split(jax.random.key(seed), B)))
+
+
+@pytest.mark.parametrize("n", [1, 3, 50, 101, 5000])
+def test_counts_sum_to_n(n):
+    m = _draws(poisson_table(n), 20)
+    assert m.shape == (20, n) and np.all(m.sum(axis=1) == n) and np.all(m >= 0)
+
+
+@pytest.mark.parametrize("lam, k_extra", [(None, None), (1.0, 1), (0.5, 3)])
+def test_whole_count_vectors_are_multinomial(lam, k_extra):
+    """n = 4: the 35 count vectors against their multinomial probabilities (chi-square)."""
+    n, B = 4, 20_000
+    m = _draws(poisson_table(n, lam, k_extra), B)  # (1.0, 1): totals of 3 or 4 only, many rejections
+    vectors, freq = np.unique(m, axis=0, return_counts=True)
+    prob = np.array([math.factorial(n) / np.prod([math.factorial(int(c)) for c in v]) / n**n for v in vectors])
+    assert vectors.shape[0] == math.comb(2 * n - 1, n)  # every vector occurs
+    assert scipy.stats.chisquare(freq, prob * B).pvalue > 1e-3
+
+
+def test_marginals_are_binomial():
+    n, B = 2000, 400
+    m = _draws(poisson_table(n), B, seed=1)
+    # every row's count is Binomial(n, 1/n); pooled over rows (nearly independent) and resamples
+    k = np.arange(7)
+    freq = np.bincount(np.minimum(m.ravel(), 6), minlength=7)
+    pmf = scipy.stats.binom(n, 1 / n).pmf(k)
+    pmf[6] = scipy.stats.binom(n, 1 / n).sf(5)
+    assert scipy.stats.chisquare(freq, pmf * m.size).pvalue > 1e-3
+    # and rows are exchangeable: the first and the last tenth of the rows alike
+    assert scipy.stats.ks_2samp(m[:, : n // 10].ravel(), m[:, -n // 10 :].ravel()).pvalue > 1e-3
