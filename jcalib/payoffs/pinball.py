@@ -26,6 +26,22 @@ from .interval import ExpertRegret
 __all__ = ["PinballRegret"]
 
 
+def _as_levels(levels) -> tuple:
+    """``levels`` as a tuple of Python floats in (0, 1); a ``ValueError`` naming it otherwise."""
+    if isinstance(levels, (str, bytes)) or not hasattr(levels, "__len__"):
+        raise ValueError(f"levels must be a non-empty sequence of floats in (0, 1), got {levels!r}")
+    out = []
+    for a in np.asarray(levels, dtype=object).reshape(-1):
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, float, np.integer, np.floating)):
+            raise ValueError(f"levels must be floats in (0, 1), got {a!r}")
+        if not 0.0 < float(a) < 1.0:
+            raise ValueError(f"levels must be floats in (0, 1), got {a!r}")
+        out.append(float(a))
+    if not out:
+        raise ValueError("levels must be a non-empty sequence of floats in (0, 1), got none")
+    return tuple(out)
+
+
 class PinballRegret(AbstractPayoff):
     r"""$\pi_j = \rho_{\alpha_j}(y - Q_p(\alpha_j)) - \rho_{\alpha_j}(y - Q_{e(x)}(\alpha_j))$ per level $\alpha_j$ (paper 002, §5).
 
@@ -37,7 +53,7 @@ class PinballRegret(AbstractPayoff):
     $B = \sum_j \max(\alpha_j, 1-\alpha_j)^2 (hi - lo)^2$. Continuous in $y$ (no jumps).
 
     Attributes:
-        levels: tuple of quantile levels in $(0, 1)$ (static).
+        levels: quantile levels in $(0, 1)$ (static; any sequence, kept as a tuple of floats).
         lo, hi: the outcome range (static).
 
     Example:
@@ -54,16 +70,11 @@ class PinballRegret(AbstractPayoff):
         Paper 002 (Blackwell forecasting), §5, Theorem 5.2 and Proposition A.5; §6.2.
     """
 
-    levels: tuple = eqx.field(static=True)
+    levels: tuple = eqx.field(static=True, converter=_as_levels)
     lo: float = eqx.field(static=True, default=0.0)
     hi: float = eqx.field(static=True, default=1.0)
 
     def __check_init__(self):
-        if not isinstance(self.levels, tuple) or not self.levels:
-            raise ValueError(f"levels must be a non-empty tuple of floats in (0, 1), got {self.levels!r}")
-        for a in self.levels:
-            if isinstance(a, bool) or not isinstance(a, (int, float, np.floating)) or not 0.0 < float(a) < 1.0:
-                raise ValueError(f"levels must be floats in (0, 1), got {a!r}")
         for v, name in ((self.lo, "lo"), (self.hi, "hi")):
             if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not np.isfinite(v):
                 raise ValueError(f"{name} must be a finite number, got {v!r}")

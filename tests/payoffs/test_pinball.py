@@ -143,7 +143,8 @@ def test_guarantee_positive_part_bounds_the_regret(x64):
 
 
 def test_bad_inputs_raise():
-    for bad in ((), (0.0,), (1.0,), (0.5, 1.2), ("a",), [0.5]):
+    assert PinballRegret(np.array([0.25, 0.75])).levels == (0.25, 0.75)
+    for bad in ((), (0.0,), (1.0,), (0.5, 1.2), ("a",), "0.5", 0.5, (True,), (float("nan"),)):
         with pytest.raises(ValueError, match="levels"):
             PinballRegret(bad)
     with pytest.raises(ValueError, match="lo < hi"):
