@@ -19,6 +19,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from .._validation import check_hyper
 from ..scoring import pinball
 from .base import AbstractPayoff
 from .interval import ExpertRegret
@@ -75,9 +76,8 @@ class PinballRegret(AbstractPayoff):
     hi: float = eqx.field(static=True, default=1.0)
 
     def __check_init__(self):
-        for v, name in ((self.lo, "lo"), (self.hi, "hi")):
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not np.isfinite(v):
-                raise ValueError(f"{name} must be a finite number, got {v!r}")
+        check_hyper(self.lo, "lo")
+        check_hyper(self.hi, "hi")
         if not self.lo < self.hi:
             raise ValueError(f"need lo < hi, got lo={self.lo}, hi={self.hi}")
 
