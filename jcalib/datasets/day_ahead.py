@@ -29,6 +29,7 @@ import time
 import numpy as np
 from tqdm.auto import tqdm
 
+from .._validation import check_int
 from .experts import EXPERTS, UNIFORM_MIX, ExpertForecasts, gaussian_bin_probs, make_expert
 from .lagged import LaggedSeries
 
@@ -36,11 +37,6 @@ __all__ = ["DAY_AHEAD_STRATEGIES", "run_day_ahead_expert"]
 
 #: ``"shared"``: one model with the horizon as a feature; ``"per_horizon"``: one model per hour.
 DAY_AHEAD_STRATEGIES = ("shared", "per_horizon")
-
-
-def _check_int(v, name, low):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
 
 
 def run_day_ahead_expert(
@@ -89,8 +85,7 @@ def run_day_ahead_expert(
         raise ValueError(f"unknown expert {name!r}; choose one of {EXPERTS}")
     if strategy not in DAY_AHEAD_STRATEGIES:
         raise ValueError(f"strategy must be one of {DAY_AHEAD_STRATEGIES}, got {strategy!r}")
-    for v, nm in ((days, "days"), (day_length, "day_length"), (n_bins, "n_bins")):
-        _check_int(v, nm, 1)
+    days, day_length, n_bins = (check_int(v, nm, 1) for v, nm in ((days, "days"), (day_length, "day_length"), (n_bins, "n_bins")))
     s = np.asarray(data.series, np.float64)
     if s.ndim != 1 or not np.all(np.isfinite(s)):
         raise ValueError("data.series must be a finite 1-D array")
@@ -100,7 +95,7 @@ def run_day_ahead_expert(
     if days > n_days - 1:
         raise ValueError(f"days {days} is more than the {n_days - 1} days with a previous day in the series")
     warmup_days = n_days - 1 - days if warmup_days is None else warmup_days
-    _check_int(warmup_days, "warmup_days", 0)
+    warmup_days = check_int(warmup_days, "warmup_days", 0)
     if warmup_days + days > n_days - 1:
         raise ValueError(f"warmup_days must be at most {n_days - 1 - days}, got {warmup_days}")
 
