@@ -7,6 +7,7 @@ from .lagged import LaggedSeries, lag_features
 from .sunspots import sunspots
 from .wind import wind_power
 from .experts import EXPERTS, ExpertForecasts, run_expert
+from .day_ahead import run_day_ahead_expert
 
 __all__: list[str] = [
     "load_predictions",
@@ -21,4 +22,5 @@ __all__: list[str] = [
     "EXPERTS",
     "ExpertForecasts",
     "run_expert",
+    "run_day_ahead_expert",
 ]

@@ -36,6 +36,7 @@ from .oracles import (
     game_value_mirror_prox,
     tent_root,
 )
+from .pinball import PinballRegret
 
 __all__: list[str] = [
     "AbstractOracle",
@@ -54,6 +55,7 @@ __all__: list[str] = [
     "MomentCalibration",
     "MomentGridCalibration",
     "MomentOracle",
+    "PinballRegret",
     "QuantileCalibration",
     "QuantileStepOracle",
     "QuantileStepPayoff",

@@ -48,17 +48,71 @@ def test_table1_quick(tmp_path):
     assert (tmp_path / "table1.png").stat().st_size > 0 and (tmp_path / "table1.md").exists()
 
 
-def test_wind_farm_quick(tmp_path):
+def _wind_farm(tmp_path, *extra):
     mod = _load("orca_wind_farm")
-    res = mod.main(["--quick", "--days", "1", "--warmup", "100", "--steps", "5", "--out", str(tmp_path), "--no-progress"])
+    res = mod.main(["--quick", "--days", "2", "--warmup-days", "20", "--steps", "5", "--out", str(tmp_path), "--no-progress",
+                    *extra])
     with open(tmp_path / "decision_loss.csv") as f:
         rows = list(csv.DictReader(f))
-    assert [float(r["lambda"]) for r in rows] == [-0.8, -0.4, 0.0, 0.4, 0.8]
+    with open(tmp_path / "metrics.csv") as f:
+        metrics = list(csv.DictReader(f))
+    return mod, res, rows, metrics
+
+
+def _check_wind_farm(rows, metrics, methods):
+    horizons = [str(h) for h in range(1, 25)] + ["all"]
+    # one row per (λ, method, horizon or "all")
+    assert [(float(r["lambda"]), r["method"], r["horizon"]) for r in rows] == [
+        (lam, m, h) for lam in (-0.8, -0.4, 0.0, 0.4, 0.8) for m in methods for h in horizons
+    ]
     for r in rows:
-        for m in ("expert", "isotonic", "orca"):
-            assert float(r[m]) >= 0 and np.isfinite(float(r[m]))
-    assert (tmp_path / "wind_farm.png").exists()
-    assert set(res["metrics"]) == {"expert", "isotonic", "orca"}
+        for k in ("loss", "se", "diff_vs_expert", "diff_se"):
+            assert np.isfinite(float(r[k]))
+        assert float(r["loss"]) >= 0 and float(r["se"]) >= 0
+        if r["method"] == "expert":
+            assert float(r["diff_vs_expert"]) == 0.0
+    by = {(float(r["lambda"]), r["method"], r["horizon"]): float(r["loss"]) for r in rows}
+    for lam in (-0.8, 0.0, 0.8):
+        for m in methods:  # the day's loss is the sum of its 24 hours'
+            np.testing.assert_allclose(by[(lam, m, "all")], sum(by[(lam, m, h)] for h in horizons[:-1]), rtol=1e-4)
+    assert [(r["method"], r["horizon"]) for r in metrics] == [(m, h) for m in methods for h in horizons]
+    for r in metrics:
+        assert float(r["qce"]) >= 0 and 0 <= float(r["smape"]) <= 2 and float(r["width80"]) > 0
+
+
+def test_wind_farm_quick(tmp_path):
+    _, res, rows, metrics = _wind_farm(tmp_path)
+    _check_wind_farm(rows, metrics, ["expert", "isotonic", "orca"])
+    timing = json.loads((tmp_path / "timing.json").read_text())
+    for k in ("expert_host_s", "isotonic_s", "orca_s", "total_s"):
+        assert timing[k] > 0
+    assert timing["orca_rounds_per_payoff"] == 48
+    assert (tmp_path / "wind_farm.png").stat().st_size > 0
+    assert 0 <= res["orca_lower_2se"] <= res["orca_lower"] <= 5
+
+
+@pytest.mark.slow
+def test_wind_farm_ablation(tmp_path):
+    mod, _, rows, metrics = _wind_farm(tmp_path, "--ablation", "all")
+    _check_wind_farm(rows, metrics, ["expert", "isotonic", *mod.VARIANTS])
+
+
+def test_wind_farm_payoff_blocks():
+    from jcalib.payoffs import DecisionCalibration, PinballRegret
+
+    mod = _load("orca_wind_farm")
+    full = mod.decision_payoff()
+    assert [type(b).__name__ for b in full.blocks] == [
+        "QuantileCalibration", "ExpertRegret", "MomentCalibration", "DecisionCalibration", "PinballRegret"]
+    assert full.dim == 99 + 2 + 2 + 5 * 11 + 5 and full.bound() == 5.0
+    reg = next(b for b in full.blocks if isinstance(b, PinballRegret))
+    np.testing.assert_allclose(reg.levels, (0.1, 0.3, 0.5, 0.7, 0.9))
+    for name, blocks in mod.VARIANTS.items():
+        p = mod.decision_payoff(blocks)
+        assert any(isinstance(b, DecisionCalibration) for b in p.blocks) == ("decision" in blocks), name
+        assert any(isinstance(b, PinballRegret) for b in p.blocks) == ("regret" in blocks), name
+    with pytest.raises(SystemExit):
+        mod.parse(["--days", "1"])
 
 
 def test_bad_arguments():

@@ -130,3 +130,41 @@ def freudenthal_dense(f, m):
         for (a, b), wt in zip([(i, j), (i, j + 1), (i + 1, j + 1)], [1 - r1, r1 - r0, r0]):
             w[a * (m + 1) + b] += wt
     return w
+
+
+def pc_quantile(probs, edges, alpha, n_iter=200):
+    """Q(α) = inf{y : F(y) >= α} of a piecewise-constant density, by bisection on pc_cdf."""
+    probs = np.asarray(probs, np.float64) / np.sum(probs)
+    lo, hi = float(edges[0]), float(edges[-1])
+    for _ in range(n_iter):
+        mid = 0.5 * (lo + hi)
+        if pc_cdf(probs, edges, mid) >= alpha:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def pinball_np(a, y, alpha):
+    """ρ_α(y - a) written out by cases."""
+    return alpha * (y - a) if y >= a else (1 - alpha) * (a - y)
+
+
+def pinball_regret_np(p_probs, e_probs, edges, y, levels):
+    """π_j = ρ_j(y - Q_p(α_j)) - ρ_j(y - Q_e(α_j)), one level at a time."""
+    return pinball_regret_at_np(_quantile_pairs(p_probs, e_probs, edges, levels), y, levels)
+
+
+def _quantile_pairs(p_probs, e_probs, edges, levels):
+    return [(pc_quantile(p_probs, edges, a), pc_quantile(e_probs, edges, a)) for a in levels]
+
+
+def pinball_regret_at_np(pairs, y, levels):
+    return np.array([pinball_np(qp, y, a) - pinball_np(qe, y, a) for (qp, qe), a in zip(pairs, levels)])
+
+
+def pinball_regret_uniform_np(p_probs, e_probs, edges, lo, hi, levels, n=4001):
+    """E_{y ~ U[lo, hi]} π by a midpoint rule with n points (the payoff is piecewise linear in y)."""
+    pairs = _quantile_pairs(p_probs, e_probs, edges, levels)
+    ys = lo + (hi - lo) * (np.arange(n) + 0.5) / n
+    return np.mean([pinball_regret_at_np(pairs, y, levels) for y in ys], axis=0)
