@@ -240,6 +240,14 @@ def _prefix_sums(x):
     return hi, lo
 
 
+def check_range(lo, hi) -> None:
+    """Raise ``ValueError`` unless ``lo`` and ``hi`` are finite real numbers with ``lo < hi`` (an outcome range)."""
+    check_hyper(lo, "lo")
+    check_hyper(hi, "hi")
+    if not lo < hi:
+        raise ValueError(f"need lo < hi, got lo={lo}, hi={hi}")
+
+
 def _own_bins(p, edges) -> bool:
     """Whether ``p`` is a single piecewise-constant density whose bins are the static ``edges``."""
     return isinstance(p, PiecewiseConstant) and p.batch_shape == () and tuple(p.edges) == tuple(edges)
@@ -347,10 +355,7 @@ class ExpertRegret(AbstractPayoff):
     def __check_init__(self):
         if not self.losses or any(name not in _LOSSES for name in self.losses):
             raise ValueError(f"losses must be a non-empty tuple from {_LOSSES}, got {self.losses!r}")
-        check_hyper(self.lo, "lo")
-        check_hyper(self.hi, "hi")
-        if not self.lo < self.hi:
-            raise ValueError(f"need lo < hi, got lo={self.lo}, hi={self.hi}")
+        check_range(self.lo, self.hi)
 
     @property
     def dim(self) -> int:

@@ -19,10 +19,9 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from .._validation import check_hyper
 from ..scoring import pinball
 from .base import AbstractPayoff
-from .interval import ExpertRegret
+from .interval import ExpertRegret, check_range
 
 __all__ = ["PinballRegret"]
 
@@ -76,10 +75,7 @@ class PinballRegret(AbstractPayoff):
     hi: float = eqx.field(static=True, default=1.0)
 
     def __check_init__(self):
-        check_hyper(self.lo, "lo")
-        check_hyper(self.hi, "hi")
-        if not self.lo < self.hi:
-            raise ValueError(f"need lo < hi, got lo={self.lo}, hi={self.hi}")
+        check_range(self.lo, self.hi)
 
     @property
     def dim(self) -> int:
