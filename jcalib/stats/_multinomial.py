@@ -22,7 +22,7 @@ JAX's default keys) applied to a block counter (one block gives the words of two
 by two words drawn from the user's key with ``jax.random.bits``: reproducible from the key. It
 is written here with ``jax.numpy`` integer operations, which XLA fuses into one vectorised loop
 (0.2 ms per $10^5$ words on this project's CPU, against 0.8 ms for ``jax.random.bits``; tested
-equal to JAX's own Threefry in ``tests/stats/test_multinomial.py``).
+equal to JAX's own Threefry in ``tests/stats/test__multinomial.py``).
 """
 
 from __future__ import annotations
