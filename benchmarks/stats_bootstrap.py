@@ -54,7 +54,7 @@ def bench_smooth_ece(p, y, B, loop_iters):
     import relplot
 
     from jcalib.metrics.smooth import smooth_ece_count_tables
-    from jcalib.stats._multinomial import multinomial_counts, poisson_table
+    from jcalib.stats._multinomial import counts_by_position, multinomial_draws, poisson_table
 
     key = jax.random.key(0)
     pj, yj = jnp.asarray(p), jnp.asarray(y)
@@ -64,7 +64,14 @@ def bench_smooth_ece(p, y, B, loop_iters):
     # the same resamples: jcalib's count vectors (rows in sorted order of the forecasts)
     table = poisson_table(len(p))
     keys = jax.random.split(key, B)[:loop_iters]
-    counts = np.asarray(jax.jit(jax.vmap(lambda k: multinomial_counts(k, table, t.place, t.occupied)[t.place]))(keys))
+    occupied = t.occupied.reshape(t.coef[0].shape[:2])
+
+    @jax.jit
+    def draw(keys):  # count vectors by row (in sorted order of the forecasts)
+        draws = multinomial_draws(keys, table, occupied, t.coef[0])
+        return counts_by_position(keys, draws, table, occupied, t.place)[:, t.place]
+
+    counts = np.asarray(draw(keys))
     order = np.asarray(jnp.argsort(pj))
     ps, ys = p[order], y[order]
     t0 = time.perf_counter()

@@ -391,25 +391,39 @@ def _class_spectrum(counts, tables, c):
         m_pad = jnp.concatenate([counts[tables.place], jnp.zeros((1,), counts.dtype)])
         M = m_pad[tables.rows[c]]
     sums = jnp.sum(M[:, :, None] * tables.coef[c], axis=1)  # (slots, 4): one fused multiply-reduce
-    cells = jax.ops.segment_sum(sums, tables.cell[c], num_segments=E, indices_are_sorted=True)
-    lower, upper = cells[:, 0::2], cells[:, 1::2]  # masses on a cell's left and right grid point
-    h = lower + jnp.concatenate([jnp.zeros((1, 2), counts.dtype), upper[:-1]])  # (E, 2): weight, residual
+    return _cells_spectrum(jax.ops.segment_sum(sums, tables.cell[c], num_segments=E, indices_are_sorted=True))
+
+
+def _cells_spectrum(cells):
+    """The spectrum of :func:`_class_spectrum` from the four masses per grid cell, ``(E, ..., 4)``."""
+    E = cells.shape[0]
+    lower, upper = cells[..., 0::2], cells[..., 1::2]  # masses on a cell's left and right grid point
+    h = lower + jnp.concatenate([jnp.zeros_like(upper[:1]), upper[:-1]])  # (E, ..., 2): weight, residual
     # relplot reflects the grid values at both ends: an even sequence of period P = 2(E - 1)
     return jnp.fft.rfft(jnp.concatenate([h, h[E - 2 : 0 : -1]]), axis=0)
 
 
-def _class_value(spec, sigma, c):
-    """smECE_sigma from a grid's spectrum: the same numbers as _smece_sigma, by periodic FFTs."""
-    E, Nmax = _CLASSES[c]
+def _kernel_spectrum(sigma, c, dt):
+    """The conjugate rfft of grid c's kernel at bandwidth sigma, placed for :func:`_class_value`."""
+    E = _CLASSES[c][0]
     P = 2 * (E - 1)
-    dt = spec.real.dtype
-    Em1 = jnp.asarray(E - 1, dt)
     # out[i] = sum_m ker[m] ext[i + E//2 + m] with ext the periodic extension: a circular
     # correlation with the kernel placed at offsets m + E//2 - (E - 1) (mod P)
     m = (np.arange(P) - E // 2 + (E - 1)) % P
-    t = jnp.asarray(np.minimum(m, E - 1), jnp.int32).astype(dt) * (1 / Em1)
-    ker = jnp.where(jnp.asarray(m < E), jnp.exp(-((t - 0.5) ** 2) / (2 * sigma**2)) / (math.sqrt(2 * math.pi) * sigma), 0)
-    out = jnp.fft.irfft(spec * jnp.conj(jnp.fft.rfft(ker))[:, None], P, axis=0)[:E]
+    t = jnp.asarray(np.minimum(m, E - 1), jnp.int32).astype(dt) * (1 / jnp.asarray(E - 1, dt))
+    gauss = jnp.exp(-((t - 0.5) ** 2) / (2 * sigma**2)) / (math.sqrt(2 * math.pi) * sigma)
+    return jnp.conj(jnp.fft.rfft(jnp.where(jnp.asarray(m < E), gauss, 0)))
+
+
+def _class_value(spec, sigma, c, kspec=None):
+    """smECE_sigma from a grid's spectrum: the same numbers as _smece_sigma, by periodic FFTs.
+
+    ``kspec``: the kernel's :func:`_kernel_spectrum`, when it is already known."""
+    E, Nmax = _CLASSES[c]
+    P = 2 * (E - 1)
+    dt = spec.real.dtype
+    kspec = _kernel_spectrum(sigma, c, dt) if kspec is None else kspec
+    out = jnp.fft.irfft(spec * kspec[:, None], P, axis=0)[:E]
     N = jnp.maximum(jnp.round(10.0 / sigma).astype(jnp.int32), 200)
     k = jnp.arange(Nmax, dtype=jnp.int32)
     tgrid = k.astype(dt) * (1 / (N - 1).astype(dt))
@@ -420,13 +434,55 @@ def _class_value(spec, sigma, c):
     return jnp.sum(jnp.where(mask, jnp.abs(ys / dens) * dens, 0)) / jnp.sum(jnp.where(mask, dens, 0))
 
 
-def smooth_ece_of_counts(counts, tables: CountTables):
+def smooth_ece_of_draws(draws, tables: CountTables, counts):
+    r""":func:`smooth_ece_of_counts` of a batch of bootstrap draws, values and bandwidths.
+
+    ``draws`` is :func:`jcalib.stats._multinomial.multinomial_draws` on the first grid's layout
+    (``tables.occupied`` as ``(slots, 32)``) with the coefficients ``tables.coef[0]``: its sums
+    are the first grid's four masses per slot, so only a segment sum into the cells and the
+    extra draws' coefficients remain (no count vector is laid out per resample). The bisection
+    runs on that grid alone; when some resample's bisection evaluates a bandwidth below
+    $11/1024$ (another grid; smooth ECE below about 0.01), the whole batch goes through
+    :func:`smooth_ece_of_counts` with the count vectors ``counts()`` (a real branch).
+    """
+    T, B, _ = draws.sums.shape
+    E = _CLASSES[0][0]
+    coef = tables.coef[0]
+    cells = jax.ops.segment_sum(draws.sums[..., :4], tables.cell[0], num_segments=E, indices_are_sorted=True)
+    pos = tables.place[draws.extra]  # (B, K) flat positions of the extra draws
+    add = coef.reshape(-1, 4)[pos] * draws.live[..., None].astype(coef.dtype)
+    cells = cells.at[tables.cell[0][pos // coef.shape[1]], jnp.arange(B)[:, None]].add(add)  # (E, B, 4)
+    spec0 = jnp.moveaxis(_cells_spectrum(cells), 1, 0)  # (B, P/2 + 1, 2)
+
+    # the bisection's bandwidths are multiples of 2^-10: their kernels' spectra once for all resamples
+    steps = 2**_REFINE
+    ks = jnp.arange(1, steps + 1, dtype=coef.dtype)
+    kspecs = jax.vmap(lambda k: _kernel_spectrum(k / steps, 0, coef.dtype))(ks)  # (1024, P/2 + 1)
+
+    def value(s):  # NaN where s needs another grid: the search then stays on such bandwidths
+        s = jnp.broadcast_to(s, (B,))
+        k = jnp.clip(jnp.round(s * steps).astype(jnp.int32), 1, steps)
+        v = jax.vmap(lambda sp, si, ki: _class_value(sp, si, 0, kspecs[ki - 1]))(spec0, s, k)
+        return jnp.where(_grid_sizes(s)[0] == E, v, jnp.nan)
+
+    v, sigma = _bisect(value, coef.dtype)
+    fine = jnp.isnan(v)
+
+    def other_grids(vs):
+        vf, sf = smooth_ece_of_counts(counts().astype(coef.dtype), tables, spec0)
+        return jnp.where(fine, vf, vs[0]), jnp.where(fine, sf, vs[1])
+
+    return lax.cond(jnp.any(fine), other_grids, lambda vs: vs, (v, sigma))
+
+
+def smooth_ece_of_counts(counts, tables: CountTables, spec0=None):
     r""":func:`smooth_ece` (values, bandwidths) of the forecasts in ``tables`` repeated ``counts`` times.
 
     ``counts`` is a batch of count vectors in the first grid's layout, ``(B, slots * 32)``
     (:func:`counts_in_layout` puts vectors over the forecasts **in sorted order** there; a
     bootstrap resample's count vector needs no order, so it can be drawn in place:
-    :func:`jcalib.stats._multinomial.multinomial_counts` with ``tables.place``).
+    :func:`jcalib.stats._multinomial.counts_by_position` with ``tables.place``). ``spec0``:
+    the first grid's spectra, ``(B, P/2 + 1, 2)``, when they are already known.
     Equal to ``smooth_ece`` of the repeated rows to float round-off, at $O(n)$ gathers and
     multiply-adds per count vector and FFTs of length $2(E - 1)$ batched over the $B$ rows (E =
     1001 for every $\sigma \ge 11/1024$) — no scatter of $n$ points. The other grids are built
@@ -435,7 +491,8 @@ def smooth_ece_of_counts(counts, tables: CountTables):
     dt = tables.coef[0].dtype
     B = counts.shape[0]
     m_pad = counts.astype(dt)
-    spec0 = jax.vmap(lambda m: _class_spectrum(m, tables, 0))(m_pad)
+    if spec0 is None:
+        spec0 = jax.vmap(lambda m: _class_spectrum(m, tables, 0))(m_pad)
     sizes = jnp.asarray([E for E, _ in _CLASSES], jnp.int32)
 
     def value(s):

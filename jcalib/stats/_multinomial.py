@@ -4,30 +4,37 @@ A bootstrap resample of $n$ rows is the vector $m$ of how often each row was dra
 indices and counting them costs a scatter of $n$ updates (about 15 ns each on XLA's CPU backend,
 slower than the statistic of :func:`jcalib.metrics.smooth_ece` from counts). Instead:
 
-1. $m_i \sim \mathrm{Poisson}(\lambda)$ independently, $\lambda = \max(0, 1 - 8/\sqrt n)$, by
+1. $m_i \sim \mathrm{Poisson}(\lambda)$ independently, $\lambda = \max(0, 1 - 4/\sqrt n)$, by
    inverse CDF from a 64-bit uniform per row: $m_i = \#\{j \ge 1 : u_i \ge F_\lambda(j - 1)\}$
    with the thresholds $\lceil 2^{64} F_\lambda(j-1) \rceil$ computed exactly on the host
    (40-digit decimals) and compared as pairs of 32-bit words; $j$ stops where the tail
    $P(M \ge j) < 2^{-64}$. The low word of $u_i$ decides only when the high word equals a
-   threshold's, so the low words are drawn only when that happens (about once in 1600
+   threshold's, so the low words are drawn only when that happens (about once in 3000
    resamples at $n = 10^5$).
 2. Given their total $T = t$, such counts are $\mathrm{Multinomial}(t; 1/n, \dots)$, so adding
    $n - t$ further uniform row indices (``jax.random.randint``) makes them
    $\mathrm{Multinomial}(n; 1/n, \dots)$ exactly. Totals outside $[n - K, n]$,
-   $K = \min(n, \lceil 16\sqrt n\rceil)$ (an 8-standard-deviation event), are redrawn
-   (rejection on $T$ alone keeps step 2 exact); so only $\le K$ indices are scattered.
+   $K = \min(n, \lceil 8\sqrt n\rceil)$ (each side a 4-standard-deviation event: about 6
+   resamples in $10^5$), are redrawn (rejection on $T$ alone keeps step 2 exact); so at most
+   $K$ extra indices are drawn.
+
+:func:`multinomial_draws` does this for a batch of $B$ keys at once and hands back only the
+products of the counts with per-position coefficients (what a statistic linear in the counts per
+slot needs, :func:`jcalib.metrics.smooth.smooth_ece_of_draws`): one batched matrix product, with
+the batch axis laid out between the two position axes so that no transpose is needed.
 
 The random words are Threefry-2x32 with 20 rounds (Salmon et al. 2011, the generator behind
-JAX's default keys) applied to a block counter (one block gives the words of two rows), keyed
-by two words drawn from the user's key with ``jax.random.bits``: reproducible from the key. It
-is written here with ``jax.numpy`` integer operations, which XLA fuses into one vectorised loop
-(0.2 ms per $10^5$ words on this project's CPU, against 0.8 ms for ``jax.random.bits``; tested
-equal to JAX's own Threefry in ``tests/stats/test__multinomial.py``).
+JAX's default keys) applied to a block counter (one block gives the words of two positions),
+keyed by two words drawn from the user's key with ``jax.random.bits``: reproducible from the
+key. It is written here with ``jax.numpy`` integer operations, which XLA fuses into one
+vectorised loop (0.2 ms per $10^5$ words on this project's CPU, against 0.8 ms for
+``jax.random.bits``; tested equal to JAX's own Threefry in ``tests/stats/test__multinomial.py``).
 """
 
 from __future__ import annotations
 
 import decimal
+import functools
 import math
 from typing import NamedTuple
 
@@ -36,9 +43,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-__all__ = ["PoissonTable", "multinomial_counts", "poisson_table", "threefry2x32"]
+__all__ = [
+    "CountDraws", "PoissonTable", "counts_by_position", "multinomial_counts", "multinomial_draws", "plain_layout",
+    "poisson_counts", "poisson_table", "threefry2x32",
+]
 
-_SPREAD = 8.0  # standard deviations between E[T] and n, and between n and n - K
+_SPREAD = 4.0  # standard deviations between E[T] and n, and between E[T] and n - K
 
 
 def threefry2x32(k0, k1, x0, x1):
@@ -95,58 +105,135 @@ def poisson_table(n: int, lam: float | None = None, k_extra: int | None = None) 
     return PoissonTable(n, lam, k_extra, np.asarray(his, np.uint32), np.asarray(los, np.uint32))
 
 
-def multinomial_counts(key, table: PoissonTable, place=None, occupied=None):
-    r"""How often each of $n$ rows is drawn in $n$ uniform draws with replacement, ``int32 (n,)``.
+class CountDraws(NamedTuple):
+    """A batch of $B$ count vectors, reduced (see :func:`multinomial_draws`).
 
-    With ``place`` (the position of each row in a longer layout, ``(n,)``) and ``occupied``
-    (which positions hold a row), the counts are returned in that layout, 0 elsewhere.
-    Meant to run one resample at a time (under ``lax.map``, not ``vmap``): the rare branches
-    below are real branches then.
+    Attributes:
+        sums: ``(T, B, C + 1)``: per slot $t$ and resample $b$, the Poisson counts of the slot's
+            positions times each of the $C$ coefficients, summed; the last column is the count.
+        attempt: ``(B,)`` uint32, the draw each resample kept (0 unless its total was redrawn):
+            :func:`poisson_counts` regenerates the Poisson part from it.
+        extra: the extra draws, ``(B, K)`` row indices in $[0, n)$.
+        live: which extra draws count, ``(B, K)`` bool (the first $n$ minus the Poisson total).
+    """
+
+    sums: jax.Array
+    attempt: jax.Array
+    extra: jax.Array
+    live: jax.Array
+
+
+def _tie_mark(table: PoissonTable, S: int) -> float:
+    """What a tie adds to a position's count in the first pass: a power of two above any slot's true count."""
+    return float(2 ** math.ceil(math.log2(S * table.hi.size + 1)))
+
+
+def _poisson_pass(keys, attempt, table: PoissonTable, occupied, dtype, exact: bool):
+    """The Poisson counts ``(T, B, S)`` of step 1 (module docstring) for each key's ``attempt``.
+
+    ``exact=False``: from the high words only, with :func:`_tie_mark` added where a high word
+    equals a threshold's (the low word would decide); ``exact=True``: the low words decide those.
+    """
+    T, S = occupied.shape
+    k_bits = jax.vmap(lambda k: jax.random.split(k)[0])(keys)
+    seed = jax.vmap(lambda k: jax.random.bits(k, (2,), jnp.uint32))(k_bits)
+    s0, s1 = seed[None, :, :1], seed[None, :, 1:]  # (1, B, 1)
+    blocks = jnp.arange(T * S // 2, dtype=jnp.uint32).reshape(T, 1, S // 2)  # one block serves two positions
+
+    def words(stream):  # (T, B, S) 32-bit words of stream (B,)
+        a, b = threefry2x32(s0, s1, blocks, stream[None, :, None])
+        return jnp.concatenate([a, b], axis=-1)
+
+    # u = (hi 2^32 + lo) / 2^64 >= T_j  <=>  hi > T_j's high word, or equal and lo >= its low word
+    th_hi, th_lo = table.hi, table.lo
+    hi = words(2 * attempt)
+    m = sum((hi > jnp.uint32(th_hi[j])).astype(dtype) for j in range(th_hi.size) if th_hi[j] != 0xFFFFFFFF)
+    if exact:
+        lo = words(2 * attempt + jnp.uint32(1))  # a stream of its own
+        m = m + sum(((hi == jnp.uint32(h)) & (lo >= jnp.uint32(l))).astype(dtype) for h, l in zip(th_hi, th_lo))
+    else:
+        tie = functools.reduce(jnp.logical_or, [hi == jnp.uint32(v) for v in np.unique(th_hi)])
+        m = m + _tie_mark(table, S) * tie.astype(dtype)
+    return jnp.where(jnp.asarray(occupied)[:, None, :], m, 0)
+
+
+def poisson_counts(keys, attempt, table: PoissonTable, occupied, dtype=jnp.float32):
+    """The exact Poisson part ``(T, B, S)`` of :func:`multinomial_draws` (from its ``attempt``)."""
+    if not table.hi.size:
+        return jnp.zeros(occupied.shape[:1] + (keys.shape[0],) + occupied.shape[1:], dtype)
+    return _poisson_pass(keys, attempt, table, occupied, dtype, exact=True)
+
+
+def multinomial_draws(keys, table: PoissonTable, occupied, coef) -> CountDraws:
+    r"""$B$ exact $\mathrm{Multinomial}(n; 1/n, \dots, 1/n)$ count vectors, one per key, reduced by ``coef``.
+
+    The rows sit at the ``occupied`` positions (``(T, S)`` bool, $S$ even, $n$ true entries; row
+    $i$ at the $i$-th one of the caller's choosing, ``place``). A statistic linear in the counts
+    per slot needs only the products with the per-position coefficients ``coef`` ``(T, S, C)``
+    (0 at unoccupied positions): they are one batched matrix product over the slots, and the
+    counts themselves are never laid out per resample. The first pass marks ties of high words
+    in the counts (:func:`_tie_mark`); the count column of the product reveals them, and only a
+    batch with a tie (about once in 3000 resamples at $n = 10^5$) is computed again with the low
+    words. A resample whose total falls outside $[n - K, n]$ is redrawn (``attempt`` + 1) by a
+    loop that runs only when some resample needs it. The draws of key $b$ depend on that key
+    alone, not on the others in the batch.
     """
     n = table.n
-    size = n if place is None else occupied.shape[0]
-    k_bits, k_extra = jax.random.split(key)
-    seed = jax.random.bits(k_bits, (2,), jnp.uint32)
-    half = (size + 1) // 2
-    blocks = jnp.arange(half, dtype=jnp.uint32)
-    th_hi, th_lo = jnp.asarray(table.hi), jnp.asarray(table.lo)
+    T, S = occupied.shape
+    if S % 2:
+        raise ValueError(f"the layout needs an even number of columns, got {S}")
+    B = keys.shape[0]
+    dt = coef.dtype
+    coef1 = jnp.concatenate([coef, jnp.asarray(occupied, dt)[..., None]], axis=-1)  # the count as column C
 
-    def words(stream):  # one 32-bit word per row; each Threefry block serves two rows
-        a, b = threefry2x32(seed[0], seed[1], blocks, jnp.broadcast_to(stream, blocks.shape))
-        return jnp.concatenate([a, b])[:size]
+    def product(m):
+        return jnp.einsum("tbs,tsk->tbk", m, coef1, precision=lax.Precision.HIGHEST)
 
-    def poisson(attempt):
-        # u = (hi 2^32 + lo) / 2^64 >= T_j  <=>  hi > T_j's high word, or equal and lo >= its low word.
-        # The low words only matter on a tie of high words (probability about J n 2^-32), so they
-        # are drawn (from a stream of their own) only then.
-        hi = words(2 * attempt)
-        m = jnp.zeros((size,), jnp.int32)
-        tie = jnp.zeros((size,), bool)
-        for j in range(table.hi.size):
-            m = m + (hi > th_hi[j]).astype(jnp.int32)
-            tie = tie | (hi == th_hi[j])
+    def total(sums):  # exact: each slot's count is a small integer; -1 where a tie is marked
+        count = sums[..., -1]
+        t = jnp.sum(count.astype(jnp.int32), axis=0, dtype=jnp.int32)
+        return jnp.where(jnp.any(count >= _tie_mark(table, S), axis=0), -1, t)
 
-        def resolve(m):
-            lo = words(2 * attempt + jnp.uint32(1))
-            for j in range(table.hi.size):
-                m = m + ((hi == th_hi[j]) & (lo >= th_lo[j])).astype(jnp.int32)
-            return m
-
-        m = lax.cond(jnp.any(tie), resolve, lambda m: m, m)
-        return m if occupied is None else jnp.where(occupied, m, 0)
-
-    def outside(m):
-        t = jnp.sum(m, dtype=jnp.int32)
+    def outside(t):  # a marked tie counts as outside (-1 < n - K)
         return (t > n) | (t < n - table.k_extra)
 
+    attempt = jnp.zeros((B,), jnp.uint32)
     if table.hi.size:
-        def body(carry):
-            attempt, _ = carry
-            return attempt + jnp.uint32(1), poisson(attempt + jnp.uint32(1))
+        def body(carry):  # (rare) the marked resamples again with their low words, a total outside anew
+            attempt, sums, t = carry
+            bad = outside(t)
+            attempt = attempt + (bad & (t >= 0)).astype(jnp.uint32)
+            sums = jnp.where(bad[None, :, None], product(_poisson_pass(keys, attempt, table, occupied, dt, True)), sums)
+            return attempt, sums, total(sums)
 
-        _, m = lax.while_loop(lambda c: outside(c[1]), body, (jnp.uint32(0), poisson(jnp.uint32(0))))
+        sums = product(_poisson_pass(keys, attempt, table, occupied, dt, exact=False))
+        # a loop, not a cond: its buffers are updated in place, while a cond would copy the sums
+        attempt, sums, t = lax.while_loop(lambda c: jnp.any(outside(c[2])), body, (attempt, sums, total(sums)))
     else:  # lambda = 0 (n <= 64): every draw is an extra one
-        m = jnp.zeros((size,), jnp.int32)
-    extra = jax.random.randint(k_extra, (table.k_extra,), 0, n, dtype=jnp.int32)
-    live = jnp.arange(table.k_extra, dtype=jnp.int32) < n - jnp.sum(m, dtype=jnp.int32)
-    return m.at[extra if place is None else place[extra]].add(live.astype(jnp.int32))
+        sums = jnp.zeros((T, B, coef1.shape[-1]), dt)
+        t = jnp.zeros((B,), jnp.int32)
+    k_extra = jax.vmap(lambda k: jax.random.split(k)[1])(keys)
+    extra = jax.vmap(lambda k: jax.random.randint(k, (table.k_extra,), 0, n, dtype=jnp.int32))(k_extra)
+    live = jnp.arange(table.k_extra, dtype=jnp.int32)[None, :] < (n - t)[:, None]
+    return CountDraws(sums, attempt, extra, live)
+
+
+def counts_by_position(keys, draws: CountDraws, table: PoissonTable, occupied, place):
+    """The count vectors of :func:`multinomial_draws` in the layout, ``(B, T * S)`` int32 (row $i$ at ``place[i]``)."""
+    m = poisson_counts(keys, draws.attempt, table, occupied)
+    T, B, S = m.shape
+    flat = jnp.transpose(m, (1, 0, 2)).reshape(B, T * S).astype(jnp.int32)
+    return flat.at[jnp.arange(B)[:, None], place[draws.extra]].add(draws.live.astype(jnp.int32))
+
+
+def plain_layout(n: int):
+    r"""Rows $0, \dots, n-1$ at positions $0, \dots, n-1$ of a ``(ceil(n/2), 2)`` layout: ``(occupied, place)``."""
+    T = -(-n // 2)
+    return np.arange(2 * T).reshape(T, 2) < n, np.arange(n)
+
+
+def multinomial_counts(keys, table: PoissonTable):
+    """Count vectors by row, ``(B, n)`` int32, one per key (:func:`multinomial_draws` on the plain layout)."""
+    occupied, place = plain_layout(table.n)
+    draws = multinomial_draws(keys, table, occupied, jnp.zeros(occupied.shape + (0,), jnp.float32))
+    return counts_by_position(keys, draws, table, occupied, jnp.asarray(place))[:, place]

@@ -36,8 +36,8 @@ from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, Float
 
 from .._validation import check_binary_inputs, check_positive_int, check_weights
-from ..metrics.smooth import smooth_ece, smooth_ece_count_tables, smooth_ece_of_counts
-from ._multinomial import multinomial_counts, poisson_table
+from ..metrics.smooth import smooth_ece, smooth_ece_count_tables, smooth_ece_of_draws
+from ._multinomial import counts_by_position, multinomial_draws, poisson_table
 
 __all__ = ["BootstrapResult", "bootstrap", "paired_bootstrap"]
 
@@ -141,9 +141,12 @@ def _bootstrap_smooth_ece(arrays, w, key, level, n_resamples, method, chunk):
     theta = _call(smooth_ece, arrays, w)  # also checks the inputs in the graph
     tables = smooth_ece_count_tables(p, p - y.astype(p.dtype), jnp.ones_like(p) if w is None else w.astype(p.dtype))
     table = poisson_table(p.shape[0])
-    def batch(keys):  # count vectors one at a time (their rare branches stay real), smECE batched
-        counts = lax.map(lambda k: multinomial_counts(k, table, tables.place, tables.occupied), keys)
-        return smooth_ece_of_counts(counts, tables)[0]
+    occupied = tables.occupied.reshape(tables.coef[0].shape[:2])
+
+    def batch(keys):
+        draws = multinomial_draws(keys, table, occupied, tables.coef[0])
+        recount = lambda: counts_by_position(keys, draws, table, occupied, tables.place)  # noqa: E731
+        return smooth_ece_of_draws(draws, tables, recount)[0]
 
     keys = jax.random.split(key, n_resamples)
     nc = -(-n_resamples // chunk)
@@ -227,12 +230,13 @@ def bootstrap(
     **Fast path for smooth ECE.** When ``statistic`` is :func:`jcalib.metrics.smooth_ece` on
     ``(probs, labels)``, a resample is its count vector (how often each row was drawn), drawn
     exactly from $\mathrm{Multinomial}(n; 1/n, \dots, 1/n)$ by
-    :func:`jcalib.stats._multinomial.multinomial_counts` (Poisson counts completed by a few
-    uniform draws; Threefry-2x32-20 words keyed from ``key``), and smooth ECE is evaluated
-    from the counts by :func:`jcalib.metrics.smooth.smooth_ece_of_counts`, which splits the
-    forecasts onto relplot's grids once for all resamples. Same distribution of resamples and
-    the same value per resample as drawing indices (to float round-off), different draws for
-    a given key; ``chunk`` resamples are evaluated at once (memory $O(\mathrm{chunk}\cdot n)$).
+    :func:`jcalib.stats._multinomial.multinomial_draws` (Poisson counts completed by a few
+    uniform draws; Threefry-2x32-20 words keyed from ``key``), ``chunk`` resamples at a time
+    and reduced at once to relplot's grid (one batched matrix product with coefficients laid
+    out once for all resamples); :func:`jcalib.metrics.smooth.smooth_ece_of_draws` evaluates
+    smooth ECE from that grid. Same distribution of resamples and the same value per resample
+    as drawing indices (to float round-off), different draws for a given key; memory
+    $O(\mathrm{chunk}\cdot n)$.
 
     Returns:
         :class:`BootstrapResult` ``(estimate, low, high, resamples)``.

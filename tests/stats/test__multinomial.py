@@ -12,7 +12,10 @@ import pytest
 import scipy.stats
 from jax._src.random.threefry2x32 import threefry_2x32
 
-from jcalib.stats._multinomial import multinomial_counts, poisson_table, threefry2x32
+from jcalib.stats import _multinomial
+from jcalib.stats._multinomial import (
+    counts_by_position, multinomial_counts, multinomial_draws, poisson_counts, poisson_table, threefry2x32,
+)
 
 
 def test_threefry_is_jax_threefry():
@@ -29,11 +32,11 @@ def test_poisson_thresholds(n):
     cdf = scipy.stats.poisson(t.lam).cdf(np.arange(T.size))
     np.testing.assert_allclose(T, cdf, rtol=1e-15, atol=2**-60)  # float64 CDF against exact integers
     assert scipy.stats.poisson(t.lam).sf(T.size) < 2**-64 <= scipy.stats.poisson(t.lam).sf(T.size - 1)
-    assert t.k_extra == min(n, math.ceil(16 * math.sqrt(n)))
+    assert t.k_extra == min(n, math.ceil(8 * math.sqrt(n)))
 
 
 def _draws(table, B, seed=0):
-    f = jax.jit(lambda ks: jax.lax.map(lambda k: multinomial_counts(k, table), ks))
+    f = jax.jit(lambda ks: multinomial_counts(ks, table))
     return np.asarray(f(jax.random.split(jax.random.key(seed), B)))
 
 
@@ -65,3 +68,37 @@ def test_marginals_are_binomial():
     assert scipy.stats.chisquare(freq, pmf * m.size).pvalue > 1e-3
     # and rows are exchangeable: the first and the last tenth of the rows alike
     assert scipy.stats.ks_2samp(m[:, : n // 10].ravel(), m[:, -n // 10 :].ravel()).pvalue > 1e-3
+
+
+def test_a_keys_draws_do_not_depend_on_its_batch():
+    table = poisson_table(300, lam=0.9, k_extra=40)  # rejections now and then
+    keys = jax.random.split(jax.random.key(4), 64)
+    whole = np.asarray(multinomial_counts(keys, table))
+    np.testing.assert_array_equal(np.asarray(multinomial_counts(keys[5:9], table)), whole[5:9])
+
+
+def test_ties_of_high_words_are_decided_by_the_low_words(monkeypatch):
+    """Words made to equal the thresholds' high words often: the first pass marks those
+    positions, and the counts kept are the exact ones (the low words decide)."""
+    n = 400
+    table = poisson_table(n, lam=0.3, k_extra=n)  # every total <= n is kept
+    real = _multinomial.threefry2x32
+
+    def often_tied(k0, k1, x0, x1):  # a quarter of the words replaced by the first two high words
+        a, b = real(k0, k1, x0, x1)
+        tie = lambda w: jnp.where(w % 4 == 0, jnp.asarray(table.hi[:2])[(w >> 2) % 2], w)  # noqa: E731
+        return tie(a), tie(b)
+
+    monkeypatch.setattr(_multinomial, "threefry2x32", often_tied)
+    occupied, place = _multinomial.plain_layout(n)
+    coef = jnp.asarray(np.random.default_rng(0).random(occupied.shape + (2,)) * occupied[..., None], jnp.float32)
+    keys = jax.random.split(jax.random.key(5), 16)
+    draws = multinomial_draws(keys, table, occupied, coef)
+    first = _multinomial._poisson_pass(keys, draws.attempt, table, occupied, jnp.float32, exact=False)
+    assert float(jnp.max(first)) >= _multinomial._tie_mark(table, 2)  # ties were marked
+    exact = poisson_counts(keys, draws.attempt, table, occupied)
+    assert not np.array_equal(np.asarray(exact), np.asarray(first))
+    np.testing.assert_allclose(np.asarray(draws.sums), np.einsum("tbs,tsk->tbk", exact, np.concatenate(
+        [np.asarray(coef), occupied[..., None]], axis=-1)), rtol=1e-6)  # float32 sums of a few products
+    m = np.asarray(counts_by_position(keys, draws, table, occupied, jnp.asarray(place)))
+    assert np.all(m.sum(axis=1) == n)

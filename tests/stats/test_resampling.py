@@ -144,20 +144,38 @@ def test_smooth_ece_fast_path_resamples_like_index_draws(x64, weighted):
     assert scipy.stats.ks_2samp(np.asarray(fast.resamples), np.asarray(slow.resamples) * 1.1).pvalue < 1e-3
 
 
-def test_smooth_ece_fast_path_values_are_smooth_ece_of_the_resamples(x64):
+@pytest.mark.parametrize("kind", ["mixed", "near-calibrated"])
+def test_smooth_ece_fast_path_values_are_smooth_ece_of_the_resamples(x64, kind):
+    """Each resample's value is smooth_ece of the rows its count vector repeats. Near-calibrated
+    data (n = 4000, forecasts in [0.45, 0.55]) take some bisections below sigma = 11/1024, onto
+    other grids (the branch through smooth_ece_of_counts), in batches mixed with ones that do not."""
     from jcalib.metrics.smooth import smooth_ece_count_tables
-    from jcalib.stats._multinomial import multinomial_counts, poisson_table
+    from jcalib.stats._multinomial import counts_by_position, multinomial_draws, poisson_table
 
-    p, y = _data(14, 500)
-    key = jax.random.key(2)
-    r = bootstrap(smooth_ece, p, y, key=key, n_resamples=40, chunk=16)  # 40 = 2.5 chunks: padding
-    table = poisson_table(500)
-    t = smooth_ece_count_tables(jnp.asarray(p), jnp.asarray(p - y), jnp.ones(500))
+    if kind == "mixed":
+        p, y = _data(14, 500)
+    else:
+        rng = np.random.default_rng(4000)
+        p = rng.uniform(0.45, 0.55, 4000)
+        y = (rng.random(4000) < p).astype(np.int32)
+    n, B = p.size, 40
+    key = jax.random.key(3)
+    r = bootstrap(smooth_ece, p, y, key=key, n_resamples=B, chunk=16)  # 40 = 2.5 chunks: padding
+    table = poisson_table(n)
+    t = smooth_ece_count_tables(jnp.asarray(p), jnp.asarray(p - y), jnp.ones(n))
+    occupied = t.occupied.reshape(t.coef[0].shape[:2])
+    keys = jax.random.split(key, B)
+    draws = multinomial_draws(keys, table, occupied, t.coef[0])
+    counts = np.asarray(counts_by_position(keys, draws, table, occupied, t.place)[:, t.place])
+    assert np.all(counts.sum(axis=1) == n)
     order = np.asarray(jnp.argsort(jnp.asarray(p)))
-    for k, got in zip(jax.random.split(key, 40)[:5], np.asarray(r.resamples)[:5]):
-        m = np.asarray(jax.jit(lambda k: multinomial_counts(k, table, t.place, t.occupied)[t.place])(k))
-        assert m.sum() == 500
-        np.testing.assert_allclose(got, float(smooth_ece(np.repeat(p[order], m), np.repeat(y[order], m))), rtol=1e-12)
+    sigmas = []
+    for m, got in zip(counts, np.asarray(r.resamples)):
+        want, sigma = smooth_ece(np.repeat(p[order], m), np.repeat(y[order], m), return_bandwidth=True)
+        np.testing.assert_allclose(got, float(want), rtol=1e-12)  # float64 round-off
+        sigmas.append(float(sigma))
+    if kind == "near-calibrated":
+        assert 0 < sum(s < 11 / 1024 for s in sigmas) < B
 
 
 def test_smooth_ece_fast_path_no_retrace():
