@@ -4,7 +4,8 @@ ORCA as set up in the paper's experiments (50 bins, the experiment payoff: quant
 regret + moments) recalibrating an overconfident Gaussian expert. Measured in this one run:
 
 - ``jcalib.play`` for one stream and ``jcalib.sweep`` for B = 8 and B = 64 vmapped streams
-  (one compiled scan each);
+  (with its default ``threads``: on a CPU the seeds split over the cores, the same program on
+  each share), and B = 64 again with ``threads=1`` (one program for all 64);
 - the per-round Python loop a researcher would write: a jitted round (predict + outcome +
   update) called once per round, one stream at a time;
 - with ``--baseline-path DIR``: the same measurements of another checkout of jcalib (e.g.
@@ -27,6 +28,7 @@ measured in full with ``--paper``.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import platform
@@ -35,11 +37,12 @@ import subprocess
 import sys
 import time
 
-ROWS = (("loop", 1), ("play", 1), ("sweep", 8), ("sweep", 64))
+ROWS = (("loop", 1), ("play", 1), ("sweep", 8), ("sweep", 64), ("one", 64))
 NAMES = {
     "loop": "per-round Python loop of a jitted round",
     "play": "jcalib.play (one scan)",
-    "sweep": "jcalib.sweep (one scan, vmapped)",
+    "sweep": "jcalib.sweep (vmapped, default threads)",
+    "one": "jcalib.sweep, threads=1 (one program)",
 }
 
 
@@ -93,13 +96,17 @@ def measure(T: int, steps: int, repeats: int) -> dict:
     nat = OverconfidentGaussian()
     key = jax.random.key(0)
     out = {}
+    threads = "threads" in inspect.signature(jcalib.sweep).parameters  # older commits: one program always
     for kind, B in ROWS:
+        if kind == "one" and not threads:
+            continue
         if kind == "loop":
             fn = python_loop(f, nat, T, key)
         elif kind == "play":
             fn = lambda s: jcalib.play(f, nat, T, jax.random.fold_in(key, s)).y  # noqa: E731
         else:
-            fn = lambda s, B=B: jcalib.sweep(f, nat, T, jax.random.fold_in(key, s), n_seeds=B).y  # noqa: E731
+            kw = {"threads": 1} if kind == "one" else {}
+            fn = lambda s, B=B, kw=kw: jcalib.sweep(f, nat, T, jax.random.fold_in(key, s), n_seeds=B, **kw).y  # noqa: E731
         c, w = timed(fn, repeats)
         out[f"{kind}:{B}"] = (c, w, B * T / w)
     out["jcalib"] = os.path.dirname(jcalib.__file__)
@@ -154,14 +161,19 @@ def main(argv=None):
     head = f"\n{'implementation':40s} {'B':>4s} {'compile+1st (s)':>16s} {'wall (s)':>9s} {'rounds/s':>9s} {'× loop':>7s}"
     print(head + (f" {'old rounds/s':>13s} {'new/old':>8s}" if "old" in med else ""))
     for kind, B in ROWS:
+        if f"{kind}:{B}" not in new:
+            continue
         c, w, r = new[f"{kind}:{B}"]
         line = f"{NAMES[kind]:40s} {B:4d} {c:16.2f} {w:9.2f} {r:9.2f} {r / base:7.2f}"
-        if "old" in med:
+        if "old" in med and f"{kind}:{B}" in med["old"]:
             ro = med["old"][f"{kind}:{B}"][2]
             line += f" {ro:13.2f} {r / ro:8.2f}"
         print(line)
     vm = new["sweep:64"][2] / new["play:1"][2]
     print(f"\nvmapping: per-stream throughput at B = 64 is {vm:.2f}× that of play on one stream")
+    if "one:64" in new:
+        print(f"  of which one program (threads=1): {new['one:64'][2] / new['play:1'][2]:.2f}×, "
+              f"and the seeds split over the cores: {new['sweep:64'][2] / new['one:64'][2]:.2f}× more")
     rate8 = new["sweep:8"][2]
     est = 8 * 1000 / rate8
     print(f"paper's workload (8 runs × 1000 rounds × {args.steps} steps; 6 h in the paper): "

@@ -21,16 +21,18 @@ to a device; under ``jax.jit`` the results are traced arrays as usual.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 from typing import Any, Sequence
 
 import jax
+import numpy as np
 
 from .._validation import check_positive_int
 from .batching import as_traced_module, stack_modules
 from .loop import check_compiler_options, chunk_length, run
 from .recorders import resolve_recorder
-from .sharding import gather_seeds, process_checkpoint, shard_seeds
+from .sharding import gather_seeds, process_checkpoint, shard_seeds, split_keys, thread_parts
 from .types import AbstractForecaster, AbstractNature, check_outcome_spaces
 
 __all__ = ["play", "sweep", "as_traced_module"]
@@ -124,6 +126,7 @@ def sweep(
     progress: bool | None = None,
     checkpoint: str | os.PathLike | None = None,
     compiler_options: dict | None = None,
+    threads: int | None = None,
 ):
     """Play every (forecaster, nature, seed) combination at once: nested ``vmap``s over the
     forecasters, the natures and the seeds, with the seed axis sharded over all devices along
@@ -144,6 +147,11 @@ def sweep(
         progress: progress bar between chunks, as in `play`.
         checkpoint: save and resume path, as in `play`.
         compiler_options: XLA options for compiling the chunk, as in `play`.
+        threads: CPU threads the seeds are split over, each running the compiled program on its
+            share (default: the cores this process may use, when JAX has a single CPU device and
+            no ``checkpoint`` is given; 1 runs one program). XLA's CPU runtime runs the small
+            operations of one program on one core; two programs of half the seeds run side by
+            side (ORCA at B = 64 on two cores: 1.8x the rounds/s of one program).
 
     Returns:
         The recorder's result whose leaves have leading axes ``(F, N, n_seeds)`` — ``F`` only
@@ -184,8 +192,20 @@ def sweep(
     nb, N = stack_modules(n_list, "natures") if n_seq else (as_traced_module(n_list[0]), None)
 
     shard = shard_seeds(key, n_seeds)
-    out = run(fb, nb, recorder, shard.keys, T, chunk, progress, process_checkpoint(checkpoint, shard),
-              (F if f_seq else None, N, shard.n_local), check_compiler_options(compiler_options))
+    options = check_compiler_options(compiler_options)
+    parts = thread_parts(shard, threads, checkpoint)
+    if parts == 1:
+        out = run(fb, nb, recorder, shard.keys, T, chunk, progress, process_checkpoint(checkpoint, shard),
+                  (F if f_seq else None, N, shard.n_local), options)
+    else:  # the same program on equal shares of the seeds (padded with seed 0), side by side
+        keys = split_keys(shard.keys, parts)
+        with concurrent.futures.ThreadPoolExecutor(parts) as pool:
+            outs = [pool.submit(run, fb, nb, recorder, k, T, chunk, progress if i == 0 else False, None,
+                                (F if f_seq else None, N, k.shape[0]), options) for i, k in enumerate(keys)]
+            outs = [o.result() for o in outs]
+        axis = int(f_seq) + int(n_seq)  # the seed axis of run's outputs
+        cut = (slice(None),) * axis + (slice(0, shard.n_local),)  # without the padding
+        out = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=axis)[cut], *outs)
     # outputs have axes (F?, N, S, ...); indexing keeps host arrays on the host
     seed_axis = 2 if f_seq else 1
     if not n_seq:

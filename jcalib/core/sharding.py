@@ -15,7 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-__all__ = ["SeedShard", "shard_seeds", "gather_seeds", "process_checkpoint"]
+from .._validation import check_positive_int
+
+__all__ = ["SeedShard", "shard_seeds", "gather_seeds", "process_checkpoint", "split_keys", "thread_parts"]
 
 
 class SeedShard(NamedTuple):
@@ -52,6 +54,33 @@ def shard_seeds(key, n_seeds: int) -> SeedShard:
     if len(devices) > 1:
         keys = jax.device_put(keys, NamedSharding(Mesh(np.array(devices), ("batch",)), PartitionSpec("batch")))
     return SeedShard(keys, S_local, n_proc, proc)
+
+
+def thread_parts(shard: SeedShard, threads, checkpoint) -> int:
+    """How many CPU threads a sweep's seeds are split over (see ``sweep``'s ``threads``)."""
+    if threads is not None:
+        threads = check_positive_int(threads, "threads")
+    keys = shard.keys
+    one_cpu = (not isinstance(keys, jax.core.Tracer) and shard.n_proc == 1 and len(jax.local_devices()) == 1
+               and jax.default_backend() == "cpu")
+    if threads is None:
+        if not one_cpu or checkpoint is not None:
+            return 1
+        threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    elif threads > 1 and not one_cpu:
+        raise ValueError("threads > 1 needs one process with a single CPU device, and a sweep called eagerly (not under jax.jit)")
+    elif threads > 1 and checkpoint is not None:
+        raise ValueError("threads > 1 cannot be combined with checkpoint")
+    return max(1, min(threads, shard.n_local))
+
+
+def split_keys(keys, parts: int) -> list:
+    """``keys`` padded with copies of the first to a multiple of ``parts`` and cut into equal parts."""
+    size = -(-keys.shape[0] // parts)
+    pad = size * parts - keys.shape[0]
+    if pad:
+        keys = jnp.concatenate([keys, jnp.repeat(keys[:1], pad, axis=0)])
+    return [keys[i * size:(i + 1) * size] for i in range(parts)]
 
 
 def process_checkpoint(checkpoint, shard: SeedShard):

@@ -237,6 +237,23 @@ def test_sweep_over_hyperparameters():
     chex.assert_trees_all_equal(jax.tree_util.tree_map(lambda a: a[1, 0, 1], out), ref)
 
 
+@pytest.mark.parametrize("record", ["full", "summary"])
+def test_threads_split_the_seeds_without_changing_a_number(record):
+    """Shares of 3 (5 seeds padded to 6) over two threads, forecasters and natures axes included."""
+    fs, ns = [GridFrequency(0.1), GridFrequency(0.9)], [Coin(0.2), Coin(0.7)]
+    one = jcalib.sweep(fs, ns, 50, KEY, n_seeds=5, record=record, threads=1)
+    two = jcalib.sweep(fs, ns, 50, KEY, n_seeds=5, record=record, threads=2)
+    chex.assert_trees_all_equal(one, two)
+    assert jax.tree_util.tree_leaves(two)[0].shape[:3] == (2, 2, 5)
+
+
+def test_threads_checked():
+    with pytest.raises(ValueError, match="threads must be a positive integer"):
+        jcalib.sweep(GridFrequency(), Coin(0.5), 5, KEY, threads=0)
+    with pytest.raises(ValueError, match="cannot be combined with checkpoint"):
+        jcalib.sweep(GridFrequency(), Coin(0.5), 5, KEY, n_seeds=2, threads=2, checkpoint="unused")
+
+
 def test_play_does_not_retrace_for_keys():
     @jax.jit
     @chex.assert_max_traces(n=1)
