@@ -151,7 +151,7 @@ def sweep(
             share (default: the cores this process may use, when JAX has a single CPU device and
             no ``checkpoint`` is given; 1 runs one program). XLA's CPU runtime runs the small
             operations of one program on one core; two programs of half the seeds run side by
-            side (ORCA at B = 64 on two cores: 1.8x the rounds/s of one program).
+            side (ORCA at B = 64 on two cores: 1.7x the rounds/s of one program).
 
     Returns:
         The recorder's result whose leaves have leading axes ``(F, N, n_seeds)`` — ``F`` only
