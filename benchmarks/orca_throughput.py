@@ -23,6 +23,18 @@ measured in full with ``--paper``.
     python benchmarks/orca_throughput.py --quick               # fewer rounds and repeats
     python benchmarks/orca_throughput.py --baseline-path /tmp/orca_old --rounds 10 --turns 3
     python benchmarks/orca_throughput.py --paper               # also run 8 streams × 1000 rounds
+    python benchmarks/orca_throughput.py --batches 1 8 64 512 4096 --cpu-batches 1 64 --check-cpu
+                                                               # scaling over B on the default device (a GPU),
+                                                               # the host CPU in a second process, and the
+                                                               # GPU's numbers against the CPU's
+
+``--batches`` measures ``play`` (one stream) and ``sweep`` at each B on JAX's default device and
+prints the per-stream throughput against ``play``; ``--cpu-batches`` measures the same on this
+machine's CPU in a process with ``JAX_PLATFORMS=cpu`` (its ``sweep`` splits the seeds over the
+cores), so that a GPU is compared with the host it sits in, in the same run; ``--check-cpu``
+plays the same 8 streams on both and prints the largest difference of the forecasts and
+certificates (float32 on each; a GPU's products and reductions round in another order).
+``--json FILE`` writes every figure.
 """
 
 from __future__ import annotations
@@ -84,8 +96,9 @@ def python_loop(f, nat, T, key):
     return run
 
 
-def measure(T: int, steps: int, repeats: int) -> dict:
-    """Every row of :data:`ROWS` for the jcalib on ``sys.path``: ``{row: (compile + 1st s, wall s, rounds/s)}``."""
+def measure(T: int, steps: int, repeats: int, rows=ROWS) -> dict:
+    """Every row of ``rows`` (default :data:`ROWS`) for the jcalib on ``sys.path``:
+    ``{row: (compile + 1st s, wall s, rounds/s)}``."""
     import jax
 
     import jcalib
@@ -97,7 +110,7 @@ def measure(T: int, steps: int, repeats: int) -> dict:
     key = jax.random.key(0)
     out = {}
     threads = "threads" in inspect.signature(jcalib.sweep).parameters  # older commits: one program always
-    for kind, B in ROWS:
+    for kind, B in rows:
         if kind == "one" and not threads:
             continue
         if kind == "loop":
@@ -109,8 +122,91 @@ def measure(T: int, steps: int, repeats: int) -> dict:
             fn = lambda s, B=B, kw=kw: jcalib.sweep(f, nat, T, jax.random.fold_in(key, s), n_seeds=B, **kw).y  # noqa: E731
         c, w = timed(fn, repeats)
         out[f"{kind}:{B}"] = (c, w, B * T / w)
+        print(f"  {kind} B = {B}: compile + 1st {c:.1f} s, {B * T / w:.1f} rounds/s", file=sys.stderr, flush=True)
     out["jcalib"] = os.path.dirname(jcalib.__file__)
+    out["device"] = f"{jax.devices()[0].platform}: {jax.devices()[0].device_kind}"
     return out
+
+
+def forecasts(T: int, steps: int, B: int = 8) -> dict:
+    """The forecasts' bin masses and the certificates of a B-stream sweep, as NumPy arrays."""
+    import jax
+    import numpy as np
+
+    import jcalib
+    from jcalib.forecasters import ORCA
+    from jcalib.natures import OverconfidentGaussian
+
+    traj = jcalib.sweep(ORCA(n_steps=steps), OverconfidentGaussian(), T, jax.random.key(0), n_seeds=B, threads=1)
+    leaves = {"forecast": traj.forecast, "certificate": traj.certificate}
+    return {k: [np.asarray(x, np.float64) for x in jax.tree_util.tree_leaves(v)] for k, v in leaves.items()}
+
+
+def cpu_worker(T: int, steps: int, repeats: int, batches, check: bool) -> dict:
+    """:func:`measure` of ``play`` and ``sweep`` at ``batches`` in a process on the CPU (``JAX_PLATFORMS=cpu``);
+    with ``check``, also the forecasts of :func:`forecasts`, saved to a temporary file."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(suffix=".npz")
+    os.close(fd)
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--rounds", str(T), "--steps", str(steps),
+           "--repeats", str(repeats), "--batches", *map(str, batches)] + (["--dump", path] if check else [])
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if res.returncode:
+        raise RuntimeError(f"the CPU worker failed:\n{res.stderr[-3000:]}")
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    out["dump"] = path if check else None
+    return out
+
+
+def scaling_rows(batches) -> tuple:
+    return (("play", 1),) + tuple(("sweep", int(B)) for B in batches)
+
+
+def print_scaling(label: str, r: dict, batches) -> None:
+    """The table of one device: rounds/s at each B and the per-stream ratio to ``play``."""
+    play = r["play:1"][2]
+    print(f"\n{label} ({r['device']})")
+    print(f"{'implementation':24s} {'B':>5s} {'compile+1st (s)':>16s} {'wall (s)':>9s} {'rounds/s':>10s} "
+          f"{'per stream':>11s} {'× play':>7s} {'per stream × play':>18s}")
+    for kind, B in scaling_rows(batches):
+        c, w, rate = r[f"{kind}:{B}"]
+        print(f"{kind:24s} {B:5d} {c:16.2f} {w:9.3f} {rate:10.1f} {rate / B:11.2f} {rate / play:7.1f} "
+              f"{rate / B / play:18.3f}")
+
+
+def scaling(args, T: int, repeats: int) -> None:
+    """``--batches``: the default device's scaling over B, with the CPU's in the same run."""
+    import jax
+    import numpy as np
+
+    results = {"T": T, "steps": args.steps, "load_before": os.getloadavg()[0]}
+    r = measure(T, args.steps, repeats, scaling_rows(args.batches))
+    results["default"] = r
+    print_scaling(f"default device, load {os.getloadavg()[0]:.1f}", r, args.batches)
+    if args.cpu_batches:
+        c = cpu_worker(T, args.steps, repeats, args.cpu_batches, args.check_cpu)
+        results["cpu"] = c
+        print_scaling(f"CPU of the same machine ({os.cpu_count()} cores, JAX_PLATFORMS=cpu), "
+                      f"load {os.getloadavg()[0]:.1f}", c, args.cpu_batches)
+        both = sorted(set(int(b) for b in args.batches) & set(int(b) for b in args.cpu_batches))
+        if both:
+            print("\ndefault device over the CPU, same B: "
+                  + ", ".join(f"B = {B}: {r[f'sweep:{B}'][2] / c[f'sweep:{B}'][2]:.2f}×" for B in both)
+                  + f"; play: {r['play:1'][2] / c['play:1'][2]:.2f}×")
+        if c["dump"]:
+            mine = forecasts(T, args.steps)
+            with np.load(c["dump"]) as z:
+                theirs = {k: [z[f"{k}{i}"] for i in range(len(v))] for k, v in mine.items()}
+            os.remove(c["dump"])
+            diff = {k: max(float(np.max(np.abs(a - b))) for a, b in zip(mine[k], theirs[k])) for k in mine}
+            results["max_abs_diff_vs_cpu"] = diff
+            print(f"8 streams × {T} rounds, {jax.devices()[0].platform} against the CPU: largest |difference| "
+                  + ", ".join(f"{k} {v:.2e}" for k, v in diff.items()))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(results, fh, indent=1)
 
 
 def worker(path: str | None, T: int, steps: int, repeats: int) -> dict:
@@ -133,18 +229,35 @@ def main(argv=None):
                     help="a checkout of another jcalib commit, measured in its own processes in turns")
     ap.add_argument("--turns", type=int, default=3, help="old/new process pairs with --baseline-path (default 3)")
     ap.add_argument("--paper", action="store_true", help="run the paper's 8 × 1000 rounds in full")
+    ap.add_argument("--batches", type=int, nargs="+", default=None,
+                    help="scaling mode: play and sweep at these B on the default device (e.g. a GPU)")
+    ap.add_argument("--cpu-batches", type=int, nargs="+", default=None,
+                    help="with --batches: the same on this machine's CPU, in a second process")
+    ap.add_argument("--check-cpu", action="store_true",
+                    help="with --cpu-batches: compare 8 streams' forecasts and certificates with the CPU's")
+    ap.add_argument("--json", default=None, help="with --batches: write the figures to this file")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--dump", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     T = 10 if args.quick else args.rounds
     repeats = 1 if args.quick else args.repeats
     if args.worker:
-        print(json.dumps(measure(T, args.steps, repeats)))
+        rows = ROWS if args.batches is None else scaling_rows(args.batches)
+        out = measure(T, args.steps, repeats, rows)
+        if args.dump:
+            import numpy as np
+
+            np.savez(args.dump, **{f"{k}{i}": a for k, v in forecasts(T, args.steps).items() for i, a in enumerate(v)})
+        print(json.dumps(out))
         return
     import jax
 
     print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({platform.processor() or platform.machine()}), "
           f"ORCA: 50 bins, experiment payoff (d = 103), {args.steps} Adam steps per round, T = {T}; "
           f"load {os.getloadavg()[0]:.1f} (1 min)")
+    if args.batches:
+        scaling(args, T, repeats)
+        return
     sides = {"new": None} if args.baseline_path is None else {"old": args.baseline_path, "new": None}
     runs = {side: [] for side in sides}
     for turn in range(args.turns if args.baseline_path else 1):
@@ -152,9 +265,9 @@ def main(argv=None):
             r = worker(path, T, args.steps, repeats)
             runs[side].append(r)
             print(f"turn {turn + 1} {side} ({r['jcalib']}): "
-                  + ", ".join(f"{k} {r[k][2]:.2f}" for k in r if k != "jcalib") + f" rounds/s; load {os.getloadavg()[0]:.1f}",
+                  + ", ".join(f"{k} {v[2]:.2f}" for k, v in r.items() if isinstance(v, list)) + f" rounds/s; load {os.getloadavg()[0]:.1f}",
                   flush=True)
-    med = {side: {k: [statistics.median(r[k][i] for r in rs) for i in range(3)] for k in rs[0] if k != "jcalib"}
+    med = {side: {k: [statistics.median(r[k][i] for r in rs) for i in range(3)] for k, v in rs[0].items() if isinstance(v, list)}
            for side, rs in runs.items()}
     new = med["new"]
     base = new["loop:1"][2]
