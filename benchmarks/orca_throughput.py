@@ -32,7 +32,7 @@ measured in full with ``--paper``.
 prints the per-stream throughput against ``play``; ``--cpu-batches`` measures the same on this
 machine's CPU in a process with ``JAX_PLATFORMS=cpu`` (its ``sweep`` splits the seeds over the
 cores), so that a GPU is compared with the host it sits in, in the same run; ``--check-cpu``
-plays the same 8 streams on both and prints the largest difference of the forecasts and
+plays the same 64 streams on both and prints the largest difference of the forecasts and
 certificates (float32 on each; a GPU's products and reductions round in another order).
 ``--json FILE`` writes every figure.
 """
@@ -128,7 +128,10 @@ def measure(T: int, steps: int, repeats: int, rows=ROWS) -> dict:
     return out
 
 
-def forecasts(T: int, steps: int, B: int = 8) -> dict:
+FORECAST_STREAMS = 64
+
+
+def forecasts(T: int, steps: int, B: int = FORECAST_STREAMS) -> dict:
     """The forecasts' bin masses and the certificates of a B-stream sweep, as NumPy arrays."""
     import jax
     import numpy as np
@@ -200,10 +203,20 @@ def scaling(args, T: int, repeats: int) -> None:
             with np.load(c["dump"]) as z:
                 theirs = {k: [z[f"{k}{i}"] for i in range(len(v))] for k, v in mine.items()}
             os.remove(c["dump"])
-            diff = {k: max(float(np.max(np.abs(a - b))) for a, b in zip(mine[k], theirs[k])) for k in mine}
-            results["max_abs_diff_vs_cpu"] = diff
-            print(f"8 streams × {T} rounds, {jax.devices()[0].platform} against the CPU: largest |difference| "
-                  + ", ".join(f"{k} {v:.2e}" for k, v in diff.items()))
+            # ORCA's rounds are chaotic in the rounding (a different maximiser, a different spiked
+            # start): one program of 8 streams and two of 4 on the same CPU differ by 2e-3 in a bin
+            # mass after one round and by O(1) after a few; so the first rounds and the means over
+            # streams and rounds are what compare two devices
+            per_round = {k: np.max([np.abs(a - b).reshape(-1, T, int(np.prod(a.shape[3:], dtype=int))).max(axis=(0, 2))
+                                    for a, b in zip(mine[k], theirs[k])], axis=0) for k in mine}
+            results["max_abs_diff_vs_cpu_per_round"] = {k: v.tolist() for k, v in per_round.items()}
+            results["certificate_means"] = {"default": [float(a.mean()) for a in mine["certificate"]],
+                                            "cpu": [float(a.mean()) for a in theirs["certificate"]]}
+            print(f"{FORECAST_STREAMS} streams × {T} rounds, {jax.devices()[0].platform} against the CPU, largest |difference| "
+                  "in rounds 1, 2, 3 and the last: "
+                  + "; ".join(f"{k} " + ", ".join(f"{v[i]:.1e}" for i in (0, 1, 2, -1)) for k, v in per_round.items()))
+            print("certificate (value, pointwise, loss_start) averaged over streams and rounds: "
+                  + ", ".join(f"{a:.4f} against {b:.4f}" for a, b in zip(*results["certificate_means"].values())))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=1)
@@ -234,7 +247,7 @@ def main(argv=None):
     ap.add_argument("--cpu-batches", type=int, nargs="+", default=None,
                     help="with --batches: the same on this machine's CPU, in a second process")
     ap.add_argument("--check-cpu", action="store_true",
-                    help="with --cpu-batches: compare 8 streams' forecasts and certificates with the CPU's")
+                    help="with --cpu-batches: compare 64 streams' forecasts and certificates with the CPU's")
     ap.add_argument("--json", default=None, help="with --batches: write the figures to this file")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--dump", default=None, help=argparse.SUPPRESS)
@@ -254,7 +267,7 @@ def main(argv=None):
 
     print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({platform.processor() or platform.machine()}), "
           f"ORCA: 50 bins, experiment payoff (d = 103), {args.steps} Adam steps per round, T = {T}; "
-          f"load {os.getloadavg()[0]:.1f} (1 min)")
+          f"load {os.getloadavg()[0]:.1f} (1 min); matmul precision {jax.config.jax_default_matmul_precision or 'default'}")
     if args.batches:
         scaling(args, T, repeats)
         return
