@@ -172,7 +172,7 @@ def print_scaling(label: str, r: dict, batches) -> None:
     play = r["play:1"][2]
     print(f"\n{label} ({r['device']})")
     print(f"{'implementation':24s} {'B':>5s} {'compile+1st (s)':>16s} {'wall (s)':>9s} {'rounds/s':>10s} "
-          f"{'per stream':>11s} {'× play':>7s} {'per stream × play':>18s}")
+          f"{'÷ B':>11s} {'× play':>7s} {'÷ B × play':>18s}")
     for kind, B in scaling_rows(batches):
         c, w, rate = r[f"{kind}:{B}"]
         print(f"{kind:24s} {B:5d} {c:16.2f} {w:9.3f} {rate:10.1f} {rate / B:11.2f} {rate / play:7.1f} "

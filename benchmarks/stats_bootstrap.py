@@ -20,6 +20,7 @@ row — the machine is shared, so ratios are what count.
 Usage:
     python benchmarks/stats_bootstrap.py            # n = 10^5, 10^4 resamples
     python benchmarks/stats_bootstrap.py --quick    # n = 10^4, 500 resamples, < 1 min
+    JAX_PLATFORMS=cuda python benchmarks/stats_bootstrap.py   # jcalib on a GPU (the default is the CPU)
 """
 
 from __future__ import annotations
