@@ -25,11 +25,13 @@ $(VENV)/.installed-docs: $(VENV)/bin/activate pyproject.toml
 demo: $(VENV)/.installed-core
 	$(PY) -m jcalib.cli demo
 
-# A worker that dies (a rare segfault inside XLA's CPU runtime, seen after an in-graph check
-# raised many times in one long-lived worker) fails the test it was running: those tests, and
-# any real failure, run once more in a fresh single process, whose verdict stands.
+# The workers' segfaults inside XLA's CPU compiler were the process running out of memory
+# mappings (one per few compiled programs; tests/conftest.py now drops JAX's caches before the
+# cap). A worker that still dies fails the test it was running: those tests, and any real
+# failure, run once more in a fresh single process, whose verdict stands. The slowest tests are
+# listed so that CI's time can be watched.
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -q -n 2 -m "not slow" tests || $(PY) -m pytest -q -m "not slow" --lf --lfnf=none tests
+	$(PY) -m pytest -q -n 2 -m "not slow" --durations=25 tests || $(PY) -m pytest -q -m "not slow" --lf --lfnf=none tests
 
 test-all: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n 2 tests

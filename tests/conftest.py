@@ -5,11 +5,46 @@ broadcasting; pytest turns warnings into errors (pyproject.toml).  Tests of exac
 in float64 through the ``x64`` fixture; everything else runs in JAX's default float32.
 """
 
+import gc
+
 import jax
 import pytest
 
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 jax.config.update("jax_numpy_rank_promotion", "raise")
+
+# Every program XLA compiles for the CPU keeps 3-4 memory mappings of its own for as long as it
+# is cached, and Linux caps a process's mappings (vm.max_map_count, 65530 by default): a test
+# worker that has compiled some 15 000 programs (tests/stats alone reaches 28 000 mappings) has
+# its next compilation fail to map memory inside LLVM, which ends the process with a segfault.
+# After each test, a worker past a quarter of the cap drops JAX's caches, which frees them.
+def _read_int(path: str, default: int) -> int:
+    """The integer in a /proc file, or ``default`` where there is none (not Linux)."""
+    try:
+        with open(path) as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return default
+
+
+MAPS_CAP = _read_int("/proc/sys/vm/max_map_count", 65530)
+
+
+def memory_maps() -> int:
+    """How many memory mappings this process holds (0 where /proc is not there)."""
+    try:
+        with open("/proc/self/maps") as fh:
+            return sum(1 for _ in fh)
+    except OSError:
+        return 0
+
+
+@pytest.fixture(autouse=True)
+def _release_compiled_programs():
+    yield
+    if memory_maps() > MAPS_CAP // 4:
+        jax.clear_caches()
+        gc.collect()
 
 
 @pytest.fixture
