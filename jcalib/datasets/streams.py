@@ -69,8 +69,11 @@ def logistic_stream(
     Each pass visits the rows in a fresh random order (``seed``). At row $t$ the features are
     standardised with the running mean and variance of the rows seen so far (including this
     row's features, never its label), the model forecasts $q_t = \sigma(w^\top x_t + b)$, then
-    takes one SGD step on the log loss with step ``learning_rate``$/\sqrt t$. Early forecasts
-    are poor and later ones over-confident: a miscalibrated real model to recalibrate.
+    takes one SGD step on the log loss with step ``learning_rate``$/\sqrt t$. How miscalibrated
+    it is depends on the data and the stream's length. The slope of a logistic regression of
+    $y$ on the forecasts' logits (1 when calibrated; above 1 under-confident, below 1
+    over-confident), one pass in the default order: ``breast_cancer`` 1.38, ``wine`` 2.16,
+    ``digits`` 0.82; over 20 passes of ``digits``, 1.01: a long stream of it is nearly calibrated.
 
     Args:
         name: one of :data:`STREAMS`.
