@@ -2,21 +2,15 @@
 Gaussian naive Bayes) recalibrated online in one vmapped sweep over stream orders; its numbers
 against the recalibrator's guarantees, the JSON it writes and the figure."""
 
-import importlib
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("sklearn", reason="the optional extra 'experiments' is not installed (scikit-learn)")
 
-EXP = Path(__file__).resolve().parents[2] / "experiments"
-
-
-def test_overconfident_model_recalibrated(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(EXP))
-    mod = importlib.import_module("approachability_recalibration")
+def test_overconfident_model_recalibrated(tmp_path, monkeypatch, experiment):
+    mod = experiment("approachability_recalibration")
     monkeypatch.setattr(mod, "RESULTS", tmp_path)
     out = {}
     res = mod.part_f(out, {"digits": 2}, 2, (0.5, 1.0), streams={"digits": mod.OVERCONFIDENT["digits"]},

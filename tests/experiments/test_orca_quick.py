@@ -3,10 +3,7 @@ from data through River experts, the isotonic baseline and ORCA in one sweep to 
 claims, figure and timings. The numbers themselves are the full runs' business."""
 
 import csv
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,19 +11,9 @@ import pytest
 for pkg in ("river", "pmdarima", "pvlib", "windpowerlib"):
     pytest.importorskip(pkg, reason=f"the optional extras 'data' and 'river' are not installed ({pkg})")
 
-EXP = Path(__file__).resolve().parents[2] / "experiments"
 
-
-def _load(name):
-    sys.path.insert(0, str(EXP))
-    spec = importlib.util.spec_from_file_location(name, EXP / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_table1_quick(tmp_path):
-    mod = _load("orca_table1")
+def test_table1_quick(tmp_path, experiment):
+    mod = experiment("orca_table1")
     res = mod.main(["--quick", "--horizon", "24", "--warmup", "100", "--steps", "5", "--experts", "hat", "marginal",
                     "--out", str(tmp_path), "--no-progress"])
     with open(tmp_path / "table1.csv") as f:
@@ -48,8 +35,8 @@ def test_table1_quick(tmp_path):
     assert (tmp_path / "table1.png").stat().st_size > 0 and (tmp_path / "table1.md").exists()
 
 
-def _wind_farm(tmp_path, *extra):
-    mod = _load("orca_wind_farm")
+def _wind_farm(experiment, tmp_path, *extra):
+    mod = experiment("orca_wind_farm")
     res = mod.main(["--quick", "--days", "2", "--warmup-days", "20", "--steps", "5", "--out", str(tmp_path), "--no-progress",
                     *extra])
     with open(tmp_path / "decision_loss.csv") as f:
@@ -80,8 +67,8 @@ def _check_wind_farm(rows, metrics, methods):
         assert float(r["qce"]) >= 0 and 0 <= float(r["smape"]) <= 2 and float(r["width80"]) > 0
 
 
-def test_wind_farm_quick(tmp_path):
-    _, res, rows, metrics = _wind_farm(tmp_path)
+def test_wind_farm_quick(tmp_path, experiment):
+    _, res, rows, metrics = _wind_farm(experiment, tmp_path)
     _check_wind_farm(rows, metrics, ["expert", "isotonic", "orca"])
     timing = json.loads((tmp_path / "timing.json").read_text())
     for k in ("expert_host_s", "isotonic_s", "orca_s", "total_s"):
@@ -92,15 +79,15 @@ def test_wind_farm_quick(tmp_path):
 
 
 @pytest.mark.slow
-def test_wind_farm_ablation(tmp_path):
-    mod, _, rows, metrics = _wind_farm(tmp_path, "--ablation", "all")
+def test_wind_farm_ablation(tmp_path, experiment):
+    mod, _, rows, metrics = _wind_farm(experiment, tmp_path, "--ablation", "all")
     _check_wind_farm(rows, metrics, ["expert", "isotonic", *mod.VARIANTS])
 
 
-def test_wind_farm_payoff_blocks():
+def test_wind_farm_payoff_blocks(experiment):
     from jcalib.payoffs import DecisionCalibration, PinballRegret
 
-    mod = _load("orca_wind_farm")
+    mod = experiment("orca_wind_farm")
     full = mod.decision_payoff()
     assert [type(b).__name__ for b in full.blocks] == [
         "QuantileCalibration", "ExpertRegret", "MomentCalibration", "DecisionCalibration", "PinballRegret"]
@@ -115,8 +102,8 @@ def test_wind_farm_payoff_blocks():
         mod.parse(["--days", "1"])
 
 
-def test_bad_arguments():
-    mod = _load("orca_table1")
+def test_bad_arguments(experiment):
+    mod = experiment("orca_table1")
     with pytest.raises(SystemExit):
         mod.parse(["--experts", "forest"])
     with pytest.raises(SystemExit):

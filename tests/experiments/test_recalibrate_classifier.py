@@ -1,32 +1,21 @@
 """Smoke tests of experiments/recalibrate_classifier.py (the tutorial's table and figure)."""
 
 import csv
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).parents[2] / "experiments" / "recalibrate_classifier.py"
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("recalibrate_classifier", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_help(capsys):
-    mod = _load()
+def test_help(capsys, experiment):
+    mod = experiment("recalibrate_classifier")
     with pytest.raises(SystemExit) as e:
         mod.parse_args(["--help"])
     assert e.value.code == 0
     assert "--quick" in capsys.readouterr().out
 
 
-def test_summary_is_mean_and_sd_over_splits():
-    mod = _load()
+def test_summary_is_mean_and_sd_over_splits(experiment):
+    mod = experiment("recalibrate_classifier")
     rows = [{"setting": "binary", "method": "m", "split": s, **{k: float(s) for k in mod.METRICS}} for s in range(3)]
     (row,) = mod.summarise(rows)
     assert row["ece_mean"] == 1.0 and np.isclose(row["ece_sd"], 1.0)
@@ -34,8 +23,8 @@ def test_summary_is_mean_and_sd_over_splits():
 
 
 @pytest.mark.slow
-def test_quick_run(tmp_path, monkeypatch):
-    mod = _load()
+def test_quick_run(tmp_path, monkeypatch, experiment):
+    mod = experiment("recalibrate_classifier")
     monkeypatch.chdir(tmp_path)
     summary = mod.main(["--quick", "--img-dir", str(tmp_path / "img")])
     out = tmp_path / mod.OUT

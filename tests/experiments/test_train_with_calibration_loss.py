@@ -1,32 +1,21 @@
 """Smoke test of experiments/train_with_calibration_loss.py --quick (the CI run of the experiment)."""
 
 import csv
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).parents[2] / "experiments" / "train_with_calibration_loss.py"
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("train_with_calibration_loss", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_help(capsys):
-    mod = _load()
+def test_help(capsys, experiment):
+    mod = experiment("train_with_calibration_loss")
     with pytest.raises(SystemExit) as e:
         mod.parse_args(["--help"])
     assert e.value.code == 0
     assert "--quick" in capsys.readouterr().out
 
 
-def test_quick_run(tmp_path, monkeypatch):
-    mod = _load()
+def test_quick_run(tmp_path, monkeypatch, experiment):
+    mod = experiment("train_with_calibration_loss")
     monkeypatch.chdir(tmp_path)
     img = tmp_path / "img"
     summary, timing = mod.main(["--quick", "--img-dir", str(img)])
