@@ -96,17 +96,22 @@ def python_loop(f, nat, T, key):
     return run
 
 
+def setup(steps: int):
+    """The jcalib on ``sys.path`` (imported here, after a worker's ``PYTHONPATH`` is set), the
+    paper's ORCA with ``steps`` Adam steps per round, and the nature it recalibrates."""
+    import jcalib
+    from jcalib.forecasters import ORCA
+    from jcalib.natures import OverconfidentGaussian
+
+    return jcalib, ORCA(n_steps=steps), OverconfidentGaussian()
+
+
 def measure(T: int, steps: int, repeats: int, rows=ROWS) -> dict:
     """Every row of ``rows`` (default :data:`ROWS`) for the jcalib on ``sys.path``:
     ``{row: (compile + 1st s, wall s, rounds/s)}``."""
     import jax
 
-    import jcalib
-    from jcalib.forecasters import ORCA
-    from jcalib.natures import OverconfidentGaussian
-
-    f = ORCA(n_steps=steps)
-    nat = OverconfidentGaussian()
+    jcalib, f, nat = setup(steps)
     key = jax.random.key(0)
     out = {}
     threads = "threads" in inspect.signature(jcalib.sweep).parameters  # older commits: one program always
@@ -136,11 +141,8 @@ def forecasts(T: int, steps: int, B: int = FORECAST_STREAMS) -> dict:
     import jax
     import numpy as np
 
-    import jcalib
-    from jcalib.forecasters import ORCA
-    from jcalib.natures import OverconfidentGaussian
-
-    traj = jcalib.sweep(ORCA(n_steps=steps), OverconfidentGaussian(), T, jax.random.key(0), n_seeds=B, threads=1)
+    jcalib, f, nat = setup(steps)
+    traj = jcalib.sweep(f, nat, T, jax.random.key(0), n_seeds=B, threads=1)
     leaves = {"forecast": traj.forecast, "certificate": traj.certificate}
     return {k: [np.asarray(x, np.float64) for x in jax.tree_util.tree_leaves(v)] for k, v in leaves.items()}
 
@@ -207,16 +209,19 @@ def scaling(args, T: int, repeats: int) -> None:
             # start): one program of 64 streams and two of 32 on the same CPU differ by 0.026 in a
             # bin mass after the first round of Adam and by O(1) after a few; so the first rounds
             # and the means over streams and rounds are what compare two devices
-            per_round = {k: np.max([np.abs(a - b).reshape(-1, T, int(np.prod(a.shape[3:], dtype=int))).max(axis=(0, 2))
-                                    for a, b in zip(mine[k], theirs[k])], axis=0) for k in mine}
+            def round_max(a, b):  # leaves have axes (natures, seeds, rounds, ...)
+                d = np.abs(a - b)
+                return d.max(axis=tuple(i for i in range(d.ndim) if i != 2))
+
+            per_round = {k: np.max([round_max(a, b) for a, b in zip(mine[k], theirs[k])], axis=0) for k in mine}
+            means = [(float(a.mean()), float(b.mean())) for a, b in zip(mine["certificate"], theirs["certificate"])]
             results["max_abs_diff_vs_cpu_per_round"] = {k: v.tolist() for k, v in per_round.items()}
-            results["certificate_means"] = {"default": [float(a.mean()) for a in mine["certificate"]],
-                                            "cpu": [float(a.mean()) for a in theirs["certificate"]]}
+            results["certificate_means"] = {"default": [m[0] for m in means], "cpu": [m[1] for m in means]}
             print(f"{FORECAST_STREAMS} streams × {T} rounds, {jax.devices()[0].platform} against the CPU, largest |difference| "
                   "in rounds 1, 2, 3 and the last: "
                   + "; ".join(f"{k} " + ", ".join(f"{v[i]:.1e}" for i in (0, 1, 2, -1)) for k, v in per_round.items()))
             print("certificate (value, pointwise, loss_start) averaged over streams and rounds: "
-                  + ", ".join(f"{a:.4f} against {b:.4f}" for a, b in zip(*results["certificate_means"].values())))
+                  + ", ".join(f"{a:.4f} against {b:.4f}" for a, b in means))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=1)
@@ -305,12 +310,9 @@ def main(argv=None):
     print(f"paper's workload (8 runs × 1000 rounds × {args.steps} steps; 6 h in the paper): "
           f"{est:.0f} s = {est / 60:.1f} min extrapolated from the B = 8 rate; load {os.getloadavg()[0]:.1f} (1 min)")
     if args.paper:
-        import jcalib
-        from jcalib.forecasters import ORCA
-        from jcalib.natures import OverconfidentGaussian
-
+        jcalib, f, nat = setup(args.steps)
         t0 = time.perf_counter()
-        jax.block_until_ready(jcalib.sweep(ORCA(n_steps=args.steps), OverconfidentGaussian(), 1000,
+        jax.block_until_ready(jcalib.sweep(f, nat, 1000,
                                            jax.random.key(0), n_seeds=8).y)
         print(f"measured in full (compile included): {time.perf_counter() - t0:.0f} s")
 

@@ -18,16 +18,11 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 # worker that has compiled some 15 000 programs (tests/stats alone reaches 28 000 mappings) has
 # its next compilation fail to map memory inside LLVM, which ends the process with a segfault.
 # After each test, a worker past a quarter of the cap drops JAX's caches, which frees them.
-def _read_int(path: str, default: int) -> int:
-    """The integer in a /proc file, or ``default`` where there is none (not Linux)."""
-    try:
-        with open(path) as fh:
-            return int(fh.read())
-    except (OSError, ValueError):
-        return default
-
-
-MAPS_CAP = _read_int("/proc/sys/vm/max_map_count", 65530)
+try:
+    with open("/proc/sys/vm/max_map_count") as fh:
+        MAPS_CAP = int(fh.read())
+except (OSError, ValueError):  # not Linux: Linux's default
+    MAPS_CAP = 65530
 
 
 def memory_maps() -> int:
