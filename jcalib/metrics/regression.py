@@ -16,6 +16,7 @@ indicator counts).
 | :func:`pit_uniformity` | Kolmogorov–Smirnov $\sup_u |\hat G(u) - u|$ of the PIT values | yes |
 | :func:`pit_histogram` | bin frequencies of the PIT values | yes (sums to 1) |
 | :func:`central_interval_coverage` | share of $y_t$ inside the central ``level`` interval | yes |
+| :func:`miscalibration_area` | area between the observed and expected proportion curves (Chung et al. 2021) | yes, in $[0, 1/2]$ |
 | :func:`smape` | $\frac1T\sum_t |y_t - \hat y_t| / ((|y_t| + |\hat y_t|)/2)$ (paper 002 §6) | yes, in $[0, 2]$ |
 | :func:`pinball_loss` | mean pinball loss of predicted quantiles | yes |
 | :func:`crps_score` | mean CRPS, closed form by the distribution's own ``crps`` | yes |
@@ -46,6 +47,7 @@ __all__ = [
     "QCE_LEVELS",
     "central_interval_coverage",
     "crps_score",
+    "miscalibration_area",
     "pinball_loss",
     "pit",
     "pit_histogram",
@@ -260,6 +262,88 @@ def central_interval_coverage(
     lo, hi = (1 - level) / 2, (1 + level) / 2
     inside = ((u >= lo) & (u <= hi)).astype(u.dtype)
     return jnp.sum(w * inside) / jnp.sum(w)
+
+
+def miscalibration_area(
+    pit_values: Float[Array, " T"],
+    *,
+    n_levels: int = 100,
+    kind: str = "interval",
+    sample_weight: Float[Array, " T"] | None = None,
+) -> Float[Array, ""]:
+    r"""Miscalibration area: the area between a forecaster's calibration curve and the diagonal
+    (Chung, Char, Guo, Schneider, Neiswanger 2021, *Uncertainty Toolbox*, the
+    ``miscalibration_area`` of its calibration metrics).
+
+    On the grid of expected proportions $\ell_k = k/(K-1)$, $k = 0, \dots, K-1$
+    ($K$ = ``n_levels``; ``np.linspace(0, 1, K)``), the observed proportion is
+    $$o_k = \frac{\sum_t w_t\,1[|2u_t - 1| \le \ell_k]}{\sum_t w_t} \quad (\text{``"interval"``}),
+    \qquad o_k = \frac{\sum_t w_t\,1[u_t \le \ell_k]}{\sum_t w_t} \quad (\text{``"quantile"``}),$$
+    the share of outcomes inside the central interval of level $\ell_k$, or below the forecast's
+    $\ell_k$-quantile (Kuleshov, Fenner, Ermon 2018's calibration curve). The area is the
+    integral of $|d(\ell)|$, $d$ the piecewise-linear interpolation of $d_k = o_k - \ell_k$:
+    on each segment of width $h$, $h\,|d_k + d_{k+1}|/2$ when $d_k, d_{k+1}$ do not change sign,
+    and the two triangles $h\,(d_k^2 + d_{k+1}^2) / (2(|d_k| + |d_{k+1}|))$ when the curve crosses
+    the diagonal (uncertainty-toolbox's ``trapezoid_area`` with crossings). Normalised, in
+    $[0, 1/2]$; 0 for a calibrated curve. As $K \to \infty$ it tends to
+    $\int_0^1 |o(\ell) - \ell|\,d\ell$, the limit of the mean absolute calibration error
+    (:func:`quantile_calibration_error` with ``form="mean_abs"``).
+
+    From uncertainty-toolbox's inputs: a Gaussian forecast with mean $\mu_t$ and standard
+    deviation $\sigma_t$ has PIT value $u_t = \Phi((y_t - \mu_t)/\sigma_t)$ (:func:`pit` of a
+    ``jcalib.distributions.Gaussian``), and its central interval of level $\ell$,
+    $\mu_t \pm \sigma_t\,\Phi^{-1}(\tfrac12 + \tfrac\ell2)$, contains $y_t$ iff
+    $|2u_t - 1| \le \ell$ — so both kinds give uncertainty-toolbox's area; any other forecast
+    distribution enters through its PIT values. (uncertainty-toolbox's ``"quantile"``
+    proportions count $(\mu_t - y_t)/\sigma_t \le \Phi^{-1}(\ell)$, i.e. $u_t \ge 1 - \ell$, the
+    mirror image of $o_k$ above; on the symmetric grid the two curves enclose the same area.)
+
+    Args:
+        pit_values: $u_t = F_t(y_t)$, shape ``(T,)``.
+        n_levels: the number $K \ge 2$ of grid points (uncertainty-toolbox's ``num_bins``,
+            default 100; static).
+        kind: ``"interval"`` (central intervals, uncertainty-toolbox's default) or
+            ``"quantile"``.
+        sample_weight: optional non-negative weights, shape ``(T,)``.
+
+    Returns:
+        Scalar in $[0, 1/2]$.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> u = jnp.full(4, 0.5)   # every outcome at the median: intervals far too wide
+        >>> round(float(miscalibration_area(u, n_levels=3)), 6)
+        0.5
+
+    References:
+        Y. Chung, I. Char, H. Guo, J. Schneider, W. Neiswanger (2021), *Uncertainty Toolbox: an
+        open-source library for assessing, visualizing, and improving uncertainty
+        quantification* (the average calibration curve and the miscalibration area);
+        V. Kuleshov, N. Fenner, S. Ermon (2018), *Accurate uncertainties for deep learning
+        using calibrated regression* (the calibration curve of a regressor).
+    """
+    n_levels = check_positive_int(n_levels, "n_levels")
+    if n_levels < 2:
+        raise ValueError(f"n_levels must be at least 2 (a grid from 0 to 1), got {n_levels}")
+    if kind not in ("interval", "quantile"):
+        raise ValueError(f"kind must be 'interval' or 'quantile', got {kind!r}")
+    u, w = _pit_inputs(pit_values, sample_weight)
+    return _miscalibration_area(u, w, n_levels, kind)
+
+
+@jax.jit(static_argnames=("n_levels", "kind"))
+def _miscalibration_area(u, w, n_levels, kind):
+    grid = jnp.asarray(np.linspace(0.0, 1.0, n_levels), u.dtype)
+    stat = jnp.abs(2 * u - 1) if kind == "interval" else u
+    hit = (stat[None, :] <= grid[:, None]).astype(u.dtype)
+    d = hit @ w / jnp.sum(w) - grid
+    h = jnp.diff(grid)
+    dl, dr = d[:-1], d[1:]
+    same = dl * dr >= 0
+    spread = jnp.abs(dl) + jnp.abs(dr)
+    # where the curve crosses the diagonal, spread > 0; elsewhere the divisor is a dummy 1
+    crossing = h * (dl**2 + dr**2) / (2 * jnp.where(same, 1, spread))
+    return jnp.sum(jnp.where(same, h * jnp.abs(dl + dr) / 2, crossing))
 
 
 def _real_pair(y, pred, name_pred):

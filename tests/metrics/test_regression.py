@@ -8,6 +8,7 @@ import pytest
 import scipy.stats
 
 from jcalib.metrics import regression as R
+from reference import miscalibration_area as ref_area
 from reference import regression as ref
 
 
@@ -183,3 +184,116 @@ def test_crps_score_refuses_empty_outcomes_and_zero_weights():
     dist = PiecewiseConstant(jnp.full((2, 4), 0.25), edges)
     with pytest.raises(ValueError, match="sums to zero"):
         R.crps_score(dist, jnp.array([0.2, 0.7]), jnp.zeros(2))
+
+
+# --- miscalibration area (Chung et al. 2021) ------------------------------------------------
+
+
+def _gaussian_forecasts(seed):
+    """Gaussian means, standard deviations and outcomes, mis-scaled and shifted per seed."""
+    rng = np.random.default_rng(seed)
+    n = (5, 60, 300)[seed % 3]  # three shapes: few compilations
+    mu, sd = rng.normal(size=n), rng.uniform(0.3, 2.0, n)
+    y = rng.normal(size=n) * rng.uniform(0.3, 3.0) + rng.uniform(-1.0, 1.0)
+    return mu, sd, y
+
+
+@pytest.mark.parametrize("kind", ["interval", "quantile"])
+def test_miscalibration_area_matches_uncertainty_toolbox(x64, kind):
+    """Same Gaussian forecasts: jcalib from the PIT values Φ((y - μ)/σ), uncertainty-toolbox from
+    (μ, σ, y) with its loop and its vectorised proportions. (Importing and running
+    uncertainty_toolbox.metrics_calibration raises no warning here, so nothing is filtered.)"""
+    mc = pytest.importorskip("uncertainty_toolbox.metrics_calibration")  # test extra
+    from jcalib.distributions import Gaussian
+
+    worst = 0.0
+    for seed in range(6):
+        mu, sd, y = _gaussian_forecasts(seed)
+        u = R.pit(Gaussian(jnp.asarray(mu), jnp.asarray(sd)), jnp.asarray(y))
+        for n_levels in (2, 7, 100):
+            got = float(R.miscalibration_area(u, n_levels=n_levels, kind=kind))
+            for vectorized in (False, True):
+                want = mc.miscalibration_area(mu, sd, y, num_bins=n_levels, prop_type=kind, vectorized=vectorized)
+                worst = max(worst, abs(got - want))
+    # float rounding only: the same 0/1 proportions, a sum of at most 99 segment areas computed in
+    # a different order (uncertainty-toolbox splits crossings at a line intersection)
+    assert worst <= 1e-15, worst
+
+
+def test_miscalibration_area_matches_reference_with_weights(x64):
+    u = _pits(4, n=150)
+    w = np.random.default_rng(4).uniform(0.0, 2.0, size=u.shape[0])
+    for kind in ("interval", "quantile"):
+        for n_levels in (2, 11, 100):
+            want = ref_area.miscalibration_area(u, n_levels, kind, w)
+            got = float(R.miscalibration_area(u, n_levels=n_levels, kind=kind, sample_weight=w))
+            assert got == pytest.approx(want, rel=1e-12, abs=1e-15)
+    # integer weights are repetitions
+    k = np.random.default_rng(5).integers(0, 4, size=u.shape[0])
+    got = R.miscalibration_area(u, kind="quantile", sample_weight=k.astype(float))
+    assert float(got) == pytest.approx(float(R.miscalibration_area(np.repeat(u, k), kind="quantile")), rel=1e-12)
+
+
+def test_miscalibration_area_tends_to_the_integral_of_the_curve_gap(x64):
+    """Chung et al.: as the grid refines, the area tends to ∫|o(ℓ) - ℓ| dℓ, the limit of the mean
+    absolute calibration error; the trapezoids miss at most the jumps of o, O(1/K) in all."""
+    u = _pits(6, n=60)
+    exact = ref_area.exact_quantile_area(u)
+    for n_levels in (101, 1001, 10001):
+        err = abs(float(R.miscalibration_area(u, n_levels=n_levels, kind="quantile")) - exact)
+        assert err <= 2.0 / (n_levels - 1), (n_levels, err)  # each of the 60 jumps of 1/60 costs < h/2
+    mace = float(R.quantile_calibration_error(u, jnp.asarray(np.arange(1, 10000) / 10000), form="mean_abs"))
+    assert mace == pytest.approx(exact, abs=2e-4)
+    # a calibrated sample scores about 0; every outcome at the median scores the maximum 1/2
+    assert float(R.miscalibration_area((np.arange(1000) + 0.5) / 1000, kind="quantile")) < 1e-3
+    assert float(R.miscalibration_area(np.full(9, 0.5))) == pytest.approx(0.5)
+
+
+def test_miscalibration_area_jit_vmap_no_retrace_and_permutation(x64):
+    import chex
+
+    u = jnp.asarray(np.stack([_pits(s) for s in range(4)]))
+    w = jnp.asarray(np.random.default_rng(0).integers(0, 3, size=u.shape).astype(float))
+    chex.clear_trace_counter()
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def batched(u, w):
+        return jax.vmap(lambda a, b: R.miscalibration_area(a, n_levels=50, sample_weight=b))(u, w)
+
+    out = batched(u, w)
+    batched(u * 1.0, w + 0.0)  # new values, same shapes: no retrace
+    for i in range(4):
+        want = ref_area.miscalibration_area(np.asarray(u[i]), 50, "interval", np.asarray(w[i]))
+        assert float(out[i]) == pytest.approx(want, rel=1e-12)
+    perm = np.random.default_rng(1).permutation(u.shape[1])
+    for kind in ("interval", "quantile"):  # _pits has exact ties with grid points
+        a = R.miscalibration_area(u[0], kind=kind, sample_weight=w[0])
+        b = R.miscalibration_area(u[0][perm], kind=kind, sample_weight=w[0][perm])
+        assert float(a) == pytest.approx(float(b), rel=1e-13)
+    assert R.miscalibration_area(jnp.asarray(u[0], jnp.float32)).dtype == jnp.float32
+
+
+def test_miscalibration_area_bad_inputs():
+    u = np.array([0.2, 0.6])
+    with pytest.raises(ValueError, match="n_levels"):
+        R.miscalibration_area(u, n_levels=1)
+    with pytest.raises(ValueError, match="n_levels"):
+        R.miscalibration_area(u, n_levels=2.5)
+    with pytest.raises(ValueError, match="kind"):
+        R.miscalibration_area(u, kind="central")
+    with pytest.raises(ValueError, match="pit_values"):
+        R.miscalibration_area(np.array([0.2, 1.2]))
+    with pytest.raises(ValueError, match="NaN"):
+        R.miscalibration_area(np.array([0.2, np.nan]))
+    with pytest.raises(ValueError, match="sample_weight"):
+        R.miscalibration_area(u, sample_weight=np.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match="sample_weight"):
+        R.miscalibration_area(u, sample_weight=np.zeros(2))
+
+
+def test_docstring_examples():
+    import doctest
+
+    with jax.numpy_dtype_promotion("standard"):  # as a user runs them (not the suite's strict promotion)
+        assert doctest.testmod(R, raise_on_error=True).attempted > 0
