@@ -2,7 +2,10 @@
 pure-Python PAV and scikit-learn's IsotonicRegression (ties, weights), held-out parity with
 CalibratedClassifierCV(method="isotonic"), binary and multi-class; the isotonic fit's
 properties (monotone, in-sample calibrated, least squares); conformance (jit, vmap over
-bootstrap refits, no retrace); wrapper and bad input."""
+bootstrap refits, no retrace); wrapper and bad input. Near-tied scores are pooled by
+scikit-learn's rule (within the input dtype's resolution of a group's first score), tested
+against a restatement of that rule and against scikit-learn in float32 and float64, on a toy
+example and on Gaussian naive Bayes's digits scores (which pile up within 1e-15 of 0)."""
 
 import doctest
 
@@ -13,6 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import classifier_recalibration as ref
+from reference import isotonic_ties
+from reference.nb_digits import nb_digits, sklearn_isotonic
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.frozen import FrozenEstimator
 from sklearn.isotonic import IsotonicRegression
@@ -59,6 +64,62 @@ def test_matches_sklearn_isotonic_regression_with_ties_and_weights(x64, seed):
     np.testing.assert_allclose(got, ir.predict(t), rtol=1e-12, atol=1e-14)
     ref_model = ref.isotonic_fit(s, y, w)
     np.testing.assert_allclose(got, ref.isotonic_predict(ref_model, t), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_near_ties_pooled_as_scikit_learn(dtype):
+    """Scores less than the dtype's resolution apart are one point: scikit-learn gives
+    (1/3, 1/3, 1/3, 1, 1) here; pooling exact ties only gave (0, 1/2, 1/2, 1, 1)."""
+    x = np.array([0.0, 1e-17, 2e-17, 0.5, 0.9], dtype)
+    y = np.array([0, 1, 0, 1, 1])
+    want = IsotonicRegression(out_of_bounds="clip").fit(x, y.astype(dtype)).predict(x)
+    with jax.enable_x64(dtype == np.float64):
+        got = np.asarray(isotonic_calibration_apply(isotonic_calibration_fit(KEY, _binary(x).astype(dtype), y), _binary(x).astype(dtype)))
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got[:, 1], [1 / 3, 1 / 3, 1 / 3, 1, 1], rtol=1e-6)
+    np.testing.assert_allclose(got[:, 1], want, rtol=1e-6)  # 1e-6: float32's resolution
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("seed", range(3))
+def test_tie_rule_matches_reference_and_sklearn(dtype, seed):
+    """Chains of near-ties (steps below, at and above the resolution; the group is cut where a
+    score is a resolution above the group's *first* score), weight-0 points that must not start
+    a group, in both precisions: against the plain-Python rule and IsotonicRegression."""
+    rng = np.random.default_rng(seed)
+    res = np.finfo(dtype).resolution
+    n = 300
+    base = rng.choice(np.linspace(0.05, 0.95, 12), n)
+    s = (base + rng.choice([0.0, 0.3, 0.7, 1.0, 1.5], n) * res * rng.integers(0, 4, n)).astype(dtype)
+    s[:5] = np.array([0.0, 1e-17, 0.4 * res, 0.8 * res, 1.2 * res], dtype)  # a chain at 0
+    y = (rng.random(n) < base).astype(int)
+    w = rng.integers(0, 3, n).astype(dtype)
+    w[0] = 0  # the smallest score has no weight: the group starts at the next one
+    ir = IsotonicRegression(out_of_bounds="clip").fit(s, y.astype(dtype), sample_weight=w)
+    t = np.concatenate([s, rng.random(200).astype(dtype)])
+    with jax.enable_x64(dtype == np.float64):
+        got = np.asarray(isotonic_calibration_apply(isotonic_calibration_fit(KEY, _binary(s).astype(dtype), y, sample_weight=w), _binary(t).astype(dtype)))[:, 1]
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)  # float32: round-off of interp
+    np.testing.assert_allclose(got, ir.predict(t), **tol)
+    np.testing.assert_allclose(got, isotonic_ties.isotonic_predict(isotonic_ties.isotonic_fit(s, y, w), t), **tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_naive_bayes_digits_parity_with_calibrated_classifier_cv(dtype):
+    """Gaussian naive Bayes on digits: 80 % of its scores lie below 1e-15, so the tie rule
+    decides the fit. jcalib and CalibratedClassifierCV(method="isotonic"), both given the
+    scores in ``dtype``, agree on every held-out probability and on the NLL, and no test point
+    gets probability 0 on its true class (exact-tie pooling left six there in float64)."""
+    pc, yc, pt, yt = nb_digits(0)
+    pc, pt = pc.astype(dtype), pt.astype(dtype)
+    want = sklearn_isotonic(pc, yc, pt)
+    with jax.enable_x64(dtype == np.float64):
+        got = np.asarray(isotonic_calibration_apply(isotonic_calibration_fit(KEY, pc, yc), pt))
+    # float32: jcalib renormalises the rows in float32, scikit-learn in float64
+    np.testing.assert_allclose(got, want, atol=1e-6 if dtype == np.float32 else 1e-12)
+    p_true = got[np.arange(len(yt)), yt].astype(np.float64)
+    assert p_true.min() > 1e-3
+    np.testing.assert_allclose(-np.mean(np.log(p_true)), ref.nll(want, yt), rtol=1e-5 if dtype == np.float32 else 1e-12)
 
 
 @pytest.mark.parametrize("kind", ["binary", "multiclass"])
