@@ -1,8 +1,9 @@
 r"""The arrays a reliability diagram draws, for users who draw their own.
 
-* :func:`calibration_curve`: per uniform bin, the mean forecast, the observed frequency, the
-  bin's weight and a Wilson or Clopper–Pearson interval for the frequency (bins from the
-  library's one bin rule, the one :func:`jcalib.metrics.binned_ece` uses).
+* :func:`calibration_curve`: per bin, the mean forecast, the observed frequency, the bin's
+  weight and a Wilson or Clopper–Pearson interval for the frequency; uniform bins from the
+  library's one bin rule (the one :func:`jcalib.metrics.binned_ece` uses), or equal-mass bins
+  exactly as scikit-learn's ``calibration_curve(strategy="quantile")`` draws them.
 * :func:`smooth_calibration_curve`: the kernel regression of the outcomes on the forecasts
   with the reflected Gaussian kernel at smooth ECE's own bandwidth, as ``relplot`` draws it
   (Błasiok, Nakkiran 2023), the forecast density, and a percentile bootstrap band
@@ -21,6 +22,7 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import betainc, ndtri
 from jaxtyping import Array, Float
 
@@ -108,9 +110,35 @@ def _interval(x, n, z, alpha, kind):
     return low, high
 
 
+def _equal_mass_index(p, w, n_bins):
+    r"""scikit-learn's equal-mass bins, weights read as counts: edges at the linearly
+    interpolated percentiles ``np.percentile(p, 100 k / K)`` of the sample in which forecast $i$
+    appears $w_i$ times, and forecast $p$ in bin $\#\{k \in 1..K-1 : e_k < p\}$
+    (``np.searchsorted(edges[1:-1], p)``, side "left")."""
+    # numpy's percentile: q = linspace(0, 1, K + 1) * 100 / 100, virtual index h = (n - 1) q,
+    # edge = lerp(x[floor h], x[floor h + 1], h - floor h) with numpy's two-sided lerp
+    q = jnp.asarray(np.linspace(0.0, 1.0, n_bins + 1)[1:-1] * 100 / 100, p.dtype)
+    # sorted by value, ties by weight: the cumulative weights do not depend on the row order
+    ps, ws = jax.lax.sort((p, w), num_keys=2)
+    cum = jnp.cumsum(ws)
+    top = jnp.maximum(cum[-1] - 1, 0)  # the last index of the repeated sample, W - 1
+    h = top * q
+    lo = jnp.floor(h)
+    gamma = h - lo
+
+    def value_at(x):  # the repeated sample's sorted entry at index x: first i with cum_i > x
+        i = jnp.searchsorted(cum, jnp.minimum(x, top), side="right")
+        return ps[jnp.minimum(i, ps.shape[0] - 1)]
+
+    a, b = value_at(lo), value_at(lo + 1)
+    diff = b - a
+    edges = jnp.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
+    return jnp.sum(edges[None, :] < p[:, None], axis=1).astype(jnp.int32)
+
+
 @eqx.filter_jit
-def _binned(p, y, w, level, n_bins, interval):
-    idx = bin_index(p, n_bins)
+def _binned(p, y, w, level, n_bins, interval, strategy):
+    idx = bin_index(p, n_bins) if strategy == "uniform" else _equal_mass_index(p, w, n_bins)
     wb = jax.ops.segment_sum(w, idx, num_segments=n_bins)
     fb = jax.ops.segment_sum(w * p, idx, num_segments=n_bins)
     yb = jax.ops.segment_sum(w * y, idx, num_segments=n_bins)
@@ -134,11 +162,33 @@ def calibration_curve(
     sample_weight: Float[Array, " n"] | None = None,
     interval: str = "wilson",
     level: float = 0.95,
+    strategy: str = "uniform",
 ) -> CalibrationCurve:
     r"""Binned reliability curve with per-bin intervals for the observed frequency.
 
-    Bins $[0, 1/K), \dots, [(K-1)/K, 1]$. In bin $b$ with weight $n_b$ and $x_b$ weighted
-    ones, the frequency $\hat\theta_b = x_b / n_b$ gets (weights read as counts)
+    Bins (``strategy``):
+
+    * ``"uniform"``: $[0, 1/K), \dots, [(K-1)/K, 1]$, the library's bin rule
+      (:func:`jcalib.metrics.bin_index`). scikit-learn's uniform bins are closed on the right
+      instead, so a forecast exactly on an inner edge $k/K$ lands one bin lower there.
+    * ``"quantile"``: equal-mass bins as scikit-learn's
+      ``calibration_curve(strategy="quantile")`` makes them (Niculescu-Mizil, Caruana 2005):
+      edges $e_k$ at the $k/K$ quantiles of the forecasts by linear interpolation
+      (``np.percentile``'s default, Hyndman–Fan type 7: $e_k = x_{(\lfloor h\rfloor)} +
+      (h - \lfloor h\rfloor)(x_{(\lfloor h\rfloor + 1)} - x_{(\lfloor h\rfloor)})$,
+      $h = (n - 1)k/K$, $x_{(0)} \le \dots \le x_{(n-1)}$ the sorted forecasts), and the
+      forecast $p$ in bin $\#\{k = 1, \dots, K-1 : e_k < p\}$ (``np.searchsorted`` on the
+      inner edges): $[e_0, e_1], (e_1, e_2], \dots$. Edges are not deduplicated: tied
+      forecasts share a bin and a heavy tie leaves bins empty. Weights are read as counts —
+      forecast $i$ repeated $w_i$ times, $n$ replaced by the total weight — so integer weights
+      give scikit-learn's curve of the repeated sample (non-integer weights interpolate the same
+      rule). This is not :func:`jcalib.metrics.quantile_bin_index` (the ``"quantile"`` bins of
+      the binned metrics, $\lfloor K\,W(<p)/W\rfloor$): the two agree on many samples but not
+      all — of 5 distinct forecasts in 3 bins, scikit-learn's rule puts the third in the
+      middle bin and the fourth in the last, the weighted-rank rule both in the middle.
+
+    In bin $b$ with weight $n_b$ and $x_b$ weighted ones, the frequency
+    $\hat\theta_b = x_b / n_b$ gets (weights read as counts)
 
     * ``"wilson"``: $\frac{\hat\theta + z^2/2n}{1 + z^2/n} \pm \frac{z}{1 + z^2/n}
       \sqrt{\frac{\hat\theta(1-\hat\theta)}{n} + \frac{z^2}{4n^2}}$ (Wilson 1927), good
@@ -149,6 +199,10 @@ def calibration_curve(
     These intervals treat the bin's forecasts as given; they say how well the frequency in
     the bin is known, not whether the bin is calibrated.
 
+    The result keeps all $K$ entries (fixed shapes, so it jits and vmaps); scikit-learn's
+    ``(prob_true, prob_pred)``, which drops empty bins, are the non-empty entries:
+    ``keep = c.weight > 0; c.frequency[keep], c.forecast[keep]``.
+
     Args:
         probs: forecasts ``(n,)`` in $[0, 1]$, or ``(n, C)`` (top-label form).
         labels: outcomes ``(n,)``.
@@ -156,6 +210,7 @@ def calibration_curve(
         sample_weight: optional non-negative weights.
         interval: ``"wilson"`` or ``"clopper-pearson"``.
         level: confidence level.
+        strategy: ``"uniform"`` or ``"quantile"`` (equal-mass bins).
 
     Returns:
         :class:`CalibrationCurve` ``(forecast, frequency, weight, low, high)``.
@@ -165,19 +220,28 @@ def calibration_curve(
         >>> c = calibration_curve(jnp.array([0.1, 0.15, 0.9]), jnp.array([0, 1, 1]), n_bins=2)
         >>> [round(float(v), 3) for v in c.frequency], c.weight.tolist()
         ([0.5, 1.0], [2.0, 1.0])
+        >>> p = jnp.array([0.1, 0.2, 0.3, 0.4, 0.65, 0.7, 0.8, 0.9, 1.0])
+        >>> c = calibration_curve(p, jnp.array([0, 0, 0, 0, 1, 1, 1, 1, 1]), 3, strategy="quantile")
+        >>> c.weight.tolist(), [round(float(v), 3) for v in c.forecast]
+        ([3.0, 3.0, 3.0], [0.2, 0.583, 0.9])
 
     References:
         Wilson (1927), *Probable inference, the law of succession, and statistical
         inference*; Clopper, Pearson (1934), *The use of confidence or fiducial limits
         illustrated in the case of the binomial*; Bröcker, Smith (2007) (intervals on
-        reliability diagrams).
+        reliability diagrams); Niculescu-Mizil, Caruana (2005), *Predicting good probabilities
+        with supervised learning*, §4 (reliability diagrams); scikit-learn's
+        ``sklearn.calibration.calibration_curve``; Hyndman, Fan (1996), *Sample quantiles in
+        statistical packages* (type 7).
     """
     n_bins = check_positive_int(n_bins, "n_bins")
     if interval not in ("wilson", "clopper-pearson"):
         raise ValueError(f"interval must be 'wilson' or 'clopper-pearson', got {interval!r}")
+    if strategy not in ("uniform", "quantile"):
+        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}")
     level = _check_level(level)
     p, y, w = _binary_or_top_label(probs, labels, sample_weight)
-    return _binned(p, y, w, jnp.asarray(level, p.dtype), n_bins, interval)
+    return _binned(p, y, w, jnp.asarray(level, p.dtype), n_bins, interval, strategy)
 
 
 class _SmoothCurve(eqx.Module):

@@ -7,6 +7,7 @@ import doctest
 import jax
 import numpy as np
 import pytest
+from reference import equal_mass_curve as equal_mass
 from reference import stats as ref
 
 from jcalib.stats import calibration_curve, smooth_calibration_curve
@@ -86,10 +87,103 @@ def test_smooth_band_brackets_the_curve():
     assert float(c.bandwidth) == pytest.approx(0.05)
 
 
+def _tied(seed, n):
+    """Forecasts with heavy ties (a few distinct values, the ends included)."""
+    rng = np.random.default_rng(seed)
+    p = rng.choice([0.0, 0.1, 0.25, 0.5, 0.5, 0.9, 1.0], n) if seed % 2 else np.round(rng.random(n), 1)
+    return p, (rng.random(n) < p).astype(np.int32)
+
+
+def _sklearn_parity(p, y, n_bins, c):
+    """Largest difference of the non-empty entries from scikit-learn's (prob_true, prob_pred)."""
+    from sklearn.calibration import calibration_curve as sk_curve
+
+    prob_true, prob_pred = sk_curve(y, p, n_bins=n_bins, strategy="quantile")
+    keep = np.asarray(c.weight) > 0
+    assert keep.sum() == prob_true.shape[0]  # the same bins are empty
+    return max(np.max(np.abs(np.asarray(c.frequency)[keep] - prob_true)), np.max(np.abs(np.asarray(c.forecast)[keep] - prob_pred)))
+
+
+def test_quantile_strategy_matches_sklearn(x64):
+    """scikit-learn's equal-mass curve, on continuous forecasts, heavy ties and small samples
+    (n = 1, 2, 3), with n not a multiple of K: the same bins, the same frequencies and means."""
+    worst = 0.0
+    # few distinct shapes (each compiles once)
+    cases = [(_data(s, n), k) for s, (n, k) in enumerate([(301, 7), (5, 3)])]
+    cases += [(_tied(s, n), k) for s, (n, k) in enumerate([(400, 10), (401, 10), (9, 4)])]
+    cases += [((np.array([0.3]), np.array([1])), 3), ((np.array([0.3, 0.9, 0.3]), np.array([0, 1, 1])), 5),
+              ((np.array([0.0, 0.0, 0.0, 1.0]), np.array([0, 0, 1, 1])), 2)]
+    for (p, y), k in cases:
+        worst = max(worst, _sklearn_parity(p, y, k, calibration_curve(p, y, k, strategy="quantile")))
+    # the same bins, so the same sums; only the order of the additions may differ
+    assert worst <= 1e-15, worst
+
+
+def test_quantile_strategy_weights_are_counts(x64):
+    """Integer weights: scikit-learn's curve of the sample with each forecast repeated w times;
+    real weights: the NumPy loop of the same rule."""
+    p, y = _tied(3, 120)
+    k = np.random.default_rng(0).integers(0, 4, size=p.shape[0])
+    c = calibration_curve(p, y, 6, sample_weight=k.astype(float), strategy="quantile")
+    assert _sklearn_parity(np.repeat(p, k), np.repeat(y, k), 6, c) <= 1e-15  # float rounding of the sums
+    for p, y in (_data(4, 90), _tied(5, 90)):
+        w = np.random.default_rng(1).uniform(0.0, 3.0, size=p.shape[0])
+        c = calibration_curve(p, y, 7, sample_weight=w, strategy="quantile")
+        fc, fr, wb = equal_mass.curve(p, y, 7, w)
+        np.testing.assert_allclose(np.asarray(c.weight), wb, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(c.forecast), fc, rtol=1e-12)  # NaN where both are empty
+        np.testing.assert_allclose(np.asarray(c.frequency), fr, rtol=1e-12)
+
+
+def test_quantile_bins_are_not_the_metrics_weighted_ranks():
+    """The documented difference from jcalib.metrics.quantile_bin_index (the binned metrics'
+    equal-mass rule): 5 distinct forecasts in 3 bins."""
+    from jcalib.metrics import quantile_bin_index
+
+    p = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
+    c = calibration_curve(p, np.zeros(5, np.int32), 3, strategy="quantile")
+    assert np.asarray(c.weight).tolist() == [2, 1, 2]  # scikit-learn: bins 0 0 1 2 2
+    assert np.asarray(quantile_bin_index(p, np.ones(5), 3)).tolist() == [0, 0, 1, 1, 2]
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_curve_jit_vmap_no_retrace_and_permutation(strategy):
+    import chex
+
+    p, y = _tied(7, 64)
+    P = np.stack([p, _data(8, 64)[0], np.roll(p, 5)]).astype(np.float32)
+    Y = np.stack([y, _data(8, 64)[1], np.roll(y, 5)])
+    W = np.random.default_rng(2).integers(0, 3, size=P.shape).astype(np.float32)
+    chex.clear_trace_counter()
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def curves(P, Y, W):
+        return jax.vmap(lambda a, b, c: calibration_curve(a, b, 5, sample_weight=c, strategy=strategy))(P, Y, W)
+
+    out = curves(P, Y, W)
+    curves(P * 1.0, Y, W + 0.0)  # new values, same shapes: no retrace
+    for i in range(3):
+        one = calibration_curve(P[i], Y[i], 5, sample_weight=W[i], strategy=strategy)
+        np.testing.assert_array_equal(np.asarray(out.weight[i]), np.asarray(one.weight))
+        # 1e-6: float32 sums, batched against one alone (reductions may reorder)
+        np.testing.assert_allclose(np.asarray(out.frequency[i]), np.asarray(one.frequency), rtol=1e-6)
+    # rows permuted (ties with unequal weights included): the same bins, the same curve
+    perm = np.random.default_rng(3).permutation(64)
+    a = calibration_curve(P[0], Y[0], 5, sample_weight=W[0], strategy=strategy)
+    b = calibration_curve(P[0][perm], Y[0][perm], 5, sample_weight=W[0][perm], strategy=strategy)
+    np.testing.assert_array_equal(np.asarray(a.weight), np.asarray(b.weight))
+    np.testing.assert_allclose(np.asarray(a.forecast), np.asarray(b.forecast), rtol=1e-6)  # float32 sums reordered
+
+
 def test_bad_inputs():
     p, y = _data(0, 10)
     with pytest.raises(ValueError, match="interval"):
         calibration_curve(p, y, interval="agresti")
+    with pytest.raises(ValueError, match="strategy"):
+        calibration_curve(p, y, strategy="equal")
+    with pytest.raises(ValueError, match="sample_weight"):
+        calibration_curve(p, y, sample_weight=-np.ones(10), strategy="quantile")
     with pytest.raises(ValueError, match="n_bins"):
         calibration_curve(p, y, 0)
     with pytest.raises(ValueError, match="bandwidth"):
