@@ -208,7 +208,35 @@ DISTRIBUTION = {
     "probs": Role(lambda: _D4, (("nan", lambda: _swap(_D4, 0, np.nan)), ("negative", lambda: _swap(_D4, 0, -0.1)), ("not summing to 1", lambda: _D4 * 2))),
     "edges": Role(lambda: _E4, (("decreasing", lambda: (0.0, 0.5, 0.25, 0.75, 1.0)), ("nan", lambda: (0.0, float("nan"), 0.5, 0.75, 1.0)), ("one edge", lambda: (0.0,)))),
 }
-PROFILES = {"binary": BINARY, "multiclass": MULTICLASS, "counts": COUNTS, "regression": REGRESSION, "distribution": DISTRIBUTION, "hyper": HYPER}
+_ENS = _YR[:, None] + np.array([-0.5, 0.0, 0.3, 1.0])
+_LOK, _UPK = _YR[:, None] - np.array([1.0, 0.5]), _YR[:, None] + np.array([1.0, 0.5])
+# the scoring rules of real outcomes (ensembles, intervals, parametric CRPS): parameters first
+SCORES = {
+    "ensemble": Role(lambda: _ENS, (("nan", lambda: _swap(_ENS, 1, np.nan)), ("inf", lambda: _swap(_ENS, 1, np.inf)), ("no members", lambda: _ENS[:, :0]))),
+    "member_weights": Role(lambda: np.ones_like(_ENS), (("negative", lambda: _swap(np.ones_like(_ENS), 1, -1.0)), ("nan", lambda: _swap(np.ones_like(_ENS), 1, np.nan)), ("all zero", lambda: np.zeros_like(_ENS)))),
+    "y": Role(lambda: _YR, _REAL_BAD),
+    "lower": Role(lambda: _YR - 1, (("nan", lambda: _swap(_YR - 1, 0, np.nan)), ("above upper", lambda: _YR + 2))),
+    "upper": Role(lambda: _YR + 1, (("nan", lambda: _swap(_YR + 1, 0, np.nan)), ("below lower", lambda: _YR - 2))),
+    "alpha": _unit_float(0.2),
+    "a": _pos_float(2.0),
+    "b": _pos_float(3.0),
+    "shape": _pos_float(2.0),
+    "rate": _pos_float(1.5),
+    "mean": _pos_float(3.0),
+    "df": _pos_float(4.0)._replace(bad=(("df = 1", lambda: 1.0),) + _pos_float(4.0).bad),
+    "loc": Role(lambda: 0.5, (("nan", lambda: float("nan")), ("inf", lambda: float("inf")), ("string", lambda: "a")), lambda: np.float64(0.5)),
+    "scale": _pos_float(1.2),
+}
+WIS = {
+    "median": Role(lambda: _YR, _REAL_BAD[:2]),
+    "lower": Role(lambda: _LOK, (("nan", lambda: _swap(_LOK, 0, np.nan)), ("above upper", lambda: _LOK + 3), ("wrong K", lambda: _LOK[:, :1]))),
+    "upper": Role(lambda: _UPK, (("nan", lambda: _swap(_UPK, 0, np.nan)), ("below lower", lambda: _UPK - 3), ("wrong K", lambda: _UPK[:, :1]))),
+    "y": Role(lambda: _YR, _REAL_BAD),
+    "alphas": Role(lambda: np.array([0.2, 0.5]), (("nan", lambda: np.array([0.2, np.nan])), ("above 1", lambda: np.array([0.2, 1.5])), ("zero", lambda: np.array([0.0, 0.5])), ("wrong K", lambda: np.array([0.2, 0.5, 0.8])))),
+}
+PROFILES = {"binary": BINARY, "multiclass": MULTICLASS, "counts": COUNTS, "regression": REGRESSION, "distribution": DISTRIBUTION, "hyper": HYPER,
+            "scores": SCORES, "wis": WIS}
+OPT_IN = ("scores", "wis")  # profiles tried only for the callables PROFILE_OF sends there
 KEY = Role(_key, _KEY_BAD)
 
 
@@ -260,7 +288,7 @@ def _optional(obj) -> list[str]:
         return []
 
 
-OPTIONAL = ("sample_weight", "m")  # optional parameters fuzzed when the profile has them
+OPTIONAL = ("sample_weight", "m", "member_weights")  # optional parameters fuzzed when the profile has them
 
 
 def _roles(obj, profile, optional: bool) -> dict[str, Role] | None:
@@ -285,12 +313,14 @@ def _run(obj, kwargs):
 
 
 # callables whose parameter names mean something else than in the first profile that fits
-PROFILE_OF = {"check_outcomes": "regression", "crps_score": "distribution", "pit": "distribution", "crps": "distribution"}
+PROFILE_OF = {"check_outcomes": "regression", "crps_score": "distribution", "pit": "distribution", "crps": "distribution",
+              "rps": "multiclass", "weighted_interval_score": "wis",
+              **{f: "scores" for f in ("crps_ensemble", "twcrps_ensemble", "interval_score", "crps_beta", "crps_gamma", "crps_t", "crps_poisson")}}
 
 
 def base_call(obj):
     """``(profile name, roles)`` of the first profile whose valid inputs ``obj`` accepts, or None."""
-    order = [PROFILE_OF[obj.__name__]] if getattr(obj, "__name__", None) in PROFILE_OF else list(PROFILES)
+    order = [PROFILE_OF[obj.__name__]] if getattr(obj, "__name__", None) in PROFILE_OF else [p for p in PROFILES if p not in OPT_IN]
     for pname in order:
         for optional in (True, False):
             roles = _roles(obj, PROFILES[pname], optional)

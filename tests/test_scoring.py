@@ -494,3 +494,9 @@ BAD = [
 def test_new_scores_refuse_bad_inputs(fn, args, kw, match):
     with pytest.raises(ValueError, match=match):
         fn(*args, **kw)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    assert doctest.testmod(scoring, raise_on_error=True).attempted >= 12
