@@ -6,13 +6,18 @@ $$q(s) = \sigma\big(a \log s - b \log(1 - s) + c\big), \qquad a, b \ge 0,$$
 (Kull et al. 2017, Eq. 5 with $c = b\log(1-m) - a\log m$), the posterior of class-conditional
 beta densities; it contains the identity ($a = b = 1, c = 0$), Platt scaling on the logit
 ($a = b$) and maps that are not sigmoids of the logit (inverse-S shapes, which a Naive Bayes or
-an AdaBoost needs). Three forms, as in the authors' ``betacal`` package:
+an AdaBoost needs). Four forms, as in the authors' ``betacal`` package:
 
 | ``parameters`` | free | map | betacal |
 | --- | --- | --- | --- |
 | ``"abm"`` (default) | $a, b, c$ | the full map, with $a, b \ge 0$ | ``BetaCalibration("abm")`` |
 | ``"am"`` | $a = b$, $c$ | $\sigma(a\,\mathrm{logit}(s) + c)$: Platt on the logit | ``"am"`` |
 | ``"ab"`` | $a, b$; $m = 1/2$ | $\sigma(a \log 2s - b \log 2(1 - s))$ | ``"ab"`` |
+| ``"a"`` | $a = b$; $m = 1/2$ | $\sigma(a\,\mathrm{logit}(s))$: no intercept | ``"a"`` |
+
+``"a"`` is betacal's one-parameter form (``_BetaACal``: a logistic regression on
+$\mathrm{logit}(s)$ without intercept): $q(1 - s) = 1 - q(s)$, so $s = 1/2$ stays fixed, and
+it is binary temperature scaling of the score's logit with temperature $1/a$.
 
 Fitting minimises the weighted mean cross-entropy (maximum likelihood) by L-BFGS in a
 fixed-length ``lax.scan``. The constraint $a, b \ge 0$ of ``"abm"`` is handled as betacal
@@ -48,7 +53,7 @@ from .base import Recalibrator
 
 __all__ = ["BetaParams", "beta_calibration_fit", "beta_calibration_apply", "BetaCalibration"]
 
-_FORMS = ("abm", "am", "ab")
+_FORMS = ("abm", "am", "ab", "a")
 _LOG2 = math.log(2.0)
 
 
@@ -67,6 +72,7 @@ _COEFFICIENTS = {
     "abm": lambda t: (t[:2], t[2]),
     "am": lambda t: (jnp.stack([t[0], t[0]]), t[2]),
     "ab": lambda t: (t[:2], (t[0] - t[1]) * _LOG2),  # a log 2s - b log 2(1-s)
+    "a": lambda t: (jnp.stack([t[0], t[0]]), jnp.zeros_like(t[0])),  # a logit(s): a = b, m = 1/2, c = 0
     "a0": lambda t: (jnp.stack([jnp.zeros_like(t[1]), t[1]]), t[2]),  # betacal's refit with a = 0
     "b0": lambda t: (jnp.stack([t[0], jnp.zeros_like(t[0])]), t[2]),  # ... and with b = 0
 }
@@ -116,8 +122,8 @@ def beta_calibration_fit(
         key: unused (deterministic fit); the common recalibrator signature.
         probs: held-out probabilities ``(n, C)``, rows on the simplex.
         labels: integer labels in ``[0, C)``, shape ``(n,)``.
-        parameters: ``"abm"`` (three parameters, $a, b \ge 0$), ``"am"`` ($a = b$) or
-            ``"ab"`` ($m = 1/2$).
+        parameters: ``"abm"`` (three parameters, $a, b \ge 0$), ``"am"`` ($a = b$),
+            ``"ab"`` ($m = 1/2$) or ``"a"`` ($a = b$ and $m = 1/2$: $\sigma(a\,\mathrm{logit}(s))$).
         n_steps: L-BFGS iterations per fit (fixed scan length; idle after convergence).
         sample_weight: optional non-negative weights ``(n,)``; may be traced (vmap over
             bootstrap weights).
