@@ -5,8 +5,10 @@ r"""Statistical inference for calibration: bootstrap intervals and calibration t
   resamples); the paired form gives the interval of a difference between two forecasters.
 * Tests, each a :class:`CalibrationTestResult` ``(statistic, p_value)`` whose null is
   "the forecasts are calibrated": :func:`consistency_test` (any metric),
-  :func:`spiegelhalter_test`, :func:`skce_test`, :func:`ks_test`, :func:`kuiper_test`,
-  :func:`pit_uniformity_test`.
+  :func:`spiegelhalter_test`, :func:`skce_test`, :func:`cme_test` (the calibration mean
+  embedding at test locations, with :func:`ucme` its estimate), :func:`ks_test`,
+  :func:`kuiper_test`, :func:`pit_uniformity_test`; :func:`skce_interval`, a normal confidence
+  interval of the SKCE.
 * :func:`calibration_curve` and :func:`smooth_calibration_curve`: the arrays a reliability
   diagram draws (binned frequencies with Wilson or Clopper–Pearson intervals; the kernel
   regression at smooth ECE's bandwidth with a bootstrap band).
@@ -17,16 +19,18 @@ from .resampling import BootstrapResult, bootstrap, paired_bootstrap
 from .consistency import consistency_test
 from .curve import CalibrationCurve, SmoothCalibrationCurve, calibration_curve, smooth_calibration_curve
 from .cumulative import ks_calibration_error, ks_test, kuiper_calibration_error, kuiper_test, pit_uniformity_test
-from .kernel import skce, skce_test
+from .kernel import SKCEInterval, cme_test, skce, skce_interval, skce_test, ucme
 from .spiegelhalter import spiegelhalter_test
 
 __all__ = [
     "BootstrapResult",
     "CalibrationCurve",
     "CalibrationTestResult",
+    "SKCEInterval",
     "SmoothCalibrationCurve",
     "bootstrap",
     "calibration_curve",
+    "cme_test",
     "consistency_test",
     "ks_calibration_error",
     "ks_test",
@@ -35,7 +39,9 @@ __all__ = [
     "paired_bootstrap",
     "pit_uniformity_test",
     "skce",
+    "skce_interval",
     "skce_test",
     "smooth_calibration_curve",
     "spiegelhalter_test",
+    "ucme",
 ]

@@ -1,7 +1,9 @@
 """SKCE (Widmann, Lindsten, Zachariah 2019): the three estimators against explicit pair loops
 and closed-form cases, tiling, the unbiased estimator's mean 0 under calibration, null
 uniformity and power of the asymptotic (block: normal; unbiased: centred-kernel bootstrap)
-and consistency tests, conformance and input errors."""
+and consistency tests, conformance and input errors. The SKCE intervals and the UCME / CME
+test (Widmann, Lindsten, Zachariah 2021) against CalibrationTests.jl's formulas written out in
+NumPy, the intervals' coverage, the CME test's null uniformity and power."""
 
 import doctest
 
@@ -10,11 +12,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from reference import kernel_inference as kref
 from reference import stats as ref
 
 from jcalib._kernels import GaussianKernel, multinomial_kernel
 from jcalib.stats import kernel as module
-from jcalib.stats import skce, skce_test
+from jcalib.stats import cme_test, skce, skce_interval, skce_test, ucme
 
 
 def _data(seed, n, C=None):
@@ -147,3 +150,232 @@ def test_bad_inputs():
 
 def test_docstring_examples():
     assert doctest.testmod(module, raise_on_error=True).attempted > 0
+
+
+def _vectors(p, y, C):
+    return ref.binary_vectors(p, y) if C is None else (p, np.eye(C)[y] - p)
+
+
+@pytest.mark.parametrize("C", [None, 3])
+def test_interval_matches_calibration_tests_jl(x64, C):
+    # CalibrationTests.jl's AsymptoticBlockSKCETest (Welford running mean and sum of squares,
+    # stderr = sqrt(S / (m (m - 1)))) and its confint(tail=:right), written out in NumPy
+    p, y = _data(2, 23, C)  # 23 rows: blocks of 3 leave a remainder
+    P, R = _vectors(p, y, C)
+    ker = GaussianKernel(0.3)
+    for b in (2, 3):
+        est, se, _ = kref.block_test(P, R, 0.3, b)
+        got = skce_interval(p, y, kernel=ker, block_size=b, level=0.9)
+        lo, hi = kref.confint_both(est, se, 0.9)
+        np.testing.assert_allclose([float(v) for v in got], [est, lo, hi, se], rtol=1e-10, atol=1e-14)
+        got = skce_interval(p, y, kernel=ker, block_size=b, level=0.9, tail="right")
+        lo, hi = kref.confint_right(est, se, 0.9)
+        assert float(got.lower) == pytest.approx(lo, rel=1e-10, abs=1e-14) and float(got.upper) == hi
+    u, se = kref.unbiased_interval_parts(P, R, 0.3)
+    got = skce_interval(p, y, kernel=ker, estimator="unbiased", tile=8)
+    lo, hi = kref.confint_both(u, se, 0.95)
+    np.testing.assert_allclose([float(v) for v in got], [u, lo, hi, se], rtol=1e-10, atol=1e-14)
+    assert float(got.estimate) == pytest.approx(float(skce(p, y, kernel=ker)), rel=1e-12)
+
+
+def test_interval_right_tail_clips_at_zero(x64):
+    p, y = _data(4, 40)
+    got = skce_interval(p, y, tail="right", level=0.95)
+    assert float(got.lower) == max(0.0, float(got.estimate) - 1.6448536269514722 * float(got.std_error))
+    assert float(got.upper) == np.inf
+
+
+def _covers(estimator, target):
+    def run(k, p, y):
+        r = skce_interval(p, y, estimator=estimator)
+        return ((r.lower <= target) & (target <= r.upper)).astype(jnp.float32)
+
+    return run
+
+
+@pytest.mark.parametrize("miscalibrated", [False, True])
+def test_block_interval_coverage(replicate, miscalibrated):
+    # calibrated: the population SKCE is 0; miscalibrated (forecasts p^1.5 of y ~ Bernoulli(p)):
+    # the population SKCE by quadrature, 0.0145 for the default kernel
+    target = kref.population_skce_power(0.5) if miscalibrated else 0.0
+    cover = replicate(_covers("block", target), 400, 2000, miscalibrated=miscalibrated).mean()
+    # measured 0.9455 (calibrated) and 0.940 (miscalibrated); 2000 replications give a binomial
+    # standard error of 0.005, so +-0.02 is four of them plus the normal approximation's error
+    assert abs(cover - 0.95) < 0.02
+
+
+def test_population_skce_by_quadrature_matches_a_large_sample(x64):
+    # the coverage target: quadrature against the unbiased estimate on 20000 rows
+    kp, ky = jax.random.split(jax.random.key(7))
+    p = jax.random.uniform(kp, (20000,))
+    y = (jax.random.uniform(ky, (20000,)) < p).astype(jnp.int32)
+    got = skce_interval(p**1.5, y, estimator="unbiased")
+    target = kref.population_skce_power(0.5)
+    assert abs(float(got.estimate) - target) < 3 * float(got.std_error)
+    assert target == pytest.approx(kref.population_skce_power(0.5, nodes=800), rel=1e-10)
+
+
+def test_unbiased_interval_coverage_when_miscalibrated(replicate):
+    # zeta_1 > 0: the U-statistic is asymptotically normal with variance 4 zeta_1 / n
+    cover = replicate(_covers("unbiased", kref.population_skce_power(0.5)), 1000, 500, miscalibrated=True,
+                      batch=10).mean()
+    # measured 0.948 at n = 1000 (0.9155 at n = 400: skewness still shows); binomial standard
+    # error 0.01 over 500 replications, so +-0.035
+    assert abs(cover - 0.95) < 0.035
+
+
+def test_unbiased_interval_undercovers_under_calibration(replicate):
+    # the documented limitation: zeta_1 = 0, n U tends to a weighted sum of centred chi-squares,
+    # and the normal interval covers 0 less often than 95% (measured 0.872 at n = 400)
+    cover = replicate(_covers("unbiased", 0.0), 400, 1000, batch=10).mean()
+    assert 0.8 < cover < 0.93
+
+
+@pytest.mark.parametrize("C", [None, 3])
+def test_cme_matches_calibration_tests_jl(x64, C):
+    # AsymptoticCMETest and UCME of CalibrationTests.jl / CalibrationErrors.jl, in NumPy
+    p, y = _data(5, 30, C)
+    tp, ty = _data(6, 3, C)
+    P, _ = _vectors(p, y, C)
+    TP, _ = _vectors(tp, ty, C)
+    ker = GaussianKernel(0.3)  # narrow enough that S is well conditioned (no direction dropped)
+    est, stat, pval = kref.cme(P, y, TP, ty, 0.3)
+    got = cme_test(p, y, test_probs=tp, test_labels=ty, kernel=ker)
+    assert float(got.statistic) == pytest.approx(stat, rel=1e-10)
+    assert float(got.p_value) == pytest.approx(pval, rel=1e-10)
+    assert float(ucme(p, y, test_probs=tp, test_labels=ty, kernel=ker)) == pytest.approx(est, rel=1e-10)
+    w = np.random.default_rng(3).random(30) + 0.1
+    est_w, _, _ = kref.cme(P, y, TP, ty, 0.3, w=w)
+    assert float(ucme(p, y, test_probs=tp, test_labels=ty, kernel=ker, sample_weight=w)) == pytest.approx(est_w, rel=1e-10)
+
+
+@pytest.mark.parametrize("C", [None, 3])
+def test_cme_drawn_locations_are_held_out_rows(x64, C):
+    # drawing with a key = giving the drawn rows as locations and testing the other rows
+    p, y = _data(8, 40, C)
+    k = jax.random.key(3)
+    got = cme_test(p, y, key=k, n_test=3)
+    idx = np.asarray(jax.random.choice(k, 40, (3,), replace=False))
+    rest = np.setdiff1d(np.arange(40), idx)
+    want = cme_test(p[rest], y[rest], test_probs=p[idx], test_labels=y[idx])
+    np.testing.assert_allclose([float(v) for v in got], [float(v) for v in want], rtol=1e-10)
+
+
+def test_cme_singular_covariance(x64):
+    p, y = _data(9, 60)
+    one = cme_test(p, y, test_probs=[0.3], test_labels=[1])
+    # a repeated location, and the binary pair (p, 0), (p, 1) (opposite deviations): rank 1,
+    # one degree of freedom, the one-location test
+    for tp, ty in (([0.3, 0.3], [1, 1]), ([0.3, 0.3], [0, 1])):
+        got = cme_test(p, y, test_probs=tp, test_labels=ty)
+        np.testing.assert_allclose([float(v) for v in got], [float(v) for v in one], rtol=1e-8)
+    # every row's deviation 0 (forecasts 0 and 1 that come true): no evidence
+    q = np.array([0.0, 1.0] * 5)
+    got = cme_test(q, q.astype(np.int32), test_probs=[0.5], test_labels=[1])
+    assert (float(got.statistic), float(got.p_value)) == (0.0, 1.0)
+    # every row's deviation the same non-zero value: certain rejection
+    got = cme_test(np.full(10, 0.3), np.ones(10, np.int32), test_probs=[0.5], test_labels=[1])
+    assert (float(got.statistic), float(got.p_value)) == (np.inf, 0.0)
+
+
+def _cme(n_test):
+    def run(k, p, y):
+        return cme_test(p, y, key=k, n_test=n_test).p_value
+
+    return run
+
+
+def test_cme_pvalues_uniform_under_calibration(replicate):
+    pv = replicate(_cme(2), 500, 1000)
+    # measured KS distance 0.025 (float64); the chi-square is asymptotic (see the docstring)
+    assert ref.ks_distance_uniform(pv) < ref.ks_critical_1pct(1000)
+
+
+def test_cme_pvalues_uniform_under_calibration_multiclass():
+    def one(k):
+        kp, ky, kt = jax.random.split(k, 3)
+        P = jax.random.dirichlet(kp, jnp.ones(3), (500,))
+        y = jax.random.categorical(ky, jnp.log(P))
+        return cme_test(P, y, key=kt).p_value
+
+    pv = np.asarray(jax.lax.map(jax.vmap(one), jax.random.split(jax.random.key(1), 1000).reshape(20, 50))).ravel()
+    assert ref.ks_distance_uniform(pv) < ref.ks_critical_1pct(1000)
+
+
+def test_cme_power_against_p_to_the_1_5(replicate):
+    pv = replicate(_cme(2), 500, 200, miscalibrated=True)
+    # measured 1.0 (0.85 at n = 200)
+    assert np.mean(pv < 0.05) >= 0.9
+
+
+def _inference(p, y, k):
+    return (skce_interval(p, y), skce_interval(p, y, estimator="unbiased", level=0.9), cme_test(p, y, key=k),
+            ucme(p, y, test_probs=p[:3], test_labels=y[:3]))
+
+
+def test_interval_and_cme_conformance():
+    run = jax.jit(chex.assert_max_traces(_inference, n=1))
+    data = [_data(s, 40) for s in range(3)]
+    keys = jax.random.split(jax.random.key(0), 3)
+    outs = [run(p, y, k) for (p, y), k in zip(data, keys)]  # three data sets, one trace
+    P = np.stack([d[0] for d in data])
+    Y = np.stack([d[1] for d in data])
+    batched = jax.vmap(_inference)(P, Y, keys)
+    for i, out in enumerate(outs):
+        for a, b in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(batched)):
+            # float32: vmap batches the matrix products and the SVD differently
+            np.testing.assert_allclose(np.asarray(b)[i], np.asarray(a), rtol=1e-4, atol=1e-6)
+
+
+def test_interval_and_cme_are_row_permutation_invariant(x64):
+    # the unbiased interval and the CME test at given locations (drawn locations are rows by
+    # position, and the block estimator's blocks are consecutive rows: both depend on the order)
+    p, y = _data(10, 50, 3)
+    tp, ty = p[:2], y[:2]
+    perm = np.random.default_rng(0).permutation(50)
+    for f in (lambda p, y: skce_interval(p, y, estimator="unbiased"),
+              lambda p, y: cme_test(p, y, test_probs=tp, test_labels=ty),
+              lambda p, y: ucme(p, y, test_probs=tp, test_labels=ty)):
+        a = [float(v) for v in jax.tree_util.tree_leaves(f(p, y))]
+        b = [float(v) for v in jax.tree_util.tree_leaves(f(p[perm], y[perm]))]
+        np.testing.assert_allclose(b, a, rtol=1e-10)
+
+
+def test_interval_and_cme_bad_inputs():
+    p, y = _data(0, 10)
+    k = jax.random.key(0)
+    with pytest.raises(ValueError, match="estimator"):
+        skce_interval(p, y, estimator="biased")
+    with pytest.raises(ValueError, match="tail"):
+        skce_interval(p, y, tail="left")
+    with pytest.raises(ValueError, match="level"):
+        skce_interval(p, y, level=1.5)
+    with pytest.raises(ValueError, match="2 blocks"):
+        skce_interval(p[:3], y[:3])
+    with pytest.raises(ValueError, match="3 rows"):
+        skce_interval(p[:2], y[:2], estimator="unbiased")
+    with pytest.raises(ValueError, match="key"):
+        cme_test(p, y)
+    with pytest.raises(TypeError, match="key"):
+        cme_test(p, y, key=0)
+    with pytest.raises(ValueError, match="n_test"):
+        cme_test(p, y, key=k, n_test=5)
+    with pytest.raises(ValueError, match="both test_probs and test_labels"):
+        cme_test(p, y, test_probs=p[:2])
+    with pytest.raises(ValueError, match="test_probs"):
+        cme_test(p, y, test_probs=[0.2, 1.5], test_labels=[0, 1])
+    with pytest.raises(ValueError, match="test_labels"):
+        cme_test(p, y, test_probs=[0.2, 0.5], test_labels=[0, 2])
+    with pytest.raises(ValueError, match="test_probs"):
+        cme_test(p, y, test_probs=np.array([[0.5, 0.5]]), test_labels=[0])
+    with pytest.raises(ValueError, match="at least 3 rows"):
+        cme_test(p[:2], y[:2], test_probs=[0.2, 0.5], test_labels=[0, 1])
+    with pytest.raises(TypeError, match="kernel"):
+        cme_test(p, y, key=k, kernel=0.5)
+    P, Y = _data(0, 10, 3)
+    with pytest.raises(ValueError, match="3 columns"):
+        ucme(P, Y, test_probs=np.array([[0.5, 0.5]]), test_labels=[0])
+    with pytest.raises(ValueError, match="test_labels"):
+        ucme(P, Y, test_probs=P[:2], test_labels=[0, 3])
+    with pytest.raises(ValueError, match="mismatched lengths"):
+        ucme(P, Y, test_probs=P[:2], test_labels=[0])
