@@ -341,8 +341,9 @@ def _log_beta_kernel(a, b, x):
     r"""$\log(x^a (1 - x)^b / B(a, b))$ for $a, b > 0$, $0 < x < 1$ ($aB(a, b)$ times
     $I_x(a, b) - I_x(a + 1, b)$), in the same deviance form, $n = a + b$:
     $-a\,d(xn/a) - b\,d((1-x)n/b) + \tfrac12\log\frac{ab}{2\pi n} - s(a) - s(b) + s(n)$ with
-    $d(t) = t - 1 - \log t$ — ``betaln`` itself is off by $10^{-8}$ relative in float64 at
-    $(40, 25)$, and the difference of ``gammaln`` values loses digits as $a, b$ grow.
+    $d(t) = t - 1 - \log t$: ``betaln`` itself is off by $8 \cdot 10^{-9}$ in float64 at
+    $(40, 25)$ (so $B$ by as much relatively), and a difference of ``gammaln`` values loses
+    digits as $a, b$ grow.
     """
     n = a + b
     return (
@@ -696,6 +697,8 @@ def crps_beta(a: ArrayLike, b: ArrayLike, y: ArrayLike, *, lower: ArrayLike = 0.
     rewritten with $F_{a,b} - F_{a+1,b} = x^a(1-x)^b/(aB(a,b))$ and the duplication formula, so
     that large $a, b$ do not cancel digits. An outcome outside $[l, u]$ is scored with $F = 0$
     or $1$ there: $\mathbb E|X - y| - \tfrac12\mathbb E|X - X'|$ as everywhere.
+    Differentiable in ``y``, ``lower`` and ``upper``; not in ``a``, ``b`` (JAX's ``betainc`` has no
+    derivative in its shape parameters, and says so).
 
     Args:
         a, b: shape parameters $> 0$.
@@ -744,7 +747,7 @@ def crps_gamma(shape: ArrayLike, rate: ArrayLike, y: ArrayLike) -> Float[Array, 
     $y(2F_\alpha - 1) - \mu(2F_{\alpha+1} - 1) - 1/(\beta B(\frac12, \alpha))$ rewritten with
     $F_\alpha - F_{\alpha+1} = x^\alpha e^{-x}/\Gamma(\alpha+1)$, computed through Stirling's
     form so that a large shape keeps its digits. A negative outcome scores $\mu - y$ minus the
-    spread term ($F = 0$ there).
+    spread term ($F = 0$ there). Differentiable in every argument.
 
     Args:
         shape: $\alpha > 0$.
@@ -767,9 +770,13 @@ def crps_gamma(shape: ArrayLike, rate: ArrayLike, y: ArrayLike) -> Float[Array, 
 
 @jax.jit
 def _crps_gamma_kernel(al, be, y):
-    x = jnp.maximum(be * y, 0)
-    F = gammainc(al, x)
-    dens = jnp.exp(_log_poisson_kernel(al, x))  # F_α(x) - F_{α+1}(x)
+    x = be * y
+    # at x <= 0, F and the density term are 0: evaluate them at a safe point so that neither their
+    # logarithm nor an infinite derivative at 0 (shape < 1) leaks into the value or the gradient
+    pos = x > 0
+    xs = jnp.where(pos, x, 1)
+    F = jnp.where(pos, gammainc(al, xs), 0)
+    dens = jnp.where(pos, jnp.exp(_log_poisson_kernel(al, xs)), 0)  # F_α(x) - F_{α+1}(x)
     mu = al / be
     return (y - mu) * (2 * F - 1) + 2 * mu * dens - jnp.exp(_lgamma_ratio_half(al)) / (math.sqrt(math.pi) * be)
 
@@ -782,7 +789,9 @@ def crps_t(df: ArrayLike, loc: ArrayLike, scale: ArrayLike, y: ArrayLike) -> Flo
     $f_\nu, F_\nu$ the standard t density and CDF. $z(2F_\nu(z) - 1) = |z|\,I_{z^2/(\nu+z^2)}
     (\frac12, \frac\nu2)$ keeps the centre exact, and the gamma-function ratios go through an
     asymptotic series, so $\nu \to \infty$ tends to the Gaussian CRPS in float32 as well. The
-    CRPS is infinite for $\nu \le 1$ (no mean), which is refused.
+    CRPS is infinite for $\nu \le 1$ (no mean), which is refused. Differentiable in ``loc``,
+    ``scale`` and ``y``; not in ``df`` (JAX's ``betainc`` has no derivative in its shape
+    parameters, and says so).
 
     Args:
         df: $\nu > 1$.
@@ -811,7 +820,10 @@ def _crps_t_kernel(nu, mu, sigma, y):
     # z (2F(z) - 1) = |z| P(|T| <= |z|) = |z| I_{z²/(ν+z²)}(1/2, ν/2); z² = inf (|z| > 1e19 in
     # float32) gives the limit 1, not inf/inf
     w = jnp.where(jnp.isinf(z2), 1, z2 / (nu + jnp.where(jnp.isinf(z2), 0, z2)))
-    centre = jnp.abs(z) * betainc(jnp.full_like(nu, 0.5), nu / 2, w)
+    # |z| < 1e-15: the term is O(z²) (below 1e-30) and I_w's derivative at w = 0 is infinite, so
+    # it is taken as 0, with a finite gradient
+    tiny = jnp.abs(z) < 1e-15
+    centre = jnp.where(tiny, 0, jnp.abs(z) * betainc(jnp.full_like(nu, 0.5), nu / 2, jnp.where(tiny, 0.5, w)))
     # 2 f(z) (ν + z²)/(ν - 1), with f(z) = Γ((ν+1)/2)/(Γ(ν/2)√(νπ)) (1 + z²/ν)^{-(ν+1)/2}
     log_c = _lgamma_ratio_half(nu / 2) - 0.5 * jnp.log(nu * math.pi)
     dens = 2 * nu / (nu - 1) * jnp.exp(log_c - (nu - 1) / 2 * jnp.log1p(z2 / nu))
@@ -832,6 +844,7 @@ def crps_poisson(mean: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
     Bessel functions (through the scaled ``i0e``, ``i1e``, so large $\lambda$ does not
     overflow). Any real outcome is scored (the integral $\int (F_\lambda(z) - 1[y \le z])^2 dz$
     with the step CDF); a negative one scores $\lambda - y$ minus the spread term.
+    Differentiable in ``mean`` (and piecewise linear in ``y``).
 
     Args:
         mean: $\lambda > 0$.

@@ -184,7 +184,7 @@ def peer_differences(seed=0):
     return out
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])  # a second draw: slow
 def test_parity_with_properscoring_and_scoringrules(seed):
     for name, (abs_diff, rel_diff) in peer_differences(seed).items():
         # the relative gap where the score is far from 0, the absolute one near 0 (a twCRPS whose
@@ -290,6 +290,32 @@ def test_parametric_crps_matches_the_integral_on_random_inputs(x64):
         assert float(scoring.crps_gamma(sh, ra, abs(y) * sh / ra)) == pytest.approx(ref.crps_gamma(sh, ra, abs(y) * sh / ra), rel=1e-8)
         assert float(scoring.crps_t(df, lo, sc, y)) == pytest.approx(ref.crps_t(df, lo, sc, y), rel=1e-8)
         assert float(scoring.crps_poisson(lam, lam + 3 * y)) == pytest.approx(ref.crps_poisson(lam, lam + 3 * y), rel=1e-8)
+
+
+@pytest.mark.slow  # compiles the reverse mode of four special-function kernels in float64: ~8 s
+def test_gradients_are_finite_and_right(x64):
+    # dCRPS/dy = 2F(y) - 1 for a continuous F, at the support's ends and outside it too; the
+    # parameters' gradients against central differences (step 1e-6: error ~1e-10, asserted 1e-7)
+    cases = [
+        (lambda y: scoring.crps_beta(2.0, 1.5, y), stats.beta(2.0, 1.5).cdf, (-1.0, 0.0, 0.3, 1.0, 1.7)),
+        (lambda y: scoring.crps_gamma(0.5, 1.5, y), stats.gamma(0.5, scale=1 / 1.5).cdf, (-1.0, 0.0, 0.2, 3.0)),
+        (lambda y: scoring.crps_t(3.0, 0.5, 2.0, y), stats.t(3.0, 0.5, 2.0).cdf, (-40.0, 0.5, 0.5 + 1e-16, 2.0)),
+    ]
+    for f, cdf, ys in cases:
+        for y in ys:
+            assert float(jax.grad(f)(y)) == pytest.approx(2 * cdf(y) - 1, abs=1e-12)
+    params = [
+        (lambda v: scoring.crps_gamma(v, 1.5, 1.2), 2.0), (lambda v: scoring.crps_gamma(2.0, v, 1.2), 1.5),
+        (lambda v: scoring.crps_gamma(2.0, v, -1.0), 1.5), (lambda v: scoring.crps_t(4.0, v, 1.0, 0.7), 0.1),
+        (lambda v: scoring.crps_t(4.0, 0.0, v, 0.7), 1.3), (lambda v: scoring.crps_t(4.0, 0.0, v, 0.0), 1.3),
+        (lambda v: scoring.crps_poisson(v, 3.0), 2.5), (lambda v: scoring.crps_poisson(v, -1.0), 2.5),
+        (lambda v: scoring.crps_beta(2.0, 3.0, 0.4, lower=v), -0.5),
+    ]
+    for f, v in params:
+        fd = (float(f(v + 1e-6)) - float(f(v - 1e-6))) / 2e-6
+        assert float(jax.grad(f)(v)) == pytest.approx(fd, abs=1e-7)
+    with pytest.raises(ValueError, match="Betainc gradient"):  # JAX's own limit, documented
+        jax.grad(lambda a: scoring.crps_beta(a, 3.0, 0.4))(2.0)
 
 
 def test_t_tends_to_the_gaussian_and_far_tails_stay_finite():
@@ -496,6 +522,7 @@ def test_new_scores_refuse_bad_inputs(fn, args, kw, match):
         fn(*args, **kw)
 
 
+@pytest.mark.slow  # compiles every example's kernels again at new shapes: ~4 s
 def test_docstring_examples_run():
     import doctest
 
