@@ -146,6 +146,11 @@ BINARY = {
     "sigma": _pos_float(0.1),
     "t": Role(lambda: _P, _PROB_BAD[:2] + _PROB_BAD[4:7]),  # any reals: no range
     "r": Role(lambda: _P - _Y, (("nan", lambda: _swap(_P - _Y, 0, np.nan)),)),
+    # test locations of the CME test (3 of them, next to the 6 rows)
+    "test_probs": Role(lambda: _P[:3], (("nan", lambda: _swap(_P[:3], 2, np.nan)), ("above 1", lambda: _swap(_P[:3], 2, 1.5)),
+                                        ("2-D", lambda: _P[:3, None]), ("wrong length", lambda: _P[:2]))),
+    "test_labels": Role(lambda: _Y[:3], (("label 2", lambda: _swap(_Y[:3], 1, 2)), ("nan", lambda: _swap(_Y[:3], 1, np.nan)),
+                                         ("wrong length", lambda: _Y[:2]))),
 }
 MULTICLASS = {
     "probs": Role(lambda: _PM, _MC_PROB_BAD),
@@ -154,6 +159,10 @@ MULTICLASS = {
     "n_classes": _int(3),
     "loss_matrices": Role(lambda: np.stack([np.eye(3), 1 - np.eye(3)]), (("nan", lambda: np.full((2, 3, 3), np.nan)),)),
     "weight_fn": Role(lambda: (lambda v: v), ()),
+    "test_probs": Role(lambda: _PM[:3], (("nan", lambda: _swap(_PM[:3], 0, np.nan)), ("4 columns", lambda: np.full((3, 4), 0.25)),
+                                         ("1-D", lambda: _PM[:3, 0]), ("rows not summing to 1", lambda: _swap(_PM[:3], 0, 0.9)))),
+    "test_labels": Role(lambda: _YM[:3], (("label 3 of 3", lambda: _swap(_YM[:3], 0, 3)), ("label 1.5", lambda: _swap(_YM[:3], 0, 1.5)),
+                                          ("wrong length", lambda: _YM[:2]))),
 }
 COUNTS = {
     "counts": Role(lambda: np.array([3, 2, 1, 4, 5]), (("negative", lambda: np.array([3, -2, 1, 4, 5])), ("wrong length", lambda: np.array([3, 2, 1])))),
@@ -288,7 +297,7 @@ def _optional(obj) -> list[str]:
         return []
 
 
-OPTIONAL = ("sample_weight", "m", "member_weights")  # optional parameters fuzzed when the profile has them
+OPTIONAL = ("sample_weight", "m", "member_weights", "test_probs", "test_labels")  # optional parameters fuzzed when the profile has them
 
 
 def _roles(obj, profile, optional: bool) -> dict[str, Role] | None:
@@ -446,6 +455,16 @@ def extra_cases() -> list[Case]:
         ("metrics.smooth_ece", "labels", "label 2 under jit", lambda: jax.jit(metrics.smooth_ece)(jnp.asarray(_P), jnp.asarray(_swap(_Y, 1, 2), jnp.int32))),
     )
     out += [Case(t, p, b, lambda f=f: jax.block_until_ready(f())) for t, p, b, f in jitted]
+    # jcalib.stats is not walked (PACKAGES); its CME test and SKCE interval are, here, with the
+    # test locations given and drawn with a key
+    from jcalib import stats
+
+    def cme_test_drawn(probs, labels, key, n_test=2):
+        return stats.cme_test(probs, labels, key=key, n_test=n_test)
+
+    for name, obj in (("skce_interval", stats.skce_interval), ("ucme", stats.ucme), ("cme_test", stats.cme_test),
+                      ("cme_test(key)", cme_test_drawn)):
+        out += battery(f"stats.{name}", obj) or []
     return out
 
 

@@ -604,6 +604,7 @@ def cme_test(
         raise TypeError(f"kernel must be callable, e.g. jcalib.recalibration.gaussian_kernel(0.5), got {type(kernel).__name__}")
     P, R, _, y = _vectors(probs, labels, None)
     n = P.shape[0]
+    J = check_positive_int(n_test, "n_test")
     if (test_probs is None) != (test_labels is None):
         raise ValueError("give both test_probs and test_labels, or neither (then the locations are drawn with key)")
     if test_probs is not None:
@@ -613,7 +614,6 @@ def cme_test(
             raise ValueError(f"the CME test with {J} test locations needs at least {J + 1} rows, got {n}")
         keep = jnp.ones((n,), bool)
     else:
-        J = check_positive_int(n_test, "n_test")
         if key is None:
             raise ValueError("key is needed to draw the test locations (or give test_probs and test_labels)")
         key = _check_key(key)
