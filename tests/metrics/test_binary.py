@@ -95,6 +95,22 @@ def test_quantile_bins_hold_equal_mass(x64):
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
+def test_quantile_bins_keep_a_tie_at_an_edge_together(x64):
+    # a tie across the equal-mass edge: the four 0.5s (weight 1 below them) all go to bin
+    # floor(2 * 1/6) = 0 (weighted: floor(2 * 1/6.5) = 0) in any row order, labels and weights
+    # moving with their rows
+    p = np.array([0.1, 0.5, 0.5, 0.5, 0.5, 0.9])
+    y = np.array([0, 1, 0, 1, 1, 0])
+    w = np.array([1.0, 2.0, 1.0, 0.5, 1.0, 1.0])
+    assert binary_module.quantile_bin_index(p, np.ones(6), 2).tolist() == [0, 0, 0, 0, 0, 1]
+    want = float(binned_ece(p, y, n_bins=2, strategy="quantile", sample_weight=w))
+    bin0 = 0.1 + 2 * (0.5 - 1) + 1 * 0.5 + 0.5 * (0.5 - 1) + 1 * (0.5 - 1)  # sum of w (p - y)
+    np.testing.assert_allclose(want, (abs(bin0) + 0.9) / 6.5, rtol=1e-12)
+    for perm in np.random.default_rng(11).permutation(np.tile(np.arange(6), (5, 1)), axis=1):
+        got = float(binned_ece(p[perm], y[perm], n_bins=2, strategy="quantile", sample_weight=w[perm]))
+        np.testing.assert_allclose(got, want, rtol=1e-12)  # the bins are the same; sums reorder
+
+
 def test_binned_ece_is_normalised_ece_of_binned_forecasts(x64):
     # For p = 1, binned ECE x T == unnormalised sequence ECE after replacing each forecast by
     # its bin's mean forecast (both are sum_b |sum_{t in b} (p_t - y_t)|).
