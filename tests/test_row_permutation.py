@@ -318,6 +318,7 @@ ORDER_DEPENDENT_BY_DESIGN: dict[str, str] = {
     "stats.skce": "estimator='block' averages the U-statistic of consecutive rows (linear time)",
     "stats.skce_interval": "estimator='block' (the default), as skce's block estimator",
     "stats.skce_test": "estimator='block', as skce's; the p-value resamples rows by index with the key",
+    "stats.cme_test": "with a key, the test locations are rows drawn by index (given locations are compared)",
     "stats.bootstrap": "low, high and resamples: resamples index rows with the key (estimate is compared)",
     "stats.paired_bootstrap": "low, high and resamples, as bootstrap's",
     "stats.consistency_test": "the p-value: the key's draws are assigned to rows by position",
