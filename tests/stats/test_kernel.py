@@ -186,9 +186,11 @@ def test_interval_right_tail_clips_at_zero(x64):
 
 
 def _covers(estimator, target):
+    """Per replication: (target inside the interval, estimate, standard error)."""
+
     def run(k, p, y):
         r = skce_interval(p, y, estimator=estimator)
-        return ((r.lower <= target) & (target <= r.upper)).astype(jnp.float32)
+        return jnp.stack([((r.lower <= target) & (target <= r.upper)).astype(r.estimate.dtype), r.estimate, r.std_error])
 
     return run
 
@@ -198,7 +200,7 @@ def test_block_interval_coverage(replicate, miscalibrated):
     # calibrated: the population SKCE is 0; miscalibrated (forecasts p^1.5 of y ~ Bernoulli(p)):
     # the population SKCE by quadrature, 0.0145 for the default kernel
     target = kref.population_skce_power(0.5) if miscalibrated else 0.0
-    cover = replicate(_covers("block", target), 400, 2000, miscalibrated=miscalibrated).mean()
+    cover = replicate(_covers("block", target), 400, 2000, miscalibrated=miscalibrated).reshape(-1, 3)[:, 0].mean()
     # measured 0.9455 (calibrated) and 0.940 (miscalibrated); 2000 replications give a binomial
     # standard error of 0.005, so +-0.02 is four of them plus the normal approximation's error
     assert abs(cover - 0.95) < 0.02
@@ -217,18 +219,24 @@ def test_population_skce_by_quadrature_matches_a_large_sample(x64):
 
 def test_unbiased_interval_coverage_when_miscalibrated(replicate):
     # zeta_1 > 0: the U-statistic is asymptotically normal with variance 4 zeta_1 / n
-    cover = replicate(_covers("unbiased", kref.population_skce_power(0.5)), 1000, 500, miscalibrated=True,
-                      batch=10).mean()
+    out = replicate(_covers("unbiased", kref.population_skce_power(0.5)), 1000, 500, miscalibrated=True,
+                    batch=10).reshape(-1, 3)
     # measured 0.948 at n = 1000 (0.9155 at n = 400: skewness still shows); binomial standard
     # error 0.01 over 500 replications, so +-0.035
-    assert abs(cover - 0.95) < 0.035
+    assert abs(out[:, 0].mean() - 0.95) < 0.035
+    # the squared standard error against the Monte-Carlo variance of the estimate: measured
+    # ratio 0.989; a variance from 500 replications has a relative standard error of 6%
+    assert abs(np.mean(out[:, 2] ** 2) / np.var(out[:, 1], ddof=1) - 1) < 0.2
 
 
 def test_unbiased_interval_undercovers_under_calibration(replicate):
     # the documented limitation: zeta_1 = 0, n U tends to a weighted sum of centred chi-squares,
     # and the normal interval covers 0 less often than 95% (measured 0.872 at n = 400)
-    cover = replicate(_covers("unbiased", 0.0), 400, 1000, batch=10).mean()
-    assert 0.8 < cover < 0.93
+    out = replicate(_covers("unbiased", 0.0), 400, 1000, batch=10).reshape(-1, 3)
+    assert 0.8 < out[:, 0].mean() < 0.93
+    # not for want of variance: the squared standard error is about twice the Monte-Carlo
+    # variance there (measured 1.82; Var(a_i) carries the second-order term zeta_2 / (n - 1))
+    assert np.mean(out[:, 2] ** 2) > 1.3 * np.var(out[:, 1], ddof=1)
 
 
 @pytest.mark.parametrize("C", [None, 3])
