@@ -47,7 +47,15 @@ def apply_one_vs_rest(apply1: Callable, params, probs):
 
 def log_features(s):
     r"""$(\log s, -\log(1 - s))$ with both arguments clipped at ``LOG_CLIP`` (shape ``(n, 2)``):
-    the features of beta calibration; their sum is the logit of $s$."""
+    the features of beta calibration; their sum is the logit of $s$.
+
+    The clip is the fixed $10^{-12}$ of the scaling maps, which float32 and float64 both
+    represent, so a score of 0 or 1 gives the same features ($\mp 27.6$) in either precision.
+    What still depends on the dtype is $1 - s$ itself: a float32 score cannot lie within
+    $6 \cdot 10^{-8}$ of 1 (a float64 one within $10^{-16}$), so closer scores are 1 and
+    their $1 - s$ is 0, clipped. Measured on Gaussian naive Bayes's digits probabilities (2 %
+    of the scores so close to 1), the float32 and float64 fits of Platt and beta calibration
+    differ by 0.003 and 0.004 in held-out NLL."""
     return jnp.stack([jnp.log(jnp.clip(s, LOG_CLIP, 1)), -jnp.log(jnp.clip(1 - s, LOG_CLIP, 1))], axis=1)
 
 

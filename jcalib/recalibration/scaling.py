@@ -26,7 +26,30 @@ Clip. Inputs are probabilities, not logits: the log of a probability is a logit 
 constant, which the temperature map ignores. Probabilities are clipped at $10^{-12}$ before the
 log (``LOG_CLIP``), so a zero probability becomes the logit $\log 10^{-12} \approx -27.6$ rather
 than $-\infty$; the same clip is used in fit and apply. Kull et al.'s code clips at the
-smallest normal float instead, which makes the log range depend on the dtype.
+smallest normal float instead, which makes the log range depend on the dtype; $10^{-12}$ is
+represented in float32 and float64 alike, so both precisions fit the same features.
+
+Conditioning. Matrix scaling and Dirichlet calibration are fitted on the standardised
+log-probabilities $u = (z - m)/s$ (weighted column means $m$ and standard deviations $s$,
+$s = 1$ for a column with spread under 0.01), in the parameters $W' = W \operatorname{diag}(s)$,
+$b' = b + W m$: the same maps and objective (the ODIR penalty is taken of $W$ and $b$), but a
+far better conditioned problem when many probabilities sit at the clip, where the raw
+log-probabilities are large, nearly constant columns that L-BFGS confuses with the intercept.
+
+Precision. On Gaussian naive Bayes's digits probabilities (80 % below $10^{-15}$, many exactly
+0) the ODIR objective is a long, flat valley: the penalty's $\lambda/(C(C-1)) \approx 10^{-4}$
+is the only curvature some directions have, and points within $10^{-4}$ of the minimum differ by
+about 0.02 in held-out NLL. Preconditioned, both precisions end the default 500 steps within
+$10^{-4}$ of the minimum (found by Newton's method; the raw fit ended up to $1.2 \times
+10^{-3}$ above it) and their held-out NLLs agree within 0.02 (tested; the gap was up to 0.07
+before). Without regularisation the objective has no minimiser on such data (it decreases
+along a ray, $\max|W_{jk}| \to \infty$): float32 stops where its round-off ends the line
+search ($\max|W_{jk}| \approx 480$ on one split), float64 keeps going (1750 after 500 steps,
+6300 after 2000), and the two fits agree only in what they predict (held-out NLL 0.805 and
+0.804 with one clip), not in their parameters; use ODIR for a well-posed fit. Held-out NLLs
+of such fits also depend on the metric: `jcalib.metrics.nll` clips at the dtype's machine
+epsilon by default (a probability 0 costs 15.9 in float32, 36.0 in float64), so compare
+precisions with one ``eps``.
 
 Matrix scaling versus Dirichlet calibration. Kull et al. (2019) show that Dirichlet
 calibration is matrix scaling applied to log-probabilities instead of logits. Given only
@@ -127,6 +150,17 @@ DirichletParams = MatrixScalingParams
 def _log_probs(probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
     """Logits used by every map: log of the probabilities clipped to [LOG_CLIP, 1]."""
     return jnp.log(jnp.clip(probs, LOG_CLIP, 1.0))
+
+
+def _standardise(z: Float[Array, "n C"], weights: Float[Array, " n"]):
+    """Weighted column means ``m`` and scales ``s`` of the log-probabilities, so a fit can run on
+    ``u = (z - m) / s`` (module docstring, "Conditioning"). A column whose standard deviation is
+    under 0.01 keeps the scale 1: dividing by a spread that is mostly round-off would magnify it
+    (and the penalty's curvature with it)."""
+    total = jnp.sum(weights)
+    m = jnp.sum(weights[:, None] * z, axis=0) / total
+    sd = jnp.sqrt(jnp.sum(weights[:, None] * (z - m[None, :]) ** 2, axis=0) / total)
+    return m, jnp.where(sd >= 0.01, sd, jnp.ones_like(sd))
 
 
 def _weighted_nll(logits: Float[Array, "n C"], labels: Int[Array, " n"], weights: Float[Array, " n"]):
@@ -290,16 +324,22 @@ def vector_scaling_apply(params: VectorScalingParams, probs: Float[Array, "n C"]
 @jax.jit(static_argnames=("n_steps",))
 def _matrix_fit(probs, labels, weights, reg_lambda, reg_mu, n_steps):
     z = _log_probs(probs)
-    c = probs.shape[1]
+    m, s = _standardise(z, weights)
+    u = (z - m[None, :]) / s[None, :]
     reg_lambda = reg_lambda.astype(probs.dtype)
     reg_mu = reg_mu.astype(probs.dtype)
 
-    def loss(params):
-        logits = z @ params.weights.T + params.bias[None, :]
-        return _weighted_nll(logits, labels, weights) + _odir_penalty(params, reg_lambda, reg_mu)
+    # W z + b = W' u + b' with W' = W diag(s), b' = b + W m: the same map, better conditioned;
+    # the ODIR penalty is taken of (W, b) itself
+    def original(params):
+        w = params.weights / s[None, :]
+        return MatrixScalingParams(w, params.bias - w @ m)
 
-    init = MatrixScalingParams(jnp.eye(c, dtype=probs.dtype), jnp.zeros((c,), probs.dtype))
-    return _minimise(loss, init, n_steps)
+    def loss(params):
+        logits = u @ params.weights.T + params.bias[None, :]
+        return _weighted_nll(logits, labels, weights) + _odir_penalty(original(params), reg_lambda, reg_mu)
+
+    return original(_minimise(loss, MatrixScalingParams(jnp.diag(s), m), n_steps))  # from W = I, b = 0
 
 
 def _matrix_apply(params: MatrixScalingParams, probs):
@@ -323,8 +363,10 @@ def matrix_scaling_fit(
     With the default ``reg_lambda = reg_mu = 0`` this is the unregularised matrix scaling of
     Guo et al. (2017, §4.2), which overfits when C is large relative to n (it has C² + C
     parameters); with positive values it is Kull et al.'s MS-ODIR (the objective in the module
-    docstring). ``n_steps`` L-BFGS steps from $W = I, b = 0$; on separable data the
-    unregularised optimum is at infinity and the fixed step count is what stops it.
+    docstring). ``n_steps`` L-BFGS steps from $W = I, b = 0$, on standardised log-probabilities
+    (module docstring, "Conditioning"); on separable data the unregularised optimum is at
+    infinity and the fixed step count (or, in float32, the end of the line search's precision)
+    is what stops it.
 
     Args:
         key: unused (deterministic fit): a PRNG key or ``None`` (an int or a float raises).
@@ -333,7 +375,9 @@ def matrix_scaling_fit(
         reg_lambda: λ ≥ 0, off-diagonal penalty (normalised by C(C−1)); may be traced (vmap).
         reg_mu: μ ≥ 0, intercept penalty (normalised by C); may be traced.
         n_steps: number of L-BFGS iterations (fixed scan length; idle after convergence). The
-            default 500 converges C = 100, n = 10⁴ in float32; C = 10 needs under 100.
+            default 500 converges C = 100, n = 10⁴ in float32; C = 10 needs under 100 on
+            well-conditioned data (see "Precision" in the module docstring for data where
+            most probabilities are 0).
         sample_weight: optional non-negative weights (n,).
 
     Returns:

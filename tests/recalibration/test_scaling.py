@@ -1,7 +1,9 @@
 """Tests of temperature, vector, matrix and Dirichlet scaling (jcalib.recalibration.scaling):
 parity with a grid search and with SciPy fits of the same objective, conformance (jit, vmap over
 datasets and hyperparameters, no retrace), the claims (NLL never above the identity map's,
-temperature scaling keeps the arg-max, ODIR shrinks off-diagonals), wrappers and bad input."""
+temperature scaling keeps the arg-max, ODIR shrinks off-diagonals), wrappers and bad input; and
+float32 against float64 on Gaussian naive Bayes's digits probabilities (exact zeros included),
+against the ODIR optimum found by Newton's method."""
 
 import doctest
 import functools
@@ -12,6 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from reference import scaling as ref
+from reference.nb_digits import nb_digits
+from reference.odir_newton import fit_odir_newton
 
 from jcalib.metrics import classwise_ece
 from jcalib.recalibration import (
@@ -103,6 +107,30 @@ def test_fit_matches_scipy(x64, kind, reg_lambda, reg_mu):
         # ODIR makes the objective strictly convex: the minimiser is unique
         np.testing.assert_allclose(params["W"], want["W"], atol=1e-4)
         np.testing.assert_allclose(params["b"], want["b"], atol=1e-4)
+
+
+@pytest.mark.parametrize("seed", [0, 2, 4])
+def test_dirichlet_float32_and_float64_reach_the_odir_optimum_on_naive_bayes_digits(seed):
+    """Gaussian naive Bayes on digits puts 80 % of its probabilities below 1e-15 (many exactly
+    0), so most log-probabilities sit at the clip and the ODIR objective is a long, flat valley
+    (the penalty's curvature λ/(C(C-1)) ≈ 1e-4 is all that some directions have). Both
+    precisions, at the default 500 steps, end within 1e-4 of the optimum's objective (found by
+    Newton's method) -- the fits on the raw log-probabilities ended up to 1.2e-3 above it -- and
+    their held-out NLLs (with one clip, 1e-12) agree within 0.02: along the valley, points
+    within 1e-4 of the optimum differ by about that much on held-out data, so no fixed-step fit
+    pins it more closely in either precision (measured: the float32/float64 gap was 0.069 on
+    split 2 before the fit was preconditioned, 0.007 after)."""
+    pc, yc, pt, yt = nb_digits(seed)
+    lam = mu = 1e-2
+    best = ref.objective("dirichlet", fit_odir_newton(pc, yc, lam, mu), pc, yc, lam, mu)
+    held_out = []
+    for dtype in (np.float32, np.float64):
+        with jax.enable_x64(dtype == np.float64):
+            params = dirichlet_fit(KEY, pc.astype(dtype), yc, reg_lambda=lam, reg_mu=mu)
+            q = np.asarray(dirichlet_apply(params, pt.astype(dtype)), np.float64)
+        assert ref.objective("dirichlet", _as_ref("dirichlet", params), pc, yc, lam, mu) - best < 1e-4
+        held_out.append(-np.mean(np.log(np.clip(q[np.arange(len(yt)), yt], 1e-12, 1))))
+    assert abs(held_out[0] - held_out[1]) < 0.02
 
 
 def test_sample_weights_match_scipy(x64):
