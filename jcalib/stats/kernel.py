@@ -357,7 +357,8 @@ def skce_interval(
     \hat s^2 = \tfrac1{m-1}\textstyle\sum_k (v_k - \bar v)^2 ,$$
     valid whether or not the predictions are calibrated. The standard error $\hat s/\sqrt m$
     is CalibrationTests.jl's ``AsymptoticBlockSKCETest.stderr``. It needs many blocks: with
-    10 blocks the 95% interval covered the SKCE about 86% of the time.
+    10 blocks ($n = 100$, $b = 10$) the 95% interval covered the SKCE in 85–87% of binary data
+    sets, with 200 blocks in 94–95%.
 
     ``estimator="unbiased"``: the U-statistic $U = \binom n2^{-1}\sum_{i<j} h_{ij}$ has, by
     Hoeffding's decomposition, $\mathrm{Var}(U) = 4\zeta_1/n + O(n^{-2})$ with
@@ -368,7 +369,7 @@ def skce_interval(
     This holds when $\zeta_1 > 0$ (a miscalibrated predictor). Under calibration $U$ is a
     *degenerate* U-statistic ($\zeta_1 = 0$, $nU$ tends to a weighted sum of centred
     $\chi^2_1$ variables, paper §4), the normal interval does not apply, and the 95% interval
-    covered 0 about 88% of the time in our simulations: near SKCE $= 0$ use the block interval,
+    covered 0 in 87–89% of calibrated binary data sets ($n$ = 100 to 400): near SKCE $= 0$ use the block interval,
     or test with :func:`skce_test`. Cost $O(n^2)$ time, $O(\mathrm{tile}\cdot n)$ memory.
 
     Here $z = \Phi^{-1}(1 - (1 - \text{level})/2)$. ``tail="right"`` gives the one-sided
@@ -381,7 +382,7 @@ def skce_interval(
         kernel, block_size, tile: as in :func:`skce`.
         estimator: ``"block"`` (default; at least 2 blocks) or ``"unbiased"`` (at least 3
             rows) (static).
-        level: confidence level in $(0, 1)$.
+        level: confidence level in $(0, 1)$ (static: a Python float).
         tail: ``"both"`` (default) or ``"right"`` (static).
 
     Returns:
