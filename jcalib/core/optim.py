@@ -15,7 +15,15 @@ params_{k+1} ← project(params_{k+1})                                          
 It returns the final parameters and optimiser state (so a caller can warm-start the next call,
 as ORCA does round to round) and the loss at each step. Learning rates and other float settings
 of the optimiser may be traced arrays (``optax.adam(lr)`` with ``lr`` a JAX array), so a sweep
-vmaps over them without recompiling; only ``n_steps`` fixes the program.
+vmaps over them without recompiling; only ``n_steps`` and ``unroll`` fix the program.
+
+``unroll`` (static) runs that many steps in each iteration of the compiled loop (``lax.scan``'s
+own ``unroll``): the same arithmetic in the same order, fewer loop iterations. A loop iteration
+has a fixed cost beyond its arithmetic -- on a GPU the ``while`` condition is read back by the
+host and the body is a dozen kernel launches -- which matters when a step is a few thousand
+flops, as ORCA's is. ``unroll=None`` (every caller's default) takes the value of
+:data:`DEFAULT_UNROLL` for ``jax.default_backend()`` at trace time: 1 everywhere for now (the
+CPU's measurement is in ``benchmarks/RESULTS.md``; ``make bench-gpu`` measures the GPU's).
 
 optax's Adam bias correction computes ``float ** int32`` and its simplex projection divides a
 float by an int32, which strict dtype promotion (the test configuration) rejects; both are
@@ -34,7 +42,23 @@ import optax
 from jax import lax
 from jaxtyping import Array, Float
 
-__all__ = ["OptimResult", "optimise", "lbfgs_minimise", "optax_update", "standard_promotion"]
+from .._validation import check_int
+
+__all__ = [
+    "DEFAULT_UNROLL",
+    "OptimResult",
+    "default_unroll",
+    "optimise",
+    "lbfgs_minimise",
+    "optax_update",
+    "standard_promotion",
+]
+
+# Steps per iteration of optimise's loop when a caller leaves ``unroll=None``, by
+# ``jax.default_backend()``. CPU: 1, the rolled loop (benchmarks/RESULTS.md, "unroll on the
+# CPU"). GPU and TPU: 1 as well, awaiting a measurement (``make bench-gpu`` times ORCA at
+# unroll 1, 4 and 8 on the default device); a backend not listed gets 1.
+DEFAULT_UNROLL: dict[str, int] = {"cpu": 1, "gpu": 1, "cuda": 1, "rocm": 1, "tpu": 1}
 
 
 def standard_promotion():
@@ -63,6 +87,12 @@ def optax_update(optimizer: optax.GradientTransformation, grads, state, params):
         return optax.apply_updates(params, updates), state
 
 
+def default_unroll(backend: str | None = None) -> int:
+    """The steps per loop iteration :func:`optimise` uses when ``unroll=None``: :data:`DEFAULT_UNROLL`
+    for ``backend`` (default: ``jax.default_backend()``, read when the caller is traced)."""
+    return DEFAULT_UNROLL.get(jax.default_backend() if backend is None else backend, 1)
+
+
 def optimise(
     loss: Callable[[Any], Array],
     params: Any,
@@ -71,6 +101,7 @@ def optimise(
     *,
     state: Any = None,
     project: Callable[[Any], Any] | None = None,
+    unroll: int | None = None,
 ) -> OptimResult:
     """Minimise ``loss`` from ``params`` with ``n_steps`` steps of ``optimizer`` in one ``lax.scan``.
 
@@ -83,6 +114,10 @@ def optimise(
         state: an optimiser state to resume from (default: ``optimizer.init(params)``).
         project: optional map applied after every step (projected gradient descent, e.g. a
             clip onto a box).
+        unroll: steps per iteration of the compiled loop (an int >= 1, not a bool; static: each
+            value is its own program). ``None``: :func:`default_unroll`, the backend's default. The
+            result is the same as with ``unroll=1`` up to float rounding (XLA may fuse the
+            copies of the step differently).
 
     Returns:
         :class:`OptimResult` with the final parameters, the final optimiser state and the loss
@@ -96,6 +131,9 @@ def optimise(
     """
     if not isinstance(n_steps, int) or isinstance(n_steps, bool) or n_steps < 0:
         raise ValueError(f"n_steps must be a non-negative Python int, got {n_steps!r}")
+    # a bool is refused (check_int): lax.scan reads True as every step unrolled, 400 copies of
+    # ORCA's step in one program; 0 (lax.scan: unroll everything) is below the minimum
+    unroll = default_unroll() if unroll is None else check_int(unroll, "unroll", minimum=1)
     if state is None:
         with standard_promotion():
             state = optimizer.init(params)
@@ -109,7 +147,7 @@ def optimise(
             p = project(p)
         return (p, s), value
 
-    (params, state), losses = jax.lax.scan(step, (params, state), None, length=n_steps)
+    (params, state), losses = jax.lax.scan(step, (params, state), None, length=n_steps, unroll=unroll)
     return OptimResult(params, state, losses)
 
 

@@ -57,7 +57,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import check_hyper, check_int, check_positive_int
+from .._validation import as_int, check_hyper, check_int, check_positive_int
 from ..core.optim import optimise, standard_promotion
 from ..core.types import AbstractForecaster, Forecast
 from ..distributions import PiecewiseConstant, uniform_edges
@@ -151,6 +151,11 @@ class ORCA(AbstractForecaster):
             ``()`` turns it off; piecewise family only; see :meth:`best_start`).
         satisfice: minimise $\max(\ell, 0)$ instead of $\ell$ (static, default ``True``; see
             :meth:`objective`).
+        unroll: Adam steps per iteration of the compiled inner loop (static; an int $\ge 1$, or
+            ``None`` for the backend's default, :func:`jcalib.core.optim.default_unroll`). Not
+            in the paper: it changes how the loop is compiled, not the steps (forecasts agree
+            with ``unroll=1`` up to float rounding); it saves a loop iteration's fixed cost per
+            unrolled step where that cost is large (a GPU's host round trip and kernel launches).
 
     Context: ``None``, the expert's forecast (a ``PiecewiseConstant`` on the same edges), or an
     :class:`~jcalib.payoffs.ExpertContext` — whatever the payoff reads.
@@ -182,6 +187,7 @@ class ORCA(AbstractForecaster):
     satisfice: bool = eqx.field(static=True, default=True)
     warm_optimizer: bool = eqx.field(static=True, default=True)
     start: str = eqx.field(static=True, default="warm")
+    unroll: int | None = eqx.field(static=True, default=None, converter=as_int)
 
     def __check_init__(self):
         if not isinstance(self.payoff, AbstractPayoff):
@@ -190,6 +196,8 @@ class ORCA(AbstractForecaster):
         if e.ndim != 1 or len(e) < 2 or not np.all(np.diff(e) > 0):
             raise ValueError("edges must be a strictly increasing tuple of at least 2 floats")
         check_int(self.n_steps, "n_steps", minimum=0)
+        if self.unroll is not None:
+            check_int(self.unroll, "unroll", minimum=1)
         if self.start not in ("warm", "expert"):
             raise ValueError(f"start must be 'warm' or 'expert', got {self.start!r}")
         if self.start == "expert" and self.family != "piecewise":
@@ -393,7 +401,8 @@ class ORCA(AbstractForecaster):
             with standard_promotion():
                 opt_state = opt.init(theta0)
         res = optimise(
-            lambda th: self.objective(th, c, x), theta0, opt, self.n_steps, state=opt_state, project=self.project
+            lambda th: self.objective(th, c, x), theta0, opt, self.n_steps, state=opt_state, project=self.project,
+            unroll=self.unroll,
         )
         theta = res.params
         p = self.distribution(theta)

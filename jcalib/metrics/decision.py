@@ -203,7 +203,7 @@ def _safe_sqrt(x):
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1.0)), 0.0)
 
 
-@partial(jax.jit, static_argnames=("n_actions", "n_restarts", "n_steps", "squared"))
+@partial(jax.jit, static_argnames=("n_actions", "n_restarts", "n_steps", "squared", "unroll"))
 def partition_search(
     key: PRNGKeyArray,
     probs: Float[Array, "N C"],
@@ -218,6 +218,7 @@ def partition_search(
     learning_rate: float | Float[Array, ""] = 1e-2,
     scale: float | Float[Array, ""] = 100.0,
     squared: bool = False,
+    unroll: int | None = None,
 ) -> SearchResult:
     """Gradient ascent on the relaxed objective (Eq. 9) from ``n_restarts`` random starts.
 
@@ -250,6 +251,9 @@ def partition_search(
         learning_rate: initial Adam learning rate (for v; ×0.8 every 500 steps); traced.
         scale: w = scale · v (see above); 1 recovers the reference parametrisation; traced.
         squared: ascend Σ_a ‖m_a‖₂² (reference code) instead of Σ_a ‖m_a‖₂ (Eq. 9).
+        unroll: Adam steps per iteration of the compiled loop (an int ≥ 1; ``None``: the
+            backend's default, :func:`jcalib.core.optim.default_unroll`); static. The same
+            steps, compiled differently: witnesses agree with ``unroll=1`` up to float rounding.
 
     Returns:
         :class:`SearchResult` with every restart's final witness and its soft and hard values.
@@ -279,7 +283,7 @@ def partition_search(
     schedule = optax.exponential_decay(
         learning_rate, transition_steps=500, decay_rate=0.8, staircase=True
     )
-    vs = optimise(loss, v0, optax.adam(schedule), n_steps).params
+    vs = optimise(loss, v0, optax.adam(schedule), n_steps, unroll=unroll).params
     ws = scale * vs
 
     def values(w):
@@ -307,9 +311,9 @@ def _action_tuple(n_actions) -> tuple[int, ...]:
     return (check_positive_int(n_actions, "n_actions"),)
 
 
-@partial(jax.jit, static_argnames=("actions", "n_restarts", "n_steps", "single"))
+@partial(jax.jit, static_argnames=("actions", "n_restarts", "n_steps", "single", "unroll"))
 def _dce_core(
-    key, probs, labels, sample_weight, *, actions, n_restarts, n_steps, learning_rate, scale, single
+    key, probs, labels, sample_weight, *, actions, n_restarts, n_steps, learning_rate, scale, single, unroll
 ):
     n, c = probs.shape
     residual = jax.nn.one_hot(labels, c, dtype=probs.dtype) - probs
@@ -322,7 +326,7 @@ def _dce_core(
         res = partition_search(
             k, probs, residual, weights, mask,
             n_actions=k_max, n_restarts=n_restarts, n_steps=n_steps,
-            learning_rate=learning_rate, scale=scale, squared=False,
+            learning_rate=learning_rate, scale=scale, squared=False, unroll=unroll,
         )
         best = jnp.argmax(res.value)
         return DecisionCalibrationResult(
@@ -353,6 +357,7 @@ def decision_calibration_error(
     learning_rate: float = 1e-2,
     scale: float = 100.0,
     sample_weight: Float[Array, " N"] | None = None,
+    unroll: int | None = None,
 ) -> DecisionCalibrationResult:
     """Worst-case decision miscalibration over K-action decision makers (paper 004, Prop. 2).
 
@@ -383,6 +388,8 @@ def decision_calibration_error(
             needs about ten times more steps (see :func:`partition_search`). Traced, like
             ``learning_rate``.
         sample_weight: optional ``(N,)`` non-negative weights (weighted means replace means).
+        unroll: Adam steps per iteration of the search's compiled loop (an int ≥ 1; ``None``:
+            the backend's default); see :func:`partition_search`. Each value compiles anew.
 
     Returns:
         :class:`DecisionCalibrationResult` (``.value``, ``.soft_value``, ``.witness``, …);
@@ -391,7 +398,7 @@ def decision_calibration_error(
     Raises:
         ValueError: probabilities off the simplex, NaN, labels out of range, length mismatch,
             a non-positive ``n_actions``, or a concrete ``learning_rate`` or ``scale`` that is
-            not a positive finite scalar.
+            not a positive finite scalar, or an ``unroll`` that is not an int ≥ 1.
 
     Examples:
         >>> import jax, jax.numpy as jnp
@@ -417,6 +424,7 @@ def decision_calibration_error(
         learning_rate=check_float_scalar(learning_rate, "learning_rate", probs.dtype, positive=True),
         scale=check_float_scalar(scale, "scale", probs.dtype, positive=True),
         single=not isinstance(n_actions, (tuple, list)),
+        unroll=None if unroll is None else check_positive_int(unroll, "unroll"),
     )
 
 

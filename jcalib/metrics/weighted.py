@@ -238,7 +238,7 @@ def two_action_decision_calibration_error(
         probs, labels: as usual.
         key: PRNG key for the restarts.
         **search: forwarded (``n_restarts``, ``n_steps``, ``learning_rate``,
-            ``sample_weight``).
+            ``sample_weight``, ``unroll``).
 
     Returns:
         :class:`jcalib.metrics.decision.DecisionCalibrationResult` (``.value``, ``.witness``
@@ -538,8 +538,8 @@ def full_smooth_calibration_error(
 # Sigmoid family (Def. 7.7)
 
 
-@functools.partial(jax.jit, static_argnames=("n_restarts", "n_steps"))
-def _sigmoid_search(key, v, z, w, L, lr, *, n_restarts, n_steps):
+@functools.partial(jax.jit, static_argnames=("n_restarts", "n_steps", "unroll"))
+def _sigmoid_search(key, v, z, w, L, lr, *, n_restarts, n_steps, unroll=None):
     k = v.shape[1]
     ka, kb = jax.random.split(key)
     a0 = jax.random.uniform(ka, (k, n_restarts, k), v.dtype, minval=-1.0, maxval=1.0)
@@ -554,7 +554,7 @@ def _sigmoid_search(key, v, z, w, L, lr, *, n_restarts, n_steps):
     # Projected ascent: a is clipped back into [−1, 1]^k after every Adam step.
     params = optimise(
         lambda p: -jnp.sum(corr(*p)), (a0, b0), optax.adam(lr), n_steps,
-        project=lambda p: (jnp.clip(p[0], -1.0, 1.0), p[1]),
+        project=lambda p: (jnp.clip(p[0], -1.0, 1.0), p[1]), unroll=unroll,
     ).params
     c = corr(*params)
     best = jnp.argmax(c, axis=1)
@@ -575,6 +575,7 @@ def sigmoid_calibration_error(
     learning_rate: float = 0.05,
     sample_weight: Float[Array, " n"] | None = None,
     return_witness: bool = False,
+    unroll: int | None = None,
 ):
     r"""Sigmoid calibration error $CE_{\Sigma_L^k}$ (paper 003, Definition 7.7), **normalised**,
     a lower bound from projected gradient ascent:
@@ -588,7 +589,10 @@ def sigmoid_calibration_error(
     $a$ clipped to the box after each step; the best restart per class is kept. The value is a
     **lower bound** (the objective is not concave). $\Sigma_L$ is $L$-Lipschitz in
     $\|\cdot\|_1$, so $CE_{\Sigma_L^k} \le L\cdot fsCE$ (Lemma 8.2's argument).
-    jit/vmap-able (L and the learning rate may be traced).
+    jit/vmap-able (L and the learning rate may be traced). ``unroll`` (an int ≥ 1, static;
+    ``None``: the backend's default, :func:`jcalib.core.optim.default_unroll`) runs that many
+    Adam steps per iteration of the compiled loop: the same steps, so the same value up to float
+    rounding.
 
     Returns:
         Scalar array, or :class:`WeightedCE` with ``witness = (a, b)``, ``a`` ``(k, k)`` (row
@@ -601,6 +605,7 @@ def sigmoid_calibration_error(
         jax.random.key(0) if key is None else key, v, z, w,
         jnp.asarray(L, v.dtype), jnp.asarray(learning_rate, v.dtype),
         n_restarts=check_positive_int(n_restarts, "n_restarts"), n_steps=check_positive_int(n_steps, "n_steps"),
+        unroll=None if unroll is None else check_positive_int(unroll, "unroll"),
     )
     return WeightedCE(value, per, (a, b)) if return_witness else value
 

@@ -126,15 +126,15 @@ def _solve_adjustment(cells, residual, weights, ridge):
 # learning_rate, scale and ridge are traced arguments (one compilation for all their values).
 @partial(
     jax.jit,
-    static_argnames=("n_actions", "n_restarts", "n_steps", "hard", "squared", "project"),
+    static_argnames=("n_actions", "n_restarts", "n_steps", "hard", "squared", "project", "unroll"),
 )
 def _stage(key, current, onehot, weights, *, n_actions, n_restarts, n_steps, learning_rate,
-           scale, hard, squared, ridge, project):
+           scale, hard, squared, ridge, project, unroll=None):
     residual = onehot - current
     search = partition_search(
         key, current, residual, weights,
         n_actions=n_actions, n_restarts=n_restarts, n_steps=n_steps,
-        learning_rate=learning_rate, scale=scale, squared=squared,
+        learning_rate=learning_rate, scale=scale, squared=squared, unroll=unroll,
     )
     # Keep the restart that is best for the cells the update uses.
     best = jnp.argmax(search.value if hard else search.soft_value)
@@ -148,7 +148,7 @@ def _stage(key, current, onehot, weights, *, n_actions, n_restarts, n_steps, lea
 
 @partial(
     jax.jit,
-    static_argnames=("n_actions", "n_restarts", "n_steps", "hard", "squared", "project"),
+    static_argnames=("n_actions", "n_restarts", "n_steps", "hard", "squared", "project", "unroll"),
 )
 def _fit_stages(keys, probs, onehot, weights, **settings):
     # All stages in one compiled scan (a scan outside jit would compile its body on every call).
@@ -166,17 +166,23 @@ def _next(w, d, current, *, hard, project):
 
 
 def _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective,
-                    projection="simplex"):
+                    projection="simplex", unroll=None):
     check_positive_int(n_actions, "n_actions")
     check_positive_int(n_stages, "n_stages")
     check_positive_int(n_restarts, "n_restarts")
     check_positive_int(n_steps, "n_steps")
+    _unroll(unroll)
     if partition not in ("soft", "hard"):
         raise ValueError(f"partition must be 'soft' or 'hard', got {partition!r}")
     if objective not in ("squared", "norm"):
         raise ValueError(f"objective must be 'squared' or 'norm', got {objective!r}")
     if projection not in ("simplex", "none"):
         raise ValueError(f"projection must be 'simplex' or 'none', got {projection!r}")
+
+
+def _unroll(unroll):
+    # a static argument of the jitted stages, checked; NumPy integers become Python ints
+    return None if unroll is None else check_positive_int(unroll, "unroll")
 
 
 def _traced_settings(learning_rate, scale, ridge, dtype):
@@ -204,18 +210,20 @@ def decision_calibration_stage(
     ridge: float = 1e-6,
     projection: str = "simplex",
     sample_weight: Float[Array, " N"] | None = None,
+    unroll: int | None = None,
 ) -> tuple[Float[Array, "N C"], Float[Array, "K C"], Float[Array, "K C"], StageInfo]:
     """One stage of Algorithm 1 on the current predictions ``probs`` (for a custom loop).
 
     ``probs`` need not lie on the simplex (with ``projection="none"`` intermediate stages leave
-    it, exactly as at prediction time); only shapes and labels are checked.
+    it, exactly as at prediction time); only shapes and labels are checked. The settings are
+    those of :func:`decision_calibration_fit`.
 
     Returns:
         ``(new_probs, w, D, info)``: the corrected predictions P̂ + W D (projected onto the
         simplex unless ``projection="none"``), the stage's witness
         ``(K, C)``, its adjustment ``(K, C)`` and :class:`StageInfo`.
     """
-    _check_settings(n_actions, 1, n_restarts, n_steps, partition, objective, projection)
+    _check_settings(n_actions, 1, n_restarts, n_steps, partition, objective, projection, unroll)
     current = jnp.asarray(probs)
     if current.ndim != 2 or not jnp.issubdtype(current.dtype, jnp.floating):
         raise ValueError(f"probs must be a float (n, C) array, got {current.dtype} {current.shape}")
@@ -226,7 +234,7 @@ def decision_calibration_stage(
     return _stage(
         key, current, onehot, normalised_weights(sample_weight, n, current.dtype),
         n_actions=n_actions, n_restarts=n_restarts, n_steps=n_steps, hard=partition == "hard",
-        squared=objective == "squared", project=projection == "simplex",
+        squared=objective == "squared", project=projection == "simplex", unroll=_unroll(unroll),
         **_traced_settings(learning_rate, scale, ridge, current.dtype),
     )
 
@@ -248,6 +256,7 @@ def decision_calibration_fit(
     projection: str = "simplex",
     sample_weight: Float[Array, " N"] | None = None,
     return_info: bool = False,
+    unroll: int | None = None,
 ) -> DecisionCalibrationParams | tuple[DecisionCalibrationParams, StageInfo]:
     """Fit ``n_stages`` stages of decision recalibration (Algorithm 1 / soft version).
 
@@ -278,6 +287,8 @@ def decision_calibration_fit(
             module docstring) or ``"none"`` (reference code: only the final clip).
         sample_weight: optional ``(N,)`` non-negative weights (weighted means throughout).
         return_info: also return the stacked per-stage :class:`StageInfo`.
+        unroll: Adam steps per iteration of the search's compiled loop (an int ≥ 1; ``None``:
+            the backend's default); see :func:`jcalib.metrics.decision.partition_search`.
 
     Returns:
         :class:`DecisionCalibrationParams` (and :class:`StageInfo` with a leading stage axis if
@@ -300,7 +311,7 @@ def decision_calibration_fit(
         Zhao, Kim, Sahoo, Ma, Ermon (2021), Algorithm 1, Theorem 2.2, Section 4.4.
     """
     check_key(key)
-    _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective, projection)
+    _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective, projection, unroll)
     probs = check_simplex_probs(probs)
     labels = check_class_labels(labels, probs.shape[1])
     n = check_same_length(probs=probs, labels=labels)
@@ -313,7 +324,7 @@ def decision_calibration_fit(
     ws, ds, info = _fit_stages(
         jax.random.split(key, n_stages), probs, onehot, weights,
         n_actions=n_actions, n_restarts=n_restarts, n_steps=n_steps, hard=hard,
-        squared=objective == "squared", project=project,
+        squared=objective == "squared", project=project, unroll=_unroll(unroll),
         **_traced_settings(learning_rate, scale, ridge, probs.dtype),
     )
     params = DecisionCalibrationParams(ws, ds, hard, project)
@@ -365,7 +376,7 @@ class DecisionCalibrator(Recalibrator):
     Args:
         n_actions: K, cells per stage (the decision makers' number of actions).
         n_stages: number of stages T.
-        n_restarts, n_steps, learning_rate, scale: witness search settings (see
+        n_restarts, n_steps, learning_rate, scale, unroll: witness search settings (see
             :func:`decision_calibration_fit`).
         partition: ``"soft"`` (default) or ``"hard"`` cells.
         objective: ``"squared"`` (reference code) or ``"norm"`` search objective.
@@ -411,8 +422,9 @@ class DecisionCalibrator(Recalibrator):
         projection: str = "simplex",
         n_losses: int = 500,
         progress: bool = True,
+        unroll: int | None = None,
     ):
-        _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective, projection)
+        _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective, projection, unroll)
         _traced_settings(learning_rate, scale, ridge, jnp.result_type(float))
         self.n_actions = n_actions
         self.n_stages = n_stages
@@ -426,6 +438,7 @@ class DecisionCalibrator(Recalibrator):
         self.projection = projection
         self.n_losses = check_positive_int(n_losses, "n_losses")
         self.progress = progress
+        self.unroll = unroll
         self._monitor: dict[str, tuple[Any, Any]] = {}
 
     def fit(
@@ -485,7 +498,7 @@ class DecisionCalibrator(Recalibrator):
         hard, project = self.partition == "hard", self.projection == "simplex"
         settings = dict(
             n_actions=self.n_actions, n_restarts=self.n_restarts, n_steps=self.n_steps, hard=hard,
-            squared=self.objective == "squared", project=project,
+            squared=self.objective == "squared", project=project, unroll=_unroll(self.unroll),
             **_traced_settings(self.learning_rate, self.scale, self.ridge, probs.dtype),
         )
         history: dict[str, list[float]] = {

@@ -353,3 +353,31 @@ def test_new_learning_rates_and_scales_reuse_one_compilation():
         decision_calibration_error(probs, labels, 2, learning_rate=-1.0, **kw)
     with pytest.raises(ValueError, match="scale"):
         decision_calibration_error(probs, labels, 2, scale=0.0, **kw)
+
+
+# ---------------------------------------------------------------------------------- unroll
+
+
+def test_unrolled_search_equals_the_rolled_one_and_compiles_once_per_value():
+    """``unroll`` changes how the Adam loop is compiled, not its steps: the same witnesses and
+    values; each value is one compilation, reused by calls with new data of the same shape."""
+    probs, labels = _calibrated(jax.random.key(7), 300, 4)
+    kw = dict(n_restarts=3, n_steps=45)  # 45 steps: not a multiple of 2 or 4
+    rolled = decision_calibration_error(probs, labels, (2, 3), jax.random.key(0), unroll=1, **kw)
+    for unroll in (2, 4):
+        got = decision_calibration_error(probs, labels, (2, 3), jax.random.key(0), unroll=unroll, **kw)
+        # float32 Adam over 45 steps: XLA fuses the unrolled copies of a step differently, an ulp
+        # a step at most, amplified by Adam's normalised steps (measured: below 1e-5)
+        np.testing.assert_allclose(np.asarray(got.witness), np.asarray(rolled.witness), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(np.asarray(got.restart_soft_values), np.asarray(rolled.restart_soft_values),
+                                   rtol=1e-4, atol=1e-6)
+    probs2, labels2 = _calibrated(jax.random.key(8), 300, 4)
+    with count_compilations() as c:
+        decision_calibration_error(probs2, labels2, (2, 3), jax.random.key(1), unroll=np.int32(4), **kw)
+    assert c.n == 0  # a NumPy integer is the same static value as the Python int
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5, "2"])
+def test_bad_unroll_is_refused(bad):
+    with pytest.raises(ValueError, match="unroll"):
+        decision_calibration_error(_GOOD_P, _GOOD_Y, n_steps=2, unroll=bad)

@@ -313,3 +313,27 @@ def test_bad_input_raises():
         sigmoid_calibration_error(v, y, L=0.5)
     with pytest.raises(ValueError, match="outside jit"):
         jax.jit(lambda p: projected_smooth_calibration_error(p, y))(jnp.asarray(v))
+
+
+def test_unrolled_sigmoid_search_equals_the_rolled_one():
+    v, y = _data(17, 80, 3, eps=0.3)
+    rolled = sigmoid_calibration_error(v, y, 4.0, n_restarts=4, n_steps=50, unroll=1, return_witness=True)
+    got = sigmoid_calibration_error(v, y, 4.0, n_restarts=4, n_steps=50, unroll=4, return_witness=True)  # 4 ∤ 50
+    # float32 Adam: the unrolled copies of a step fuse differently (an ulp per step)
+    np.testing.assert_allclose(float(got.value), float(rolled.value), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(got.witness[0]), np.asarray(rolled.witness[0]), atol=1e-4)
+    # the two-action decision error forwards unroll to the partition search
+    two = two_action_decision_calibration_error(v, y, n_steps=10, n_restarts=2, unroll=4)
+    one = two_action_decision_calibration_error(v, y, n_steps=10, n_restarts=2, unroll=1)
+    np.testing.assert_allclose(float(two.value), float(one.value), rtol=1e-4)  # as above
+    z = jax.nn.one_hot(jnp.asarray(y), 3, dtype=jnp.float32) - jnp.asarray(v, jnp.float32)
+    w = jnp.full((80,), 1 / 80, jnp.float32)
+    chex.clear_trace_counter()
+    search = jax.jit(chex.assert_max_traces(
+        lambda L: _sigmoid_search(jax.random.key(0), jnp.asarray(v, jnp.float32), z, w, L, 0.05, n_restarts=2,
+                                  n_steps=10, unroll=4)[0], n=1))
+    for L in (1.0, 2.0, 3.0):  # new slopes, the same unroll: one trace
+        search(jnp.asarray(L))
+    for bad in (0, False, 2.0):
+        with pytest.raises(ValueError, match="unroll"):
+            sigmoid_calibration_error(v, y, unroll=bad)

@@ -281,3 +281,33 @@ def test_empty_data_and_non_keys_are_refused():
     for key in (0, 1.5, None):
         with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
             decision_calibration_fit(key, np.array([[0.2, 0.8]]), np.array([1]))
+
+
+def test_unrolled_search_fits_the_same_stages():
+    """``unroll`` reaches the witness search of every stage (fit, stage and the wrapper) and
+    gives the same fit as the rolled loop up to float rounding."""
+    probs, labels = _overconfident(jax.random.key(41), 200, 3)
+    key = jax.random.key(0)
+    rolled = decision_calibration_fit(key, probs, labels, n_stages=2, unroll=1, **FAST)
+    unrolled = decision_calibration_fit(key, probs, labels, n_stages=2, unroll=4, **FAST)
+    # float32 Adam: the unrolled copies of a step fuse differently (an ulp per step), and the
+    # second stage starts from the first's corrected predictions
+    np.testing.assert_allclose(np.asarray(unrolled.witness), np.asarray(rolled.witness), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(unrolled.adjustment), np.asarray(rolled.adjustment), rtol=1e-3, atol=1e-5)
+    # stage t of a fit draws its restarts from the t-th split of the key
+    _, w, _, _ = decision_calibration_stage(jax.random.split(key, 2)[0], probs, labels, unroll=4, **FAST)
+    np.testing.assert_allclose(np.asarray(w), np.asarray(rolled.witness[0]), rtol=1e-3, atol=1e-3)  # as above
+    probs2, labels2 = _overconfident(jax.random.key(42), 200, 3)
+    with count_compilations() as c:  # the stage compiled above, reused: same unroll, same shapes
+        decision_calibration_stage(key, probs2, labels2, unroll=4, **FAST)
+    assert c.n == 0
+    cal = DecisionCalibrator(n_stages=2, unroll=np.int64(4), progress=False, **FAST).fit(probs, labels, key=key)
+    # the wrapper runs the same stages one call at a time (no vmapped or scanned batch): equal
+    np.testing.assert_allclose(np.asarray(cal.params_.witness), np.asarray(unrolled.witness), rtol=1e-5, atol=1e-5)
+    for bad in (0, True, 1.5):
+        with pytest.raises(ValueError, match="unroll"):
+            DecisionCalibrator(unroll=bad)
+        with pytest.raises(ValueError, match="unroll"):
+            decision_calibration_fit(key, probs, labels, unroll=bad)
+        with pytest.raises(ValueError, match="unroll"):
+            decision_calibration_stage(key, probs, labels, unroll=bad)
