@@ -45,8 +45,8 @@ $10^{-4}$ of the minimum (found by Newton's method; the raw fit ended up to $1.2
 before). Without regularisation the objective has no minimiser on such data (it decreases
 along a ray, $\max|W_{jk}| \to \infty$): float32 stops where its round-off ends the line
 search ($\max|W_{jk}| \approx 480$ on one split), float64 keeps going (1750 after 500 steps,
-6300 after 2000), and the two fits agree only in what they predict (held-out NLL 0.805 and
-0.804 with one clip), not in their parameters; use ODIR for a well-posed fit. Held-out NLLs
+6300 after 2000), and the two fits agree only in what they predict (held-out NLL 0.8046 and
+0.8035 with one clip), not in their parameters; use ODIR for a well-posed fit. Held-out NLLs
 of such fits also depend on the metric: `jcalib.metrics.nll` clips at the dtype's machine
 epsilon by default (a probability 0 costs 15.9 in float32, 36.0 in float64), so compare
 precisions with one ``eps``.
