@@ -104,6 +104,22 @@ def test_tie_rule_matches_reference_and_sklearn(dtype, seed):
     np.testing.assert_allclose(got, isotonic_ties.isotonic_predict(isotonic_ties.isotonic_fit(s, y, w), t), **tol)
 
 
+def test_tie_rule_under_vmap_with_bootstrap_weights(x64):
+    """The pooling is a fixed-shape scan: vmapped over weight vectors (zeros included, which
+    must neither start nor anchor a group), each refit equals the reference rule's fit."""
+    rng = np.random.default_rng(7)
+    n = 60
+    s = np.concatenate([np.arange(20) * 4e-16, 0.5 + np.arange(20) * 3e-16, rng.random(20)])
+    y = (rng.random(n) < np.clip(s, 0.2, 0.8)).astype(int)
+    W = rng.poisson(1.0, (5, n)).astype(float)
+    t = np.concatenate([s, rng.random(50)])
+    fit = jax.jit(jax.vmap(lambda w: isotonic_calibration_apply(isotonic_calibration_fit(None, _binary(s), y, sample_weight=w), _binary(t))))
+    got = np.asarray(fit(W))[..., 1]
+    for i in range(len(W)):
+        want = isotonic_ties.isotonic_predict(isotonic_ties.isotonic_fit(s, y, W[i]), t)
+        np.testing.assert_allclose(got[i], want, rtol=1e-12, atol=1e-14)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_naive_bayes_digits_parity_with_calibrated_classifier_cv(dtype):
     """Gaussian naive Bayes on digits: 80 % of its scores lie below 1e-15, so the tie rule
