@@ -140,8 +140,9 @@ def _tie_groups(x: Float[Array, " n"], w: Float[Array, " n"]) -> Int[Array, " n"
     (scikit-learn's ``_make_unique``, which ``IsotonicRegression`` applies after dropping
     weight-0 points). A group thus spans less than $\epsilon$, and a chain of scores each
     less than $\epsilon$ above the previous one is cut every $\epsilon$. Weight-0 scores never
-    start a group; they join the current one (or a group of their own, of weight 0, before the
-    first positive weight). One ``lax.scan``: fixed shapes, jit- and vmap-able.
+    start a group; they join the current one (before the first positive weight: group 0, whose
+    weight is then 0 and which the fit drops). One ``lax.scan``: fixed shapes, jit- and
+    vmap-able.
 
     Args:
         x: scores sorted ascending, shape ``(n,)``.

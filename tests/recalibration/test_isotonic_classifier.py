@@ -76,8 +76,9 @@ def test_near_ties_pooled_as_scikit_learn(dtype):
     with jax.enable_x64(dtype == np.float64):
         got = np.asarray(isotonic_calibration_apply(isotonic_calibration_fit(KEY, _binary(x).astype(dtype), y), _binary(x).astype(dtype)))
     assert got.dtype == dtype
+    # 1e-6: float32's resolution (1/3 is not exact in it)
     np.testing.assert_allclose(got[:, 1], [1 / 3, 1 / 3, 1 / 3, 1, 1], rtol=1e-6)
-    np.testing.assert_allclose(got[:, 1], want, rtol=1e-6)  # 1e-6: float32's resolution
+    np.testing.assert_allclose(got[:, 1], want, rtol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -99,7 +100,8 @@ def test_tie_rule_matches_reference_and_sklearn(dtype, seed):
     t = np.concatenate([s, rng.random(200).astype(dtype)])
     with jax.enable_x64(dtype == np.float64):
         got = np.asarray(isotonic_calibration_apply(isotonic_calibration_fit(KEY, _binary(s).astype(dtype), y, sample_weight=w), _binary(t).astype(dtype)))[:, 1]
-    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)  # float32: round-off of interp
+    # round-off of the pooled means and of the interpolation in each dtype
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(got, ir.predict(t), **tol)
     np.testing.assert_allclose(got, isotonic_ties.isotonic_predict(isotonic_ties.isotonic_fit(s, y, w), t), **tol)
 
@@ -117,7 +119,7 @@ def test_tie_rule_under_vmap_with_bootstrap_weights(x64):
     got = np.asarray(fit(W))[..., 1]
     for i in range(len(W)):
         want = isotonic_ties.isotonic_predict(isotonic_ties.isotonic_fit(s, y, W[i]), t)
-        np.testing.assert_allclose(got[i], want, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(got[i], want, rtol=1e-12, atol=1e-14)  # float64 round-off of the sums
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -135,6 +137,7 @@ def test_naive_bayes_digits_parity_with_calibrated_classifier_cv(dtype):
     np.testing.assert_allclose(got, want, atol=1e-6 if dtype == np.float32 else 1e-12)
     p_true = got[np.arange(len(yt)), yt].astype(np.float64)
     assert p_true.min() > 1e-3
+    # float32: the probabilities agree to 1e-6 (above), so their mean log to about 1e-5
     np.testing.assert_allclose(-np.mean(np.log(p_true)), ref.nll(want, yt), rtol=1e-5 if dtype == np.float32 else 1e-12)
 
 
