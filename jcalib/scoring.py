@@ -45,7 +45,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import betainc, erf, gammainc, gammaincc, gammaln, i0e, i1e
+from jax.scipy.special import betainc, erf, erfc, gammainc, gammaincc, gammaln, i0e, i1e
 from jaxtyping import Array, ArrayLike, Float
 
 from ._dtypes import float_dtype
@@ -318,7 +318,7 @@ def _stirling_remainder(a):
 def _deviance(a, x):
     r"""$a\,(u - \log(1 + u))$ with $u = x/a - 1$: $\ge 0$, $+\infty$ at $x = 0$; computed from
     $u$, not as a difference of $a \log x$ and $a \log a$."""
-    u = x / a - 1
+    u = (x - a) / a  # x - a is exact for x near a (Sterbenz); x / a - 1 would round first
     return a * (u - jnp.log1p(u))
 
 
@@ -335,6 +335,65 @@ def _log_poisson_kernel(a, x):
     ab = jnp.where(zero, 1, a)
     out = -_deviance(ab, x) - 0.5 * jnp.log(2 * math.pi * ab) - _stirling_remainder(ab)
     return jnp.where(zero, -x, out)
+
+
+# Temme's coefficients c_0(η), c_1(η) of the uniform expansion of Q(a, x), as Taylor series in
+# η (DiDonato and Morris 1986, their d_0k and d_1k), used where the closed forms cancel
+_TEMME_C0 = (-1 / 3, 1 / 12, -2 / 135, 1 / 864, 1 / 2835, -139 / 777600, 1 / 25515, -571 / 261273600,
+             -1.85406221071516e-06)
+_TEMME_C1 = (-1.85185185185185e-03, -3.47222222222222e-03, 2.64550264550265e-03, -9.90226337448560e-04,
+             2.05761316872428e-04, -4.01877572016461e-07, -1.80985503344900e-05, 7.64916091608111e-06,
+             1.61209008945634e-06)
+
+
+def _horner(coefs, t):
+    out = jnp.zeros_like(t) + coefs[-1]
+    for c in coefs[-2::-1]:
+        out = out * t + c
+    return out
+
+
+def _gamma_pq(a, x):
+    r"""The regularised incomplete gamma functions $(P(a, x), Q(a, x))$, $a > 0$, $x \ge 0$.
+
+    XLA's ``igamma`` drifts as $a$ grows (float32: $7 \cdot 10^{-6}$ at $a = 30$,
+    $6 \cdot 10^{-5}$ at $10^3$, $0.4$ at $10^6$; float64: $10^{-11}$ at $10^4$, $10^{-6}$ at
+    $10^8$); from $a_0 = 20$ (float32) or $10^4$ (float64) on, Temme's uniform expansion (Temme
+    1979; DLMF §8.12) is used instead:
+    $Q = \tfrac12 \operatorname{erfc}(\eta\sqrt{a/2}) + \frac{e^{-a\eta^2/2}}{\sqrt{2\pi a}}
+    (c_0(\eta) + c_1(\eta)/a)$, $\eta = \operatorname{sign}(\lambda - 1)\sqrt{2(\lambda - 1 -
+    \log\lambda)}$, $\lambda = x/a$, with $c_0 = 1/(\lambda - 1) - 1/\eta$ and
+    $c_1 = 1/\eta^3 - 1/(\lambda-1)^3 - 1/(\lambda-1)^2 - 1/(12(\lambda-1))$ (their Taylor
+    series for $|\eta| < 1/2$, with $\lambda - 1 = (x - a)/a$ so that the subtraction is exact
+    near the centre). Measured against SciPy: below $10^{-6}$ absolute in float32 for every
+    $a \ge 20$ (the neglected $c_2/a^2$ term and float32 rounding), $5 \cdot 10^{-13}$ in
+    float64.
+
+    References:
+        Temme, N. M. (1979). The asymptotic expansion of the incomplete gamma functions. SIAM
+        Journal on Mathematical Analysis 10(4).
+        DiDonato, A. R. and Morris, A. H. (1986). Computation of the incomplete gamma function
+        ratios and their inverse. ACM Transactions on Mathematical Software 12(4).
+    """
+    big = a >= (1e4 if a.dtype == jnp.float64 else 20)
+    ab = jnp.where(big, a, 1e4)
+    u = (x - ab) / ab  # λ - 1, exact in the subtraction near the centre
+    # η = u sqrt(g(u)), g(u) = 2(u - log(1 + u))/u², by its series near u = 0 (finite gradient)
+    near = jnp.abs(u) < 1e-2
+    us = jnp.where(near, 0.5, u)
+    g_far = 2 * (us - jnp.log1p(us)) / (us * us)
+    g_near = _horner((1.0, -2 / 3, 1 / 2, -2 / 5, 1 / 3, -2 / 7, 1 / 4, -2 / 9), u)
+    eta = u * jnp.sqrt(jnp.where(near, g_near, g_far))
+    series = jnp.abs(eta) < 0.5
+    es, ls = jnp.where(series, 1.0, eta), jnp.where(series, 1.0, u)  # λ - 1 far from 0 here
+    c0 = jnp.where(series, _horner(_TEMME_C0, eta), 1 / ls - 1 / es)
+    c1 = jnp.where(series, _horner(_TEMME_C1, eta), 1 / es**3 - 1 / ls**3 - 1 / ls**2 - 1 / (12 * ls))
+    r = jnp.exp(-0.5 * ab * eta * eta) / jnp.sqrt(2 * math.pi * ab) * (c0 + c1 / ab)
+    t = eta * jnp.sqrt(ab / 2)
+    q_big = 0.5 * erfc(t) + r
+    p_big = 0.5 * erfc(-t) - r
+    small_a = jnp.where(big, 1.0, a)
+    return jnp.where(big, p_big, gammainc(small_a, x)), jnp.where(big, q_big, gammaincc(small_a, x))
 
 
 def _log_beta_kernel(a, b, x):
@@ -746,7 +805,9 @@ def crps_gamma(shape: ArrayLike, rate: ArrayLike, y: ArrayLike) -> Float[Array, 
     $F_\alpha$ the regularised lower incomplete gamma function: the literature's
     $y(2F_\alpha - 1) - \mu(2F_{\alpha+1} - 1) - 1/(\beta B(\frac12, \alpha))$ rewritten with
     $F_\alpha - F_{\alpha+1} = x^\alpha e^{-x}/\Gamma(\alpha+1)$, computed through Stirling's
-    form so that a large shape keeps its digits. A negative outcome scores $\mu - y$ minus the
+    form so that a large shape keeps its digits, and $F_\alpha$ by Temme's (1979) uniform
+    expansion for large shapes (from 20 in float32, $10^4$ in float64), where XLA's incomplete
+    gamma function drifts. A negative outcome scores $\mu - y$ minus the
     spread term ($F = 0$ there). Differentiable in every argument.
 
     Args:
@@ -775,7 +836,7 @@ def _crps_gamma_kernel(al, be, y):
     # logarithm nor an infinite derivative at 0 (shape < 1) leaks into the value or the gradient
     pos = x > 0
     xs = jnp.where(pos, x, 1)
-    F = jnp.where(pos, gammainc(al, xs), 0)
+    F = jnp.where(pos, _gamma_pq(al, xs)[0], 0)
     dens = jnp.where(pos, jnp.exp(_log_poisson_kernel(al, xs)), 0)  # F_α(x) - F_{α+1}(x)
     mu = al / be
     return (y - mu) * (2 * F - 1) + 2 * mu * dens - jnp.exp(_lgamma_ratio_half(al)) / (math.sqrt(math.pi) * be)
@@ -854,8 +915,9 @@ def crps_poisson(mean: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
     2014; Jordan, Krüger and Lerch 2019):
     $$\mathrm{CRPS} = (y - \lambda)(2F_\lambda(y) - 1) + 2\lambda f_\lambda(\lfloor y \rfloor)
     - \lambda e^{-2\lambda}\big(I_0(2\lambda) + I_1(2\lambda)\big),$$
-    $F_\lambda$ and $f_\lambda$ the Poisson CDF and probability mass function, $I_0, I_1$ modified
-    Bessel functions (through the scaled ``i0e``, ``i1e``, so large $\lambda$ does not
+    $F_\lambda$ and $f_\lambda$ the Poisson CDF ($Q(\lfloor y \rfloor + 1, \lambda)$, by Temme's
+    expansion for large counts) and probability mass function (Stirling's form), $I_0, I_1$
+    modified Bessel functions (through the scaled ``i0e``, ``i1e``, so large $\lambda$ does not
     overflow). Any real outcome is scored (the integral $\int (F_\lambda(z) - 1[y \le z])^2 dz$
     with the step CDF); a negative one scores $\lambda - y$ minus the spread term.
     Differentiable in ``mean`` (and piecewise linear in ``y``).
@@ -881,6 +943,6 @@ def crps_poisson(mean: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
 def _crps_poisson_kernel(lam, y):
     k = jnp.floor(y)
     kc = jnp.maximum(k, 0)
-    F = jnp.where(y < 0, 0, gammaincc(kc + 1, lam))
+    F = jnp.where(y < 0, 0, _gamma_pq(kc + 1, lam)[1])  # P(X <= k) = Q(k + 1, λ)
     pmf = jnp.where(y < 0, 0, jnp.exp(_log_poisson_kernel(kc, lam)))
     return (y - lam) * (2 * F - 1) + 2 * lam * pmf - lam * (i0e(2 * lam) + i1e(2 * lam))

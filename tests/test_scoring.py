@@ -338,6 +338,26 @@ def test_t_with_many_degrees_of_freedom(x64):
         np.testing.assert_allclose(np.asarray(got), [ref.crps_t(df, 0.0, 1.0, float(v)) for v in z32], rtol=rtol, err_msg=str(df))
 
 
+def test_gamma_and_poisson_with_large_shape_or_mean(x64):
+    # from shape 20 (float32) / 1e4 (float64) on, P and Q come from Temme's expansion instead of
+    # XLA's igamma (float32: 6e-5 off at 1e3, 0.4 at 1e6). Against the CRPS integral and the exact
+    # Poisson sum: 1e-10 in float64 (measured 7e-13), 1e-5 in float32 (measured 6e-6 at 1e4);
+    # scoringrules' Poisson score overflows to NaN from mean 1000 on, its gamma drifts (5e-11 at 2e4)
+    z = np.array([-4.0, -1.0, 0.0, 0.5, 3.0])
+    for a in (50.0, 1e3, 2e4):
+        y = a + np.sqrt(a) * z
+        np.testing.assert_allclose(scoring.crps_gamma(a, 1.0, y), [ref.crps_gamma(a, 1.0, v) for v in y], rtol=1e-10)
+        k = np.floor(y)
+        np.testing.assert_allclose(scoring.crps_poisson(a, k), [ref.crps_poisson(a, v) for v in k], rtol=1e-10)
+    for a in (30.0, 1e3, 1e4):
+        y32, a32 = (a + np.sqrt(a) * z).astype(np.float32), np.float32(a)
+        with jax.enable_x64(False):
+            g, p = scoring.crps_gamma(a32, np.float32(1), y32), scoring.crps_poisson(a32, np.floor(y32))
+        assert g.dtype == p.dtype == jnp.float32
+        np.testing.assert_allclose(np.asarray(g), [ref.crps_gamma(a, 1.0, float(v)) for v in y32], rtol=1e-5)
+        np.testing.assert_allclose(np.asarray(p), [ref.crps_poisson(a, float(v)) for v in np.floor(y32)], rtol=1e-5)
+
+
 def test_t_tends_to_the_gaussian_and_far_tails_stay_finite():
     # float32: df = 1e7 scores the Gaussian's CRPS (to float32's 1e-6 after a few operations),
     # and |z| = 1e30 (z² overflows) scores |z|
