@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: demo test test-all bench docs clean
+.PHONY: demo test test-all bench bench-gpu docs clean
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,12 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/kernel_audit.py
 	$(PY) benchmarks/approachability_throughput.py
 	$(PY) benchmarks/orca_throughput.py
+
+# The GPU measurements in one command (capped to fit 8 minutes on one H100, compilation included): the
+# default device against the host CPU in the same run, ORCA over B, unroll and XLA flag sets;
+# writes results/gpu_suite/gpu_suite.{json,md}. `--quick` is the CI-sized run.
+bench-gpu: $(VENV)/.installed-test
+	$(PY) benchmarks/gpu_suite.py
 
 docs: $(VENV)/.installed-docs
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
