@@ -22,8 +22,9 @@ own ``unroll``): the same arithmetic in the same order, fewer loop iterations. A
 has a fixed cost beyond its arithmetic -- on a GPU the ``while`` condition is read back by the
 host and the body is a dozen kernel launches -- which matters when a step is a few thousand
 flops, as ORCA's is. ``unroll=None`` (every caller's default) takes the value of
-:data:`DEFAULT_UNROLL` for ``jax.default_backend()`` at trace time: 1 everywhere for now (the
-CPU's measurement is in ``benchmarks/RESULTS.md``; ``make bench-gpu`` measures the GPU's).
+:data:`DEFAULT_UNROLL` for ``jax.default_backend()`` at trace time: 1 everywhere for now (on
+the CPU unrolling measured no faster, ``benchmarks/RESULTS.md``; ``make bench-gpu`` measures the
+GPU).
 
 optax's Adam bias correction computes ``float ** int32`` and its simplex projection divides a
 float by an int32, which strict dtype promotion (the test configuration) rejects; both are
@@ -55,8 +56,9 @@ __all__ = [
 ]
 
 # Steps per iteration of optimise's loop when a caller leaves ``unroll=None``, by
-# ``jax.default_backend()``. CPU: 1, the rolled loop (benchmarks/RESULTS.md, "unroll on the
-# CPU"). GPU and TPU: 1 as well, awaiting a measurement (``make bench-gpu`` times ORCA at
+# ``jax.default_backend()``. CPU: 1, the rolled loop (measured on 2 cores: 2 and 4 within noise
+# of 1, 8 slows ORCA by 26-36%, the decision search unchanged; benchmarks/RESULTS.md, "unroll on
+# the CPU"). GPU and TPU: 1 as well, awaiting a measurement (``make bench-gpu`` times ORCA at
 # unroll 1, 4 and 8 on the default device); a backend not listed gets 1.
 DEFAULT_UNROLL: dict[str, int] = {"cpu": 1, "gpu": 1, "cuda": 1, "rocm": 1, "tpu": 1}
 
