@@ -1,11 +1,18 @@
-"""Scoring rules: propriety, the stated Lipschitz constants, closed forms and bad input."""
+"""Scoring rules: propriety, the stated Lipschitz constants, closed forms and bad input; the
+ensemble, interval, ordinal and parametric scores against properscoring, scoringrules and the
+plain references of ``tests/reference/scoring.py``."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import properscoring as ps
 import pytest
+import scoringrules as sr
+from scipy import stats
 
 from jcalib import scoring
+from reference import scoring as ref
 
 GRID = np.linspace(0.0, 1.0, 20001)
 
@@ -84,12 +91,6 @@ def test_real_valued_scores_refuse_non_finite_inputs():
 
 # ---------------------------------------------------------------------------------------------
 # Ensembles, ordered categories, intervals, parametric CRPS: peers, references, propriety
-
-import chex  # noqa: E402
-import properscoring as ps  # noqa: E402
-import scoringrules as sr  # noqa: E402
-from reference import scoring as ref  # noqa: E402
-from scipy import stats  # noqa: E402
 
 
 def _inputs(seed=0, n=60, m=9, K=4):
