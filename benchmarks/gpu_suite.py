@@ -1,14 +1,16 @@
 """The GPU measurements in one command (``make bench-gpu``): every workload that a GPU might
 speed up, timed on JAX's default device and on the host's CPU in the same run.
 
-Items (each built from the setup of its own benchmark script, imported, not copied):
+Items (built from their benchmark scripts' setup functions, imported, where a script has one;
+else called as the script calls them):
 
 - ``orca``: ORCA as in paper 002's experiments (``orca_throughput.setup``: 50 bins, the
   experiment payoff, 400 Adam steps a round) against ``OverconfidentGaussian``; ``jcalib.play``
   at B = 1, ``jcalib.sweep`` at B > 1; over B and over ``unroll`` (Adam steps per iteration of
   the inner loop, ``ORCA(unroll=...)``), and again in a process of its own for each XLA flag set
   (``XLA_FLAGS`` is read when the backend starts);
-- ``aosa``: AOSA (paper 000) on Bernoulli(0.3) draws, ``record="summary"``, B up to 2^20;
+- ``aosa``: AOSA (paper 000) on Bernoulli(0.3) draws, ``record="summary"``, B up to 2^20, as
+  ``aosa_throughput.py`` runs it;
 - ``approachability``: the approachability recalibrator (paper 001) on the replayed model
   stream of ``approachability_throughput.model_stream``;
 - ``decision``: the decision-calibration partition search (paper 004), 16 restarts, K = 2, on
@@ -461,6 +463,12 @@ def run_worker(name: str, items, settings: dict, limit: float, lines: str, env_e
     return note
 
 
+def _read(lines: str) -> tuple[list, dict]:
+    """The workers' records so far, and their environment records by worker."""
+    records = [json.loads(x) for x in Path(lines).read_text().splitlines() if x.strip()]
+    return records, {r["worker"]: r for r in records if r.get("env")}
+
+
 def _median_records(records: list) -> list:
     """One record per (worker, item, size, unroll): medians of rate, wall and compile over turns."""
     groups: dict = {}
@@ -480,8 +488,8 @@ def _median_records(records: list) -> list:
     return out
 
 
-def _fmt(x, digits=3) -> str:
-    """3 significant digits; 100 and above as integers, 10^5 and above as 1.23e5."""
+def _fmt(x, digits: int = 3) -> str:
+    """``digits`` significant digits; 100 and above as integers, 10^5 and above as 1.23e5."""
     if x is None:
         return "—"
     if x >= 1e5:
@@ -630,9 +638,7 @@ def main(argv=None) -> int:
         if args.baseline_path:
             run("baseline", args.items, cfg["device"], limits["baseline"], pythonpath=args.baseline_path)
         run("device", args.items, cfg["device"], limits["device"], pythonpath=str(ROOT))
-    records = [json.loads(x) for x in Path(lines).read_text().splitlines() if x.strip()]
-    envs = {r["worker"]: r for r in records if r.get("env")}
-    platform_ = envs.get("device", {}).get("platform")
+    platform_ = _read(lines)[1].get("device", {}).get("platform")
     if "orca" in args.items and flag_sets:
         if platform_ == "gpu":
             for name, flags in flag_sets.items():
@@ -649,9 +655,8 @@ def main(argv=None) -> int:
             notes.append(f"the default device is the host CPU: the second (CPU) process ran only {items[0]}'s "
                          "first cell")
         run("cpu", items, settings, limits["cpu"], env={"JAX_PLATFORMS": "cpu"}, pythonpath=str(ROOT))
-    records = [json.loads(x) for x in Path(lines).read_text().splitlines() if x.strip()]
+    records, envs = _read(lines)
     os.remove(lines)
-    envs = {r["worker"]: r for r in records if r.get("env")}
     order = {w: i for i, w in enumerate(dict.fromkeys(r["worker"] for r in records))}
     figures = sorted(_median_records([r for r in records if not r.get("env")]),
                      key=lambda r: (order[r["worker"]], ITEMS.index(r["item"]), r.get("cell", 0)))
