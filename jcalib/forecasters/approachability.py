@@ -1,20 +1,23 @@
-r"""Online recalibration by Blackwell approachability (paper 001, Okoroafor–Kleinberg–Sun, Algorithm 1).
+r"""Online recalibration by Blackwell approachability (Okoroafor, Kleinberg, Sun 2024, Algorithm 1).
+
+Okoroafor, Kleinberg, Sun (2024), *Faster Recalibration of an Online Predictor via
+Approachability*, AISTATS; "paper §…", equation, lemma and theorem numbers below are theirs.
 
 Each round a model (the "oracle") announces $q_t \in [0, 1]$ — the forecaster's context ``x``;
 the forecaster publishes a mixed strategy $w_t$ over the grid $B_m = \{0, 1/m, \dots, 1\}$,
 draws $p_t \sim w_t$, then sees $y_t$. It must be calibrated on every sequence *and* lose
 little under a proper scoring rule $s$ against the model.
 
-**Game** (paper §3.1, eqs 8–12; SPEC §2). Vector payoff in $\mathbb R^{m+2}$:
+**Game** (paper §3.1, eqs 8–12). Vector payoff in $\mathbb R^{m+2}$:
 
 $$u_i(p_j, y) = \mathbb 1[j = i]\,(y - p_i),\ i = 0..m, \qquad
 u_{\mathrm{reg}}(p_j, y) = \frac{s(p_j, y) - s(q_t, y)}{L},$$
 
-the regret coordinate **divided by** the rule's Lipschitz constant $L$ (paper L152–154). The
+the regret coordinate **divided by** the rule's Lipschitz constant $L$ (paper §3.3, eqs 23–24). The
 average payoff's calibration part is the grid-bucketed (ε, ℓ1) calibration vector and its last
 coordinate the average regret over $L$.
 
-**Halfspace oracle** (paper §3.3 and §5.2, eqs 21–22, 29–31; SPEC §2). For a normal
+**Halfspace oracle** (paper §3.3 and §5.2, eqs 21–22, 29–31). For a normal
 $(\theta, \lambda)$, with $f(j)$ the payoff $\langle(\theta,\lambda), u(p_j, 0)\rangle$ and $g(j)$
 the payoff for $y = 1$,
 
@@ -39,12 +42,15 @@ K = \{\|\theta\|_* \le 1\} \times [0, \Lambda],$$
 with the ℓ∞ box for ℓ1 calibration (the projection is a clip of the two touched coordinates:
 O(1) per round) and the ℓ2 ball for the ℓ2 variant (a rescaling of the whole $\theta$: O(m) per
 round, a vector multiply, no search). $\eta = D/(G\sqrt T)$ with $D^2 = 4(m+1) + \Lambda^2$
-(ℓ∞) or $4 + \Lambda^2$ (ℓ2) and $G = \sqrt 2$. **Follow-the-oracle** (paper L245): while the
-running calibration error is already below ε, play the grid point nearest $q_t$.
+(ℓ∞) or $4 + \Lambda^2$ (ℓ2) and $G = \sqrt 2$. **Follow-the-oracle** (paper §5.4, the remark
+closing the proof of Lemma 10): while the running calibration error is already below ε, play
+the grid point nearest $q_t$.
 
-**Rates** (reconstructed in SPEC §2, checked by the tests): calibration $\le (\varepsilon/2)(1
-+ \Lambda) + O(\sqrt{(1/\varepsilon + \Lambda^2)/T})$ and regret$/L$ $\le$ the same over
-$\Lambda$; $\varepsilon = T^{-\beta}$, $\Lambda = T^{(3\beta-1)/2}$ (:func:`tradeoff_parameters`).
+**Rates** (the exponents are the paper's, §1.3 and Theorems 12–13; the constants and the
+settings of $\varepsilon$ and $\Lambda$ are jcalib's derivation, checked by the tests):
+calibration $\le (\varepsilon/2)(1 + \Lambda) + O(\sqrt{(1/\varepsilon + \Lambda^2)/T})$ and
+regret$/L$ $\le$ the same over $\Lambda$; $\varepsilon = T^{-\beta}$,
+$\Lambda = T^{(3\beta-1)/2}$ (:func:`tradeoff_parameters`).
 """
 
 from __future__ import annotations
@@ -76,11 +82,12 @@ __all__ = [
 
 
 def tradeoff_parameters(T: int, beta: float) -> tuple[float, float]:
-    r"""The trade-off settings $\varepsilon = T^{-\beta}$, $\Lambda = T^{(3\beta - 1)/2}$ (SPEC §2, reconstructed).
+    r"""The trade-off settings $\varepsilon = T^{-\beta}$, $\Lambda = T^{(3\beta - 1)/2}$ (jcalib's choice).
 
-    They give regret $O(T^{-\beta})$ and calibration $O(T^{-(1-\beta)/2})$: from $(1/3, 1/3)$
-    at $\beta = 1/3$ ($\Lambda = 1$) to $(1/4, 1/2)$ at $\beta = 1/2$ in (calibration
-    exponent, regret exponent).
+    The paper (§1.3, Theorem 12) states the trade-off this interpolates; the settings that
+    realise it are jcalib's derivation, checked by the tests. They give regret $O(T^{-\beta})$
+    and calibration $O(T^{-(1-\beta)/2})$: from $(1/3, 1/3)$ at $\beta = 1/3$ ($\Lambda = 1$)
+    to $(1/4, 1/2)$ at $\beta = 1/2$ in (calibration exponent, regret exponent).
 
     Args:
         T: horizon (positive int).
@@ -204,8 +211,9 @@ def _oracle(theta, lam, q, m: int, scoring: AbstractScoringRule, preset=None):
     fm, gm = fg(jnp.int32(m))
     third0 = (f0 <= 0) & (g0 <= 0)
     thirdm = (fm <= 0) & (gm <= 0)
-    # The end cases in the SPEC's order. h(0) <= 0 and h(m) >= 0 cannot happen in exact arithmetic
-    # once the third-quadrant tests fail (f(0) <= 0 and g(m) <= 0 always); they guard round-off.
+    # The end cases: the third-quadrant tests at 0 and m (paper §3.3), then the two sign tests.
+    # h(0) <= 0 and h(m) >= 0 cannot happen in exact arithmetic once the third-quadrant tests fail
+    # (f(0) <= 0 and g(m) <= 0 always); they guard round-off.
     ends = third0 | thirdm | (g0 - f0 <= 0) | (gm - fm >= 0)
     take0 = third0 | (~thirdm & (g0 - f0 <= 0))
     point, j = ends, jnp.where(take0, zero, jnp.int32(m))
@@ -282,9 +290,9 @@ class ApproachabilityRecalibrator(AbstractForecaster):
 
     Context ``x`` = the model's forecast $q_t$. Each round: the halfspace oracle
     (:func:`halfspace_oracle`) at the current normal $(\theta_t, \lambda_t)$ — or, by the
-    follow-the-oracle rule (paper L245), the point mass on the grid point nearest $q_t$ while the
-    running calibration error $\|U\|/t$ is below ``eps`` — publishes
-    ``Mixture((p_i, p_{i+1}), (w, 1 - w))``; ``Forecast.value`` is the draw. After $y_t$,
+    follow-the-oracle rule (paper §5.4, remark after the proof of Lemma 10), the point mass on
+    the grid point nearest $q_t$ while the running calibration error $\|U\|/t$ is below ``eps``
+    — publishes ``Mixture((p_i, p_{i+1}), (w, 1 - w))``; ``Forecast.value`` is the draw. After $y_t$,
     projected online gradient ascent on $(\theta, \lambda)$ with the mixture's expected payoff
     $u(w_t, y_t)$ (paper §5.3: at most three non-zero coordinates, so the ℓ∞ step costs O(1)).
 
@@ -293,7 +301,8 @@ class ApproachabilityRecalibrator(AbstractForecaster):
     Attributes:
         n_bins: grid size $m$ (static).
         step_size: OGD step $\eta$ (traced).
-        Lambda: bound $\Lambda$ on $\lambda$ (traced; reconstructed, SPEC §2).
+        Lambda: bound $\Lambda$ on $\lambda$ (traced; its value is jcalib's choice, see
+            :func:`tradeoff_parameters`).
         eps: threshold of the follow-the-oracle rule (traced; ``None``: $1/m$).
         norm: ``"l1"`` (ℓ∞ box for θ, ℓ1 calibration) or ``"l2"`` (ℓ2 ball, ℓ2 calibration).
         scoring: a Lipschitz proper scoring rule from :mod:`jcalib.scoring` (default Brier).
@@ -357,8 +366,9 @@ class ApproachabilityRecalibrator(AbstractForecaster):
 
         ℓ1 (default): $\varepsilon, \Lambda$ = :func:`tradeoff_parameters`$(T, \beta)$ with
         $\beta = 1/3$ by default ($\varepsilon = T^{-1/3}$, $\Lambda = 1$); ℓ2: $\varepsilon =
-        T^{-1/2}$, $\Lambda = 1$ (SPEC §2; ``beta`` must be ``None``). Then $m = \lceil 1/\varepsilon
-        \rceil$ and $\eta = D/(\sqrt 2 \sqrt T)$.
+        T^{-1/2}$, $\Lambda = 1$ (jcalib's ℓ2 setting, after the paper's Theorem 13;
+        ``beta`` must be ``None``). Then $m = \lceil 1/\varepsilon \rceil$ and
+        $\eta = D/(\sqrt 2 \sqrt T)$.
         """
         T = check_positive_int(T, "T")
         if norm == "l2":

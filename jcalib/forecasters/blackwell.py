@@ -1,4 +1,7 @@
-r"""Blackwell forecasting, Algorithm 1 of paper 002 (L259–270).
+r"""Blackwell forecasting, Algorithm 1 of Marx, Kuleshov, Ermon et al. (2024, §4.1).
+
+Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for Arbitrary Sequences*
+(TMLR); equation, proposition and theorem numbers below are theirs.
 
 $\bar\pi_0 = 0$; in round $t$ a half-space oracle returns $p_t$ with
 $\max_y \langle \bar\pi_{t-1}, \pi(x_t, p_t, y)\rangle \le 0$ (Eq. 4), the outcome $y_t$ is

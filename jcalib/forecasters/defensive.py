@@ -1,4 +1,4 @@
-r"""Deterministic smooth calibration by defensive forecasting (SPEC §1 baseline, reconstructed).
+r"""Deterministic smooth calibration by defensive forecasting, a baseline for online binary calibration.
 
 Kakade–Foster (2004) / Foster–Hart (2018): with a positive-definite kernel $K$ and residuals
 $r_s = y_s - p_s$, let $\Phi_t(p) = \sum_{s<t} K(p_s, p)\, r_s$ and forecast a zero of
@@ -11,7 +11,7 @@ $$\|f_T\|^2 = \sum_{s,t} K(p_s, p_t)\, r_s r_t \le \sum_t K(p_t, p_t)\, r_t^2 \l
 That is smooth calibration: the kernel-weighted bias near every $p$ is at most $\sqrt T$
 (unnormalised), whatever the outcomes, without randomisation.
 
-**Fixed-size state (departure from the papers).** The SPEC's kernel is the tent
+**Fixed-size state (departure from the papers).** The direct formulation uses the tent kernel
 $\Lambda(x, p) = \max(0, 1 - |x - p|/\delta)$, whose $\Phi_t$ needs the whole history. We keep
 $\Phi$ on the grid $g_j = j/N$, $j = 0..N$, and use the kernel
 
@@ -113,7 +113,8 @@ class DefensiveForecaster(AbstractForecaster):
         S. Kakade, D. Foster (2004), *Deterministic calibration and Nash equilibrium*, COLT;
         D. Foster, S. Hart (2018), *Smooth calibration, leaky forecasts, finite recall, and Nash
         dynamics*, Games and Economic Behavior 109:271–293; V. Vovk et al. (2005), *Defensive
-        forecasting*. Formulation from SPEC §1 (reconstructed; the grid kernel $K_N$ is ours).
+        forecasting*. The formulation above is jcalib's reading of these papers; the grid kernel
+        $K_N$ is jcalib's.
     """
 
     outcome_space = "binary"

@@ -1,4 +1,4 @@
-r"""Foster's (1999) randomised calibrated forecaster (SPEC §1 baseline, reconstructed).
+r"""Foster's (1999) randomised calibrated forecaster, a baseline for online binary calibration.
 
 Grid $\{0, 1/k, \dots, 1\}$. Per grid point the running error of the *realised* forecasts
 
@@ -72,9 +72,9 @@ class FosterRandomized(AbstractForecaster):
 
     References:
         D. P. Foster (1999), *A proof of calibration via Blackwell's approachability theorem*,
-        Games and Economic Behavior 29:73–78. Formulation from SPEC §1 (reconstructed; the
-        tie rule $w = 1$ when $e_i = e_{i+1} = 0$ and the non-strict $e_i \ge 0$ are ours: the
-        SPEC's strict $e_i > 0$ has no solution when all errors are 0, e.g. at $t = 1$).
+        Games and Economic Behavior 29:73–78. The formulation above is jcalib's reading of the
+        paper; the tie rule $w = 1$ when $e_i = e_{i+1} = 0$ and the non-strict $e_i \ge 0$ are
+        jcalib's choices: a strict $e_i > 0$ has no solution when all errors are 0, e.g. at $t = 1$.
     """
 
     outcome_space = "binary"

@@ -1,4 +1,4 @@
-r"""Gupta & Ramdas (2022): deterministic calibration with interval forecasts (SPEC §1 baseline).
+r"""Gupta & Ramdas (2022): deterministic calibration with interval forecasts.
 
 The forecaster announces two nearby forecasts — an interval $[c_i, c_{i+1}]$ of width $1/m$ —
 and after $y_t$ is revealed the endpoint closest to $y_t$ is the one judged:
@@ -7,7 +7,8 @@ $\tilde p_t = c_{i+y_t}$. With the deficits
 $$D_j = \sum_{s<t} \mathbb 1[\tilde p_s = c_j]\,(y_s - c_j),$$
 
 it picks adjacent $c_i, c_{i+1}$ with $D_i \ge 0 \ge D_{i+1}$; the judged point then moves each
-deficit towards 0 or by at most 1, so $|D_j| \le 1$ forever (the argument of paper 000,
+deficit towards 0 or by at most 1, so $|D_j| \le 1$ forever (the argument of Arunachaleswaran,
+Collina, Roth, Shi 2024, *An Elementary Predictor Obtaining 2√T+1 Distance to Calibration*,
 Theorem 2, which calls this forecaster's look-ahead "One-Step-Ahead").
 
 **Reconstruction.** We take the points $c_j = j/m$, $j = 0..m$: the midpoints of the $m + 1$
@@ -77,9 +78,8 @@ class GuptaRamdas(AbstractForecaster):
 
     References:
         C. Gupta, A. Ramdas (2022), *Faster online calibration without randomization: interval
-        forecasts and the power of two choices*, COLT, PMLR 178:4283–4309. Formulation from
-        SPEC §1 (reconstructed; the choice of points and of the midpoint as the scored value are
-        ours, see the module docstring).
+        forecasts and the power of two choices*, COLT, PMLR 178:4283–4309. The choice of
+        points and of the midpoint as the scored value are jcalib's (see the module docstring).
     """
 
     outcome_space = "binary"

@@ -4,7 +4,8 @@ The model's forecast $q_t$ falls in one of $N$ equal cells (cell $\lfloor qN\rfl
 the last); each cell runs its own calibrated forecaster on the rounds that reach it
 (:class:`~jcalib.forecasters.Partitioned`), so the recalibrated forecasts are calibrated
 conditionally on the model's cell and, through internal regret, lose little against it
-(paper 001 §1.4; SPEC §2 baseline).
+(the baseline of Okoroafor, Kleinberg, Sun 2024, *Faster Recalibration of an Online Predictor
+via Approachability*, §1.3–1.4).
 
 The per-cell forecaster, :class:`SwapRegretCalibrated`, is exponentially weighted averaging
 with **internal (swap) regret** by the Blum–Mansour-style reduction of Cesa-Bianchi & Lugosi
@@ -20,8 +21,8 @@ squaring): $O(N^3 k)$ per round, the cost the paper quotes as $O(N^3)$.
 
 Guarantee (EWA over $M = N(N+1)$ experts with losses in $[0, 1]$): internal regret
 $\max_{ij} R_{ij} \le \ln M/\eta + \eta T/8$ per cell; calibration follows from internal
-regret for the Brier score (Foster–Vohra). Kuleshov & Ermon's rates are worse in ε than paper
-001's (paper 001 L46): see the tutorial's comparison.
+regret for the Brier score (Foster–Vohra). Kuleshov & Ermon's rates are worse in ε than
+Okoroafor et al.'s (their §1.3): see the tutorial's comparison.
 """
 
 from __future__ import annotations
@@ -168,8 +169,8 @@ class KuleshovErmon(Partitioned):
 
     @classmethod
     def for_horizon(cls, T: int, n_cells: int | None = None, **kw) -> "KuleshovErmon":
-        r"""$N = \lceil T^{1/3}\rceil$ by default and $\eta = \sqrt{2\ln(N+1)/T}$ (SPEC's
-        $\sqrt{2\ln N/T}$ with $N + 1$ actions in place of $N$, so that $N = 1$ still learns);
+        r"""$N = \lceil T^{1/3}\rceil$ by default and $\eta = \sqrt{2\ln(N+1)/T}$ (jcalib's
+        choice: $\sqrt{2\ln N/T}$ with $N + 1$ actions in place of $N$, so that $N = 1$ still learns);
         ``kw`` (``n_squarings``, ``scoring``) pass through."""
         T = check_positive_int(T, "T")
         N = max(1, math.ceil(T ** (1 / 3) - 1e-9)) if n_cells is None else check_positive_int(n_cells, "n_cells")

@@ -1,5 +1,8 @@
 r"""Lee–Noarov–Pai–Roth (2022) multi-objective multiplicative weights for recalibration (paper 001, §6).
 
+Paper 001: Okoroafor, Kleinberg, Sun (2024), *Faster Recalibration of an Online Predictor via
+Approachability*, AISTATS.
+
 Paper 001 §6.2 (eqs 40–42) casts recalibration as online multi-objective optimisation with
 $d = 2^{m+1} + 1$ loss rows: $\langle\sigma, u_{\mathrm{cal}}\rangle$ for every sign vector
 $\sigma \in \{\pm1\}^{m+1}$ (their maximum is $\|u_{\mathrm{cal}}\|_1$) and the regret row
@@ -8,7 +11,7 @@ Multiplicative weights put weight $\propto e^{\eta \mathcal L^j}$ on row $j$, wi
 $\mathcal L^j$ its cumulative loss, and play the minimiser of the weighted loss's maximum over
 $y$.
 
-**Closed form** (SPEC §2, reconstructed; paper eqs 43–45 give the O(m) dynamic programme). With
+**Closed form** (jcalib's derivation; Okoroafor et al.'s eqs 43–45 give the O(m) dynamic programme). With
 $U$ the cumulative calibration vector and $U_{\mathrm{reg}}$ the cumulative regret,
 $\sum_\sigma e^{\eta\langle\sigma, U\rangle} = \prod_i 2\cosh(\eta U_i)$ and
 $\sum_\sigma e^{\eta\langle\sigma,U\rangle}\sigma_i = \tanh(\eta U_i)\prod_k 2\cosh(\eta U_k)$, so

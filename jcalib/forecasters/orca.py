@@ -1,11 +1,15 @@
-r"""ORCA: gradient-based Blackwell forecasting, Algorithm 2 of paper 002 (L388–402).
+r"""ORCA: gradient-based Blackwell forecasting, Algorithm 2 of Marx, Kuleshov, Ermon et al. (2024).
+
+Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for Arbitrary Sequences*
+(TMLR); equation, section and algorithm numbers below are theirs.
 
 Each round ORCA solves the half-space problem (Eq. 8–9) approximately,
 
 $$\ell_t = \min_\theta \max_{k} \;\mathbb E_{y\sim q_k}\langle c_{t-1}, \pi(x_t, p_\theta, y)\rangle,$$
 
 with $c_{t-1} = \bar\pi_{t-1}$ (positive part on regret coordinates, Prop. A.5), announces
-$p_{\theta_t}$, and updates $\bar\pi$ like Algorithm 1. Set-up (paper §6, L462–466, and SPEC §3):
+$p_{\theta_t}$, and updates $\bar\pi$ like Algorithm 1. Set-up (paper §6.1, "ORCA Implementation", with
+jcalib's choices where the paper is silent):
 
 - forecast family $p_\theta$: the piecewise-constant density on the ``edges`` (50 equal bins of
   the rescaled outcome range $[0,1]$ by default) with masses $\mathrm{softmax}(\theta)$ —
@@ -13,16 +17,16 @@ $p_{\theta_t}$, and updates $\bar\pi$ like Algorithm 1. Set-up (paper §6, L462�
   ``family="gaussian_mixture"``: a mixture of ``n_components`` Gaussians (weights, means,
   log-scales) binned onto the same edges and renormalised (so every payoff sees the same
   :class:`~jcalib.distributions.PiecewiseConstant`);
-- nature family: mixtures of the **same uniform-on-bin components** $q_k$ (L462–464), not
+- nature family: mixtures of the **same uniform-on-bin components** $q_k$ (§6.1), not
   point masses: with point masses the quantile block is piecewise constant in $\theta$ and Adam
-  sees zero gradients (SPEC §3). The inner problem is linear in the mixture weights, so its
+  sees zero gradients (jcalib's observation). The inner problem is linear in the mixture weights, so its
   maximum is the maximum over the $K$ components: taken exactly (``temperature=0``; the
   gradient is the active component's) or smoothed by $\tau\log\sum_k e^{v_k/\tau}$
   (``temperature`` $=\tau > 0$, an upper bound within $\tau\log K$). The paper's LP through
   cvxpylayers is not needed.
-- optimiser: optax Adam for ``n_steps`` steps (400, L466) inside one ``lax.scan``
+- optimiser: optax Adam for ``n_steps`` steps (400, §6.1) inside one ``lax.scan``
   (:func:`jcalib.core.optimise`); the learning rate (default 0.05) and the warm start from the
-  previous round's $\theta$ **and** Adam state are reconstructed (the paper is silent).
+  previous round's $\theta$ **and** Adam state are jcalib's choices (the paper is silent).
 - three departures that make the minimax solvable by gradient steps (each tested): the logits
   are bounded one-sidedly (:meth:`ORCA.project`), each round's start is screened against
   spiked starts that escape zero-gradient violators (:meth:`ORCA.best_start`), and Adam
@@ -31,7 +35,7 @@ $p_{\theta_t}$, and updates $\bar\pi$ like Algorithm 1. Set-up (paper §6, L462�
 Certificate (``Forecast.certificate``, an :class:`ORCACertificate`): ``value`` is $\ell_t$,
 the exact maximum over the $K$ nature components at the final $\theta$ (whatever the
 temperature); when it is $\le 0$ no outcome *distribution* of the nature family can increase
-$\|\bar\pi\|$ in expectation (L342–343). ``pointwise`` is $\max_y\langle c, \pi(x, p, y)\rangle$
+$\|\bar\pi\|$ in expectation (§5.1). ``pointwise`` is $\max_y\langle c, \pi(x, p, y)\rangle$
 over a dense set of single outcomes (``n_check`` points per bin plus both sides of every jump
 the payoff declares, :meth:`~jcalib.payoffs.AbstractPayoff.jumps`: the quantiles of the quantile
 block): a realised $y$ cannot make $\langle\bar\pi_{t-1}, \pi_t\rangle$ exceed it beyond the
@@ -139,7 +143,7 @@ class ORCA(AbstractForecaster):
         n_components: Gaussians in the mixture family (static).
         n_check: outcomes per bin of the pointwise certificate's check set (static).
         start: ``"warm"`` (default): start each round's Adam from the previous round's
-            $\theta$ (reconstructed, SPEC §3); ``"expert"``: from the context expert's own
+            $\theta$ (jcalib's choice; the paper is silent); ``"expert"``: from the context expert's own
             logits $\log p_e$ (Algorithm 2's "initialize $p_{\theta_t}$" each round; the
             natural start for recalibration) with a fresh Adam state (static).
         warm_optimizer: carry Adam's state from round to round (static; else a fresh Adam
@@ -169,7 +173,8 @@ class ORCA(AbstractForecaster):
         (5,)
 
     References:
-        Paper 002, Algorithm 2, Eq. 8–9, §6 (L462–466); SPEC §3.
+        Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for Arbitrary
+        Sequences*, Algorithm 2, Eq. 8–9, §5.1 and §6.1.
     """
 
     outcome_space = "real"

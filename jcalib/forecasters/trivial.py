@@ -1,4 +1,4 @@
-r"""Trivial baselines: a constant forecast and the running frequency of ones (SPEC §1).
+r"""Trivial baselines: a constant forecast and the running frequency of ones.
 
 Neither is calibrated against an adversary: a contrarian nature drives the constant 1/2 to
 ECE $= T/2$. Against i.i.d. Bernoulli($q$) outcomes the running frequency is calibrated in the
