@@ -48,7 +48,7 @@ class MultinomialKernel(eqx.Module):
 
     ``diag_bound`` is $s^2 = \sup_{v\in\Delta_k}\ker_d(v, v) = d + 1$ (attained at the
     vertices, where $\|v\|_2 = 1$). The paper's Lemma 6.4 writes $\le d$; the sum has $d+1$
-    terms, so $d+1$ is the bound used here (SPEC §5).
+    terms, so $d+1$ is the bound used here.
 
     Attributes:
         degree: $d \ge 0$ (static).

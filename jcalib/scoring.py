@@ -2,11 +2,10 @@ r"""Proper scoring rules, as losses (lower is better), each with its Lipschitz c
 
 Binary rules score a probability $p \in [0, 1]$ of the event $y = 1$ against $y \in \{0, 1\}$;
 they are equinox modules, so a forecaster can hold one as a field and a sweep can vmap over
-its settings. Every rule here is *strictly proper*: $\mathbb{E}_{y \sim \mathrm{Bern}(q)}
-s(p, y)$ is uniquely minimised at $p = q$. Paper 001's recalibration game divides the regret
-coordinate by the rule's Lipschitz constant $L$ in $p$ (paper 001, L152–154; SPEC §2), so
-each rule states it:
-
+its settings. Every rule here is *strictly proper*: $\mathbb{E}_{y \sim \mathrm{Bern}(q)} s(p, y)$
+is uniquely minimised at $p = q$. The recalibration game of Okoroafor, Kleinberg, Sun (2024,
+*Faster Recalibration of an Online Predictor via Approachability*, §3.3, eqs 23–24) divides the
+regret coordinate by the rule's Lipschitz constant $L$ in $p$, so each rule states it:
 | rule | $s(p, y)$ | $L$ on $[0, 1]$ |
 | --- | --- | --- |
 | :class:`Brier` | $(p - y)^2$ | 2 |

@@ -9,10 +9,10 @@ forecast window, as an online learner would.
 
 Outcomes and features are rescaled to $z = (y - \text{low}) / (\text{high} - \text{low})$ with the
 series' known range (and clipped to [0, 1]); the forecast distributions live on
-``n_bins`` equal bins of [0, 1] (50 in the paper, SPEC §3).
+``n_bins`` equal bins of [0, 1] (50 in the paper, §6.1).
 
 **The one rule by which a point-forecasting expert emits a distribution** (the paper does not
-say how its experts did; SPEC §3 suggests this one): with $\hat z_t$ the expert's prediction
+say how its experts did; this rule is jcalib's choice): with $\hat z_t$ the expert's prediction
 clipped to [0, 1] and $\hat\sigma_t^2$ the running mean of its squared residuals
 $(z_s - \hat z_s)^2$ over all earlier rows $s < t$ (warm-up included; $1/12$, the variance of
 Uniform[0, 1], before any residual; floored at half a bin width),

@@ -1,4 +1,4 @@
-"""Distributions over an interval of the real line (SPEC §3; DESIGN.md "Core shapes").
+"""Distributions over an interval of the real line (see the concepts page, docs/concepts.md).
 
 Equinox modules with a batch shape, usable as forecasts (``Forecast.value``), as the support
 of a :class:`jcalib.core.Mixture`, and inside ``jit``/``vmap``/``grad``:

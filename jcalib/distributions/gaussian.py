@@ -1,8 +1,9 @@
 r"""Gaussian forecasts $\mathcal N(\mu, \sigma^2)$, and their binning onto fixed edges.
 
-Paper 002's experiments (§6, L456–459) feed ORCA expert forecasts on 50 bins; how the experts
-(River regressors) emit distributions is not stated, and SPEC §3 reconstructs them as Gaussians
-(running mean squared residual as variance) binned with :meth:`Gaussian.to_piecewise`.
+The experiments of Marx, Kuleshov, Ermon et al. (2024, *Calibrated Probabilistic Forecasts for
+Arbitrary Sequences*, §6.1) feed ORCA expert forecasts on 50 bins; how the experts (River
+regressors) emit distributions is not stated, and jcalib models them as Gaussians (running mean
+squared residual as variance) binned with :meth:`Gaussian.to_piecewise`.
 
 Closed forms, with $z = (y - \mu)/\sigma$, $\Phi$ and $\varphi$ the standard normal cdf and
 density:
@@ -172,8 +173,8 @@ class Gaussian(AbstractDistribution):
         The mass below $e_0$ goes to the first bin and the mass above $e_n$ to the last
         ($p_0 = \Phi(z_1)$, $p_{n-1} = 1 - \Phi(z_{n-1})$), so the masses sum to 1 and the
         binned density keeps the Gaussian's probability of every inner bin; its mean moves
-        towards the range when the tails are heavy. Paper 002 does not say how its experts'
-        forecasts were binned (SPEC §3): folding is our choice, and the docs say so.
+        towards the range when the tails are heavy. The paper does not say how its experts'
+        forecasts were binned: folding is jcalib's choice, and the docs say so.
 
         Masses are differences of $\Phi$ on the lower half and of $1 - \Phi$ (computed as
         $\Phi(-z)$) on the upper half, so far tails keep relative precision; negative round-off

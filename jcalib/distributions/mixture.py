@@ -3,8 +3,9 @@ r"""Finite mixtures $\sum_k w_k P_k$ of stacked distributions of one class.
 The components are one :class:`PiecewiseConstant` or :class:`Gaussian` whose leaves have a
 leading axis of length $k$ (the layout of a :class:`jcalib.core.Mixture`'s support, so
 :meth:`MixtureDistribution.from_mixture` views a published mixed strategy as one distribution).
-Paper 002 uses both: ORCA's nature family is a mixture of the 50 uniform-on-bin components
-(L462–464), and its forecast family has a Gaussian-mixture alternative (SPEC §3).
+Marx, Kuleshov, Ermon et al. (2024, *Calibrated Probabilistic Forecasts for Arbitrary
+Sequences*) use both: ORCA's nature family is a mixture of the 50 uniform-on-bin components
+(§6.1), and its forecast family may be a Gaussian mixture (§5.1).
 
 Linear functionals (cdf, moments, expectations) are the weighted sums of the components';
 the density's log is a log-sum-exp. The CRPS is not linear in the distribution:

@@ -1,11 +1,12 @@
-r"""Piecewise-constant densities on fixed bins: ORCA's forecast family (paper 002, SPEC §3).
+r"""Piecewise-constant densities on fixed bins: ORCA's forecast family (Marx et al. 2024).
 
 A density on $[e_0, e_n]$ with edges $e_0 < e_1 < \dots < e_n$ and bin masses
-$p_0, \dots, p_{n-1}$ ($p_i \ge 0$, $\sum_i p_i = 1$) is constant, $p_i / w_i$, on bin
-$i = [e_i, e_{i+1})$ of width $w_i = e_{i+1} - e_i$. Paper 002's ORCA (Algorithm 2, L388–402)
-forecasts with 50 equal bins of the rescaled outcome range $[0, 1]$ and parametrises the masses
-by logits $\theta$, $p = \mathrm{softmax}(\theta)$ (SPEC §3, reconstructed); its nature family
-is the 50 uniform-on-bin components (one-hot masses).
+$p_0, \dots, p_{n-1}$ ($p_i \ge 0$, $\sum_i p_i = 1$) is constant, $p_i / w_i$, on bin $i = [e_i,
+e_{i+1})$ of width $w_i = e_{i+1} - e_i$. Marx, Kuleshov, Ermon et al.'s ORCA (Algorithm 2, §6.1)
+forecasts with 50 equal bins of the rescaled outcome range $[0, 1]$ and parametrises the masses by
+logits $\theta$, $p = \mathrm{softmax}(\theta)$ (the logits are jcalib's choice; the paper does not
+say how it parametrises the masses); its nature family is the 50 uniform-on-bin components (one-hot
+masses).
 
 With $C_i = \sum_{j<i} p_j$ (so $C_0 = 0$, $C_n = 1$) and $D_i = 1 - C_i = \sum_{j \ge i} p_j$,
 everything is in closed form:
@@ -42,7 +43,9 @@ midpoints, per-bin moments, quadrature nodes) are computed in float64 NumPy from
 cast to the masses' dtype.
 
 References:
-    Paper 002 (Blackwell forecasting, ORCA), Algorithm 2 and §6 (L388–402, L462–466).
+    Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for Arbitrary
+    Sequences* (TMLR),
+    Algorithm 2 and §6.1.
     T. Gneiting and A. E. Raftery (2007), *Strictly proper scoring rules, prediction, and
     estimation*, JASA 102:359–378 (CRPS).
 """
@@ -378,7 +381,7 @@ class PiecewiseConstant(AbstractDistribution):
         C_{j+1}^2),\; H_k = \sum_{j>k}\frac{w_j}{3}(D_j^2 + D_jD_{j+1} + D_{j+1}^2).$$
 
         Exact, $O(n)$ for all $n$ bins together (two cumulative sums), and free of cancellation.
-        The expected CRPS of ORCA's nature components (paper 002, L462–464).
+        The expected CRPS of ORCA's nature components (Marx et al., §6.1).
         """
         p, c_lo, c_hi, d_hi = self._cums(self.batch_shape)
         d_lo = d_hi + p
@@ -539,7 +542,7 @@ class PiecewiseConstant(AbstractDistribution):
         $F$ rises linearly from $C_i$ to $C_{i+1}$ on bin $i$, so the fraction is
         $\mathrm{clip}((\alpha - C_i)/p_i, 0, 1)$, and $\mathbb 1\{C_i \le \alpha\}$ on a bin of
         zero mass. It is $P(F(y) \le \alpha)$ for $y$ uniform on bin $i$: the expected quantile
-        payoff of ORCA's nature components (paper 002, L462–464), one dense expression of the
+        payoff of ORCA's nature components (Marx et al., §6.1), one dense expression of the
         cumulative masses with no search for the quantiles. The masses are treated as
         normalised by their sum, as in :meth:`quantile`.
         """

@@ -1,9 +1,12 @@
 r"""The payoff protocol of Blackwell forecasting (paper 002, §3 and §4).
 
+Paper 002: Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for Arbitrary
+Sequences* (TMLR).
+
 A payoff $\pi(x, p, y) \in \mathbb R^d$ maps a context $x$, a forecast $p \in \Delta(\mathcal Y)$
 and an outcome $y$ to a vector whose running average $\bar\pi_T = \frac1T\sum_t \pi(x_t, p_t, y_t)$
 measures miscalibration: $\|\bar\pi_T\|_2$ (unnormalised by $d$). The paper's conditions
-(L211–215, SPEC §3):
+(§4.1, Conditions 1–3):
 
 1. bounded: $B = \sup \|\pi\|_2^2 < \infty$ (the paper writes $\sup\|\pi\|$, but its eqs 14–15
    use the square; :meth:`AbstractPayoff.bound` returns the square);
@@ -16,7 +19,7 @@ Every payoff here is an equinox module with ``__call__(x, p, y) -> (d,)``, ``bou
 ``semi`` and, for real outcomes:
 
 - ``expect_uniform(x, p, lo, hi) -> (K, d)``: the expected payoff when $y$ is uniform on each
-  of $K$ intervals $[lo_k, hi_k]$ — the nature family of ORCA (paper 002, L462–464) and the
+  of $K$ intervals $[lo_k, hi_k]$ — the nature family of ORCA (Marx et al., §6.1) and the
   quadrature behind consistency checks. The default computes it by Gauss–Legendre quadrature
   (exact for payoffs polynomial of degree $\le 2\cdot$``quad_nodes``$-1$ in $y$ on each
   interval); the payoffs of :mod:`jcalib.payoffs.interval` override it in closed form, which for
@@ -267,7 +270,7 @@ class DirectSum(AbstractPayoff):
 
 
 class Recipe(AbstractPayoff):
-    r"""The general recipe $\pi(x,p,y) = c(x,p) \otimes (\mathbb E_{y'\sim p} w(y') - w(y))$ (paper 002, L187).
+    r"""The general recipe $\pi(x,p,y) = c(x,p) \otimes (\mathbb E_{y'\sim p} w(y') - w(y))$ (Marx et al., §3).
 
     $w$ is the witness (what should match on average), $c$ the context function (the
     conditioning events); the payoff is consistent by construction. Users write their own

@@ -1,9 +1,9 @@
 r"""Calibration payoffs for binary outcomes on a grid $\{0, 1/m, \dots, 1\}$ (paper 002 §3, App. C.2.1).
 
-- :class:`BinaryCalibration`: $\pi_v(p, y) = w_v(p)\,(p - y)$, $v = 0, \dots, m$, with
-  $w_v$ the tent partition of unity (the continuous "$\mathbb 1\{p\approx v\}$" of L103), or the
-  hard nearest-point indicator. Consistent: $\mathbb E_{y\sim p}\pi_v = w_v(p)(p - p) = 0$;
-  $B = \sup\sum_v w_v^2 (p-y)^2 \le 1$. (The sign "forecast minus outcome" matches the moment
+- :class:`BinaryCalibration`: $\pi_v(p, y) = w_v(p)\,(p - y)$, $v = 0, \dots, m$, with $w_v$ the
+  tent partition of unity (the continuous "$\mathbb 1\{p\approx v\}$" of the paper's §2, after Eq.
+  1), or the hard nearest-point indicator. Consistent: $\mathbb E_{y\sim p}\pi_v = w_v(p)(p - p) =
+  0$; $B = \sup\sum_v w_v^2 (p-y)^2 \le 1$. (The sign "forecast minus outcome" matches the moment
   payoffs; the paper's $y - v$ would not be consistent for $p \ne v$.)
 - :class:`MixedBinaryCalibration`: the payoff of a randomised forecaster that plays grid point
   $v$ with probability $q(v)$: $\pi_v(q, y) = q(v)(v - y)$ (Kakade–Foster's quasi-deterministic

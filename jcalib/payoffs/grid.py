@@ -9,7 +9,7 @@ They pair with the specialised half-space oracles of :mod:`jcalib.payoffs.oracle
   1-quantiles of a continuous outcome are $\mp\infty$; the oracle's end cases need it).
 - :class:`SmoothConformalPayoff` (C.1.1, deterministic variant): a single level
   $\alpha \in [0, 1]$, $\pi_a = w_a(\alpha)\,(e(\alpha) - \beta)$ with tent weights $w_a$
-  (smoothed indicators: with hard ones the root of $c = \bar\pi$ rarely exists, SPEC §3) and
+  (smoothed indicators: with hard ones the root of $c = \bar\pi$ rarely exists; jcalib's choice) and
   $Q_t(\alpha)$ interpolated linearly.
 - :class:`MomentGridCalibration` / :class:`MixedMomentCalibration` (App. C.2.2): forecasts
   $f = (\mu, \sigma)$ on a grid of $M$ ticks per axis of $[0,1]^2$, $\sigma = \mathbb E[y^2]$ (a

@@ -1,5 +1,8 @@
 r"""Calibration and regret payoffs for real outcomes in an interval $[lo, hi]$ (paper 002, §3, App. B).
 
+Paper 002: Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for Arbitrary
+Sequences* (TMLR).
+
 The forecast $p$ is a distribution module with ``cdf``, ``quantile``, ``moment``, ``mean`` and
 ``crps`` (e.g. :class:`jcalib.distributions.PiecewiseConstant`). Outcomes are scalars.
 
@@ -9,7 +12,7 @@ The forecast $p$ is a distribution module with ``cdf``, ``quantile``, ``moment``
 - :class:`ExpertRegret`: $\pi_i = \ell_i(p, y) - \ell_i(e, y)$ against the expert $e$ of the
   context, for $\ell$ = CRPS and squared error of the mean (Eq. 6–7), semi-consistent: driven
   through its positive part (Prop. A.5).
-- :func:`experiment_payoff`: the payoff of paper 002's experiments (L464–466): quantile +
+- :func:`experiment_payoff`: the payoff of the paper's experiments (§6.1): quantile +
   no-regret for CRPS and MSE + moments $k = 1, 2$, blocks normalised (Prop. 4.4).
 """
 
@@ -77,11 +80,11 @@ class QuantileCalibration(AbstractPayoff):
 
     :meth:`expect_uniform` is closed-form: for $y \sim U[lo, hi]$ and a continuous increasing
     $F_p$, $P(F_p(y) \le \alpha) = \mathrm{clip}((Q_p(\alpha) - lo)/(hi - lo), 0, 1)$, which is
-    differentiable in $p$'s parameters through $Q_p(\alpha)$ — unlike point-mass natures, where
-    the payoff is piecewise constant in $p$ (SPEC §3's zero-gradient trap). Where $F_p$ is flat
-    at level $\alpha$ (empty bins) ``p.quantile`` picks one end of the flat piece: a set of
-    parameters of measure zero. On a piecewise-constant forecast's own bins
-    (:meth:`expect_bins`, ORCA's inner loop) it is
+    differentiable in $p$'s parameters through $Q_p(\alpha)$ — unlike point-mass natures, where the
+    payoff is piecewise constant in $p$ (the zero-gradient trap for which ORCA's nature family is
+    uniform on bins). Where $F_p$ is flat at level $\alpha$ (empty bins) ``p.quantile`` picks one
+    end of the flat piece: a set of parameters of measure zero. On a piecewise-constant forecast's
+    own bins (:meth:`expect_bins`, ORCA's inner loop) it is
     :meth:`~jcalib.distributions.PiecewiseConstant.bin_fraction_below`,
     $\mathrm{clip}((\alpha - C_k)/p_k, 0, 1) - \alpha$, one dense expression of the cumulative
     masses with no quantile search. The payoff jumps in $y$ at the quantiles $Q_p(\alpha)$
@@ -470,7 +473,7 @@ class ExpertRegret(AbstractPayoff):
 
 
 def experiment_payoff(n_levels: int = 99, lo: float = 0.0, hi: float = 1.0) -> DirectSum:
-    r"""The payoff of paper 002's experiments (§6, L464–466), blocks normalised (Prop. 4.4).
+    r"""The payoff of Marx et al.'s experiments (§6.1), blocks normalised (Prop. 4.4).
 
     $\pi = \pi^{Q}/\sqrt{B_Q} \oplus \pi^{REG}/\sqrt{B_R} \oplus \pi^{M}/\sqrt{B_M}$: quantile
     calibration at $\alpha = j/(m+1)$ (the paper does not give its levels: $m = 99$ matches the QCE

@@ -1,5 +1,8 @@
 r"""Specialised half-space oracles of paper 002, App. C.
 
+Paper 002: Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for Arbitrary
+Sequences* (TMLR).
+
 A half-space oracle receives the current direction $c$ (Algorithm 1's $\bar\pi_{t-1}$, positive
 part taken on regret coordinates) and the context $x$ and returns a forecast $p$ with
 $\max_y \langle c, \pi(x, p, y)\rangle \le 0$ (Eq. 4) — or, for the discretised oracles, at most
@@ -18,8 +21,8 @@ is built for, as ``oracle.payoff``):
 - :class:`KakadeFoster` (C.2.1): deterministic fixed point of the tent interpolation
   $g(f) = \sum_v w_v(f)c_v$ (certificate 0), or quasi-deterministic (play the two vertices of
   its segment with the tent weights; certificate $\le \|c\|_2/m$).
-- :class:`ConformalOracle` (C.1.1): the **corrected** randomised rule of SPEC §3 (the paper's
-  rule, ``rule="paper"``, kept to show where it fails) with an LP fallback solved by
+- :class:`ConformalOracle` (C.1.1): jcalib's **correction** of the paper's randomised rule
+  (the paper's own, ``rule="paper"``, kept to show where it fails) with an LP fallback solved by
   entropic mirror-prox for a fixed number of steps.
 - :class:`SmoothConformalOracle` (C.1.1, deterministic, smoothed indicators): root of the tent
   interpolation of $c$; certificate 0.
@@ -27,10 +30,9 @@ is built for, as ``oracle.payoff``):
   triangulation of the $(\mu, \sigma)$ box, found by enumerating all $2M^2$ triangles, $4M$
   boundary edges and 4 corners ($O(M^2) = O(1/\epsilon^2)$ work, the paper's count);
   deterministic (certificate $\le 0$) or randomised over the triangle's vertices.
-- :class:`QuantileStepOracle` (C.1.2): step quantile functions; the paper's text is garbled
-  (L954) and it calls the oracle "not practical" — implemented over a grid of levels and
-  tested by brute force over $y$.
-
+- :class:`QuantileStepOracle` (C.1.2): step quantile functions; the paper's case list (C.1.2,
+  before Lemma C.3) is not self-consistent and the paper calls the oracle "not practical" —
+  implemented over a grid of levels and tested by brute force over $y$.
 There is no decision-calibration oracle in App. C (Theorem 5.1 only asserts one exists), and
 the distribution-calibration oracle of C.2.3 is the fixed-point method of C.2.1 on a
 triangulation of the simplex of pmfs on $M$ cells with $N$ ticks: its
@@ -227,7 +229,7 @@ class ConformalOracle(AbstractOracle):
     $\propto |c|^{-1}$, but for a negative-to-positive bracket
     $\langle c, \pi\rangle = k(e_{i+1} - e_i) \ge 0$ (e.g. $c = (-1, -.5, -.2, .3, .7, 1)$,
     $\beta = .3$: the rule scores 0.12, while the best mixed strategy, an LP, scores 0.06 > 0:
-    no exact half-space forecast exists). Corrected rule (SPEC §3), in order:
+    no exact half-space forecast exists). Corrected rule (jcalib's), in order:
 
     1. $c_0 \ge 0$: play $a_0$ ($\langle c,\pi\rangle = -\beta c_0 \le 0$);
     2. $c_M \le 0$: play $a_M$ ($(1-\beta)c_M \le 0$);
@@ -238,8 +240,8 @@ class ConformalOracle(AbstractOracle):
        $\min_q \max_j \sum_a c_a q_a(\mathbb 1\{a \ge j\} - \beta)$ by
        :func:`game_value_mirror_prox` (``lp_steps`` steps), keeping the better of it and the best
        pure action. The certificate is the LP value (checked against
-       ``scipy.optimize.linprog`` in the tests). SPEC §3 bounds it by $\epsilon\|c\|_2$ for
-       any $\epsilon > 1/M$; that is not true in general: at $c = (-a,-a,-a,b,\dots,b)$
+       ``scipy.optimize.linprog`` in the tests). Lemma C.1's ball of radius $\epsilon > 1/M$ would
+       bound it by $\epsilon\|c\|_2$; that is not true in general: at $c = (-a,-a,-a,b,\dots,b)$
        ($a = .0727$, $b = .0312$, $M = 8$, $\beta = .3$), reached by an adversary, the LP value
        is $0.148\|c\|_2 > \|c\|_2/8$. Algorithm 1 with this oracle then keeps
        $\|\bar\pi_T\| \le \epsilon + \sqrt{B/T}$ with $\epsilon$ the largest ratio reached.
@@ -370,8 +372,8 @@ class MomentOracle(AbstractOracle):
     $z \in K = [0,1]^2$, i.e. the fixed point $f = \Pi_K(f - g(f))$ (Kakade–Foster's $\rho$
     with the sign of $\pi = f - z$). Found by enumeration of candidates — each triangle's zero
     of $g$, each boundary edge's point where $g$ is normal to the edge, each corner — keeping the
-    one whose exact certificate is smallest (paper L1047–1054's edge cases are the edge and
-    corner candidates). Work $O(M^2)$.
+    one whose exact certificate is smallest (the edge cases in the proof of the paper's Lemma C.7
+    are the edge and corner candidates). Work $O(M^2)$.
 
     Deterministic (``quasi=False``): payoff :class:`MomentGridCalibration`, certificate
     $\max_y \langle g(f), f - (y, y^2)\rangle \le 0$. Randomised (``quasi=True``): play the
@@ -470,10 +472,10 @@ class QuantileStepOracle(AbstractOracle):
     r"""Quantile calibration with step quantile functions (paper 002, App. C.1.2), on a grid of levels.
 
     Payoff (C.1.2): $\pi_a(Q, y) = \mathbb 1\{y \le Q(a)\} - a$ over levels $a_j = j/(m+1)$,
-    for a quantile function $Q$ taking values in $\{y_{min}, y_{max}\}$ (the oracle's outputs
-    are step functions: "not practical", L975). The paper's case list is garbled (L954); the
-    rule implemented is the one its proof needs: with $Q(a) = y_{max}$ the coordinate
-    $1 - a \ge 0$ for every $y$, with $Q(a) = y_{min}$ it is $\mathbb 1\{y \le y_{min}\} - a$
+    for a quantile function $Q$ taking values in $\{y_{min}, y_{max}\}$ (the oracle's outputs are
+    step functions: "not practical", after Lemma C.3). The paper's case list is not
+    self-consistent; the rule implemented is the one its proof needs: with $Q(a) = y_{max}$ the
+    coordinate $1 - a \ge 0$ for every $y$, with $Q(a) = y_{min}$ it is $\mathbb 1\{y \le y_{min}\} - a$
     ($= -a$ for $y > y_{min}$). So set $Q(a) = y_{max}$ exactly where $c_a \le 0$ and
     $y_{min}$ where $c_a > 0$: every term $c_a \pi_a \le 0$ for every outcome
     $y \in (y_{min}, y_{max}]$ (the outcome space of C.1.2, whose proof treats

@@ -246,7 +246,8 @@ def kernel_calibration_fit(
     With ``eta=None`` (default) $\eta = \text{value}/E_n\|w'\|_2^2$, the minimiser of that
     bound, which lowers the loss by $\text{value}^2/E_n\|w'\|^2 \ge \beta^2/k$ (as
     $|w'_\ell| \le 1$). A fixed ``eta`` keeps the loss non-increasing when
-    $\eta \le 2\beta/k$; SPEC §5 suggests $\eta \approx \beta/k$. The squared loss starts
+    $\eta \le 2\beta/k$ (the paper's Lemma 4.2 fixes no step size; $\eta \approx \beta/k$ is
+    a safe fixed choice). The squared loss starts
     $\le 2$, so at most $2k/\beta^2$ steps can be active: with
     ``max_steps`` $\ge 2k/\beta^2$ the final audit value is $< \beta$, i.e. (audit exactness)
     $CE_{B_\Gamma(r)^k}(\hat D_n) < r s\beta$ on the training sample.
