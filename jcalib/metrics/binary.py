@@ -1,11 +1,11 @@
 """Calibration metrics of binary forecasts: ECE of a sequence, binned ECE, ℓp calibration rate,
 Brier score and log loss.
 
-Normalisation (SPEC.md, "Notation"): sums over rounds are **unnormalised** unless the name or
-the docstring says normalised. Here :func:`ece` and :func:`ece_from_counts` are unnormalised
-sums (paper 000, §2); :func:`binned_ece`, :func:`lp_calibration_error`, :func:`brier` and
-:func:`log_loss` are normalised averages (divided by the total weight).
-
+Normalisation (concepts page, "Normalisation of metrics"): sums over rounds are **unnormalised**
+unless the name or the docstring says normalised. Here :func:`ece` and :func:`ece_from_counts` are
+unnormalised sums (Arunachaleswaran, Collina, Roth, Shi 2024, *An Elementary Predictor Obtaining
+2√T+1 Distance to Calibration*, §2); :func:`binned_ece`, :func:`lp_calibration_error`,
+:func:`brier` and :func:`log_loss` are normalised averages (divided by the total weight).
 Every function here is pure ``jax.numpy``: jit- and vmap-able (the number of bins, ``p`` and
 ``epsilon`` are Python numbers and fix shapes, so they are static). Input checks: concrete
 inputs at the Python boundary (``ValueError`` naming the argument); inside a user's ``jit``,
@@ -461,20 +461,19 @@ def lp_calibration_error(
     *,
     grid: int | None = None,
 ) -> Float[Array, ""]:
-    r"""The $(\varepsilon, \ell_p)$-calibration rate of paper 001, Definition 1 (**normalised**).
+    r"""The $(\varepsilon, \ell_p)$-calibration rate, Definition 1 of Okoroafor et al. (2024), **normalised**.
 
     Buckets of width $\varepsilon$: $I_k = [k\varepsilon, (k+1)\varepsilon)$ for
     $k = 0, \dots, 1/\varepsilon - 1$ (the last one closed, so it contains 1), with midpoints
     $b_k = (k + \tfrac12)\varepsilon$. With $n_k = \sum_t w_t \mathbb 1[p_t \in I_k]$ and
     $\rho_k = \sum_t w_t y_t \mathbb 1[p_t \in I_k] / n_k$ the frequency of ones in bucket $k$,
     $$\mathrm{CalErr}_p = \Big(\sum_{k : n_k > 0} \frac{n_k}{T}\,|\rho_k - b_k|^p\Big)^{1/p},$$
-    where $T = \sum_t w_t$. This is the form stated in SPEC.md §2 (the text copy of paper 001
-    lost Definition 1's formula; its surviving words define the points as "the set of
-    midpoints of the intervals" and $\rho$ as the empirical frequency of ones "on only those
-    rounds where the forecaster's prediction was roughly equal to" the midpoint, both
-    weighted by $n_k/T$ as written in SPEC.md): frequencies are compared with the bucket **midpoint**
-    $b_k$, not the mean forecast in the bucket (which :func:`binned_ece` uses), so a perfectly
-    calibrated forecaster still scores up to $\varepsilon/2$.
+    where $T = \sum_t w_t$. Definition 1 takes the points to be "the set of midpoints of the
+    intervals" and $\rho$ the empirical frequency of ones "on only those rounds where the
+    forecaster's prediction was roughly equal to" the midpoint; the weighting by $n_k/T$ and the
+    power-mean form are jcalib's reading of its eq. (1). Frequencies are compared with the bucket
+    **midpoint** $b_k$, not the mean forecast in the bucket (which :func:`binned_ece` uses), so a
+    perfectly calibrated forecaster still scores up to $\varepsilon/2$.
     Multiply by $T$ (for ``p=1``) for an unnormalised sum.
 
     Buckets follow jcalib's one bin-edge rule (:func:`bin_index`, concepts page "Bins"): a
@@ -556,7 +555,8 @@ def log_loss(
     computed in float32 and clipped at float32's epsilon: when that changes the value (a
     forecast within $1.2\cdot10^{-7}$ of the wrong end), a :class:`PrecisionWarning` says so
     once per process (concepts page, "Precision"). The log loss is a proper but unbounded,
-    non-Lipschitz scoring rule, outside the Lipschitz-score setting of SPEC.md §2.
+    non-Lipschitz scoring rule, outside the Lipschitz-score setting of Okoroafor, Kleinberg,
+    Sun (2024, §2.2).
 
     References:
         Good (1952), *Rational decisions*; Gneiting, Raftery (2007), *Strictly proper scoring

@@ -25,8 +25,8 @@ How the interval is certified:
   by $\bar y_S$, takes a *contiguous* block of the $p$-sorted rounds with $y = 1$ and a
   contiguous block of the $p$-sorted rounds with $y = 0$. A partition is thus a monotone
   lattice path from $(0, 0)$ to $(n_1, n_0)$ whose step $(\Delta i, \Delta j)$ is one group with
-  value $\Delta i / (\Delta i + \Delta j)$ (SPEC.md §1).
-* **Exact (small $T$).** The dynamic programme of SPEC.md §1 over all lattice points,
+  value $\Delta i / (\Delta i + \Delta j)$ (jcalib's formulation).
+* **Exact (small $T$).** jcalib's dynamic programme over all lattice points,
   $O(n_1^2 n_0^2)$ with prefix sums; checked against brute force over all set partitions.
 * **Upper end (any $T$).** The cost of an explicit perfectly calibrated $q$ (returned as
   ``witness``): the best of (a) the same DP restricted to paths through atom boundaries in
@@ -216,7 +216,7 @@ def _path_cost(one, zero, path):
 
 
 # ------------------------------------------------------------------------------------------
-# exact DP over all lattice points (SPEC.md §1)
+# exact DP over all lattice points (jcalib's; see the module docstring)
 
 
 # Work sizes of the vectorised DPs below: about this many (point, candidate) pairs per NumPy
@@ -499,7 +499,7 @@ def lower_distance_to_calibration(
 
     $$\underline{\mathrm{dCE}} = \min_{\pi \ge 0} \sum_{i, u} \pi_{iu} |v_i - u| \quad
     \text{s.t.}\quad \sum_u \pi_{iu} = w_i,\qquad \sum_i \pi_{iu}(y_i - u) = 0\ \ \forall u,$$
-    over atoms $(v_i, y_i, w_i)$ (SPEC.md §1; Błasiok, Gopalan, Hu, Nakkiran 2023, the lower
+    over atoms $(v_i, y_i, w_i)$ (Błasiok, Gopalan, Hu, Nakkiran 2023, the lower
     distance of the empirical distribution times $T$). Here $u$ ranges over **all of**
     $[0, 1]$: the limit of the LP over ever finer grids $U$. Any grid containing every $k/n$,
     $n \le T$ (all possible group frequencies) gives a value between this one and CalDist, so

@@ -1,13 +1,16 @@
-r"""Online recalibration metrics (paper 001, SPEC §2): (ε, ℓp)-calibration and average regret.
+r"""Online recalibration metrics (Okoroafor et al. 2024): (ε, ℓp)-calibration and average regret.
+
+Okoroafor, Kleinberg, Sun (2024), *Faster Recalibration of an Online Predictor via
+Approachability*, AISTATS.
 
 **(ε, ℓp)-calibration.** Forecasts are put in buckets $b$; with $n_b$ the rounds in bucket $b$,
 $\rho_b$ the frequency of $y = 1$ among them and $v_b$ the bucket's value, two forms (equal at
 $p = 1$), both **normalised** by $T$:
 
 - ``form="mean"``: the weighted power mean $\big(\sum_b (n_b/T)\,|\rho_b - v_b|^p\big)^{1/p}$
-  (paper 001, Definition 1);
+  (Okoroafor et al., Definition 1);
 - ``form="norm"``: the ℓp norm of the bucket vector $\big((n_b/T)(\rho_b - v_b)\big)_b$, what the
-  approachability bound controls for $p > 1$ (paper 001, Lemma 6, L96–98).
+  approachability bound controls for $p > 1$ (Okoroafor et al., Lemma 6, eq. 7).
 
 Two bucketings: ``m`` alone — the algorithm's grid $B_m$ ($m + 1$ buckets, $v_b = b/m$),
 forecasts bucketed by their **integer grid index**; ``n_buckets`` $= K$ — Definition 1's

@@ -1,5 +1,8 @@
-r"""Calibration and accuracy metrics of predictive distributions for real outcomes (paper 002 §6;
-SPEC §3 "Experiments" and §6).
+r"""Calibration and accuracy metrics of predictive distributions for real outcomes (paper 002 §6.1,
+and common batch metrics).
+
+Paper 002: Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for
+Arbitrary Sequences* (TMLR).
 
 A forecast of a real outcome $y_t$ is a distribution $p_t$ with CDF $F_t$. Most calibration
 metrics here are functions of the **PIT values** $u_t = F_t(y_t)$ (probability integral
@@ -23,9 +26,8 @@ indicator counts).
 
 $Q = \{0.01, 0.02, \dots, 0.99\}$ by default (:data:`QCE_LEVELS`). For a calibrated forecaster
 with i.i.d. PIT values, $\mathbb E[f_q] = q$ and $\mathrm{Var}[f_q] = q(1-q)/T$, so the sum-form
-QCE has expectation $\sum_q q(1-q)/T \approx 16.665/T$ — it is not zero at finite $T$
-(SPEC §3); :func:`qce_calibrated_expectation` returns that value.
-
+QCE has expectation $\sum_q q(1-q)/T \approx 16.665/T$ — it is not zero at finite $T$ (jcalib's
+computation; the paper does not state it); :func:`qce_calibrated_expectation` returns that value.
 Input checks: concrete inputs at the Python boundary (``ValueError`` naming the argument);
 under ``jit``/``vmap``/``grad``, finite outcomes, predictions and PIT values, and non-negative finite weights are checked in the graph
 with ``eqx.error_if`` unless ``jcalib.config.checks(False)`` was in force at trace time.
@@ -188,7 +190,7 @@ def quantile_calibration_error(
 def qce_calibrated_expectation(T: int, levels: Float[Array, " Q"] | None = None) -> float:
     r"""$\mathbb E[\mathrm{QCE}] = \sum_{q} q(1-q)/T$ for $T$ i.i.d. uniform PIT values (sum form).
 
-    With the default 99 levels this is $16.665/T$ (SPEC §3): the floor below which no
+    With the default 99 levels this is $16.665/T$: the floor below which no
     forecaster's QCE is meaningfully "better calibrated" at horizon $T$.
 
     Example:
