@@ -453,8 +453,8 @@ class PiecewiseConstant(AbstractDistribution):
     def crps_bins_spiked(self, gammas: tuple) -> Float[Array, "G n n"]:
         r"""$\mathbb E_{y\sim U[e_k, e_{k+1}]}\,\mathrm{CRPS}((1-\gamma)F + \gamma H_j, y)$ for every $\gamma$ in ``gammas``, bin $j$ and bin $k$.
 
-        $H_j$ is the CDF of the uniform density on bin $j$ (ORCA's spiked starts, paper 002 §6 as
-        reconstructed in :meth:`jcalib.forecasters.ORCA.best_start`). With $G_k = H_k$,
+        $H_j$ is the CDF of the uniform density on bin $j$ (ORCA's spiked starts, a jcalib addition
+        to the paper's ORCA: :meth:`jcalib.forecasters.ORCA.best_start`). With $G_k = H_k$,
         $\mathbb E_{y\sim U_k}\mathrm{CRPS}(F', y) = \int F'^2 - 2\int F' G_k + \int G_k$ (over
         $[e_0, e_n]$), and every integral is one of five $O(n)$ vectors:
         $\int F^2$, $I_k = \int F G_k = w_k(C_k/2 + p_k/3) + \sum_{i>k} w_i(C_i + C_{i+1})/2$,

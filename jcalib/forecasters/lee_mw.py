@@ -96,7 +96,7 @@ class LeeMultiObjectiveMW(AbstractForecaster):
         n_bins: grid size $m$ (static).
         learning_rate: $\eta$ (traced). :meth:`for_horizon` uses
             $\eta = \sqrt{\ln d / (4T)}/C$, $d = 2^{m+1} + 1$, $C = \max(1, L)$ (the constant 4
-            is ours: the paper's was lost).
+            is jcalib's choice).
         scoring: a Lipschitz proper scoring rule (default Brier).
 
     Example:

@@ -13,7 +13,7 @@ jcalib's choices where the paper is silent):
 
 - forecast family $p_\theta$: the piecewise-constant density on the ``edges`` (50 equal bins of
   the rescaled outcome range $[0,1]$ by default) with masses $\mathrm{softmax}(\theta)$ —
-  logits are reconstructed (the paper does not say how it parametrises); or
+  logits are jcalib's choice (the paper does not say how it parametrises); or
   ``family="gaussian_mixture"``: a mixture of ``n_components`` Gaussians (weights, means,
   log-scales) binned onto the same edges and renormalised (so every payoff sees the same
   :class:`~jcalib.distributions.PiecewiseConstant`);
