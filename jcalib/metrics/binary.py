@@ -6,6 +6,7 @@ unless the name or the docstring says normalised. Here :func:`ece` and :func:`ec
 unnormalised sums (Arunachaleswaran, Collina, Roth, Shi 2024, *An Elementary Predictor Obtaining
 2√T+1 Distance to Calibration*, §2); :func:`binned_ece`, :func:`lp_calibration_error`,
 :func:`brier` and :func:`log_loss` are normalised averages (divided by the total weight).
+
 Every function here is pure ``jax.numpy``: jit- and vmap-able (the number of bins, ``p`` and
 ``epsilon`` are Python numbers and fix shapes, so they are static). Input checks: concrete
 inputs at the Python boundary (``ValueError`` naming the argument); inside a user's ``jit``,
