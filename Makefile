@@ -52,6 +52,7 @@ bench-gpu: $(VENV)/.installed-test
 
 docs: $(VENV)/.installed-docs
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+	$(PY) docs/check_offline.py site
 
 clean:
 	rm -rf $(VENV) site results .pytest_cache
