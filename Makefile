@@ -15,7 +15,7 @@ $(VENV)/.installed-core: $(VENV)/bin/activate pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/bin/activate pyproject.toml
-	$(PIP) install --quiet -e ".[test,experiments,data,river]"
+	$(PIP) install --quiet -e ".[test,experiments,data,river,docs]"
 	touch $@
 
 $(VENV)/.installed-docs: $(VENV)/bin/activate pyproject.toml

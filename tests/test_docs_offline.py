@@ -1,8 +1,8 @@
 """The built docs load nothing from the network and bundle MathJax (docs/check_offline.py).
 
-Needs the `docs` extra (mkdocs, mkdocs-material, mkdocstrings, django-static-mathjax); skipped
-where mkdocs is not installed, as in CI, which installs only the `test` extra. The build takes
-about 5 s.
+Needs the `docs` extra (mkdocs, mkdocs-material, mkdocstrings, django-static-mathjax), which
+`make test` installs (so CI builds the site and runs this check); skipped only where a user runs
+pytest without it. The build takes about 5 s.
 """
 
 import importlib.util
