@@ -144,7 +144,7 @@ def skce(
         probs: binary forecasts ``(n,)`` or multi-class predictions ``(n, C)``.
         labels: outcomes ``(n,)``.
         kernel: scalar kernel on forecast vectors, e.g. ``GaussianKernel(0.5)`` (default) or
-            :func:`jcalib.recalibration.laplacian_kernel`; any ``ker(A, B) -> Gram block``.
+            :func:`jcalib.losses.laplacian_kernel`; any ``ker(A, B) -> Gram block``.
         estimator: ``"unbiased"`` (default), ``"biased"`` or ``"block"`` (static).
         block_size: rows per block of the block estimator (static, $\ge 2$).
         sample_weight: optional non-negative weights (quadratic estimators only).
