@@ -117,15 +117,6 @@ def _real(x, name):
     return check_finite(as_float_array(x, name), name) if is_concrete(x) else x
 
 
-def _broadcastable(**arrays):
-    """The elementwise rules' arguments must broadcast together (else a ``ValueError`` naming them)."""
-    shapes = {k: tuple(jnp.shape(v)) for k, v in arrays.items()}
-    try:
-        np.broadcast_shapes(*shapes.values())
-    except ValueError:
-        raise ValueError(f"arguments must broadcast together, got shapes {shapes}") from None
-
-
 def _py(p, y):
     """$p_y$: the probability the forecast gave to the outcome that happened."""
     p, y = _checked(p, y)
@@ -211,7 +202,7 @@ def pinball(pred: ArrayLike, y: ArrayLike, alpha: ArrayLike) -> Float[Array, "..
     pred, y = _real(pred, "pred"), _real(y, "y")
     if is_concrete(alpha):
         check_binary_probs(alpha, "alpha")
-    _broadcastable(pred=pred, y=y, alpha=alpha)
+    _shape("pred, y and alpha", pred, y, alpha)
     dt = float_dtype(pred, y, alpha)
     u = jnp.asarray(y, dt) - jnp.asarray(pred, dt)
     a = jnp.asarray(alpha, dt)
@@ -221,7 +212,7 @@ def pinball(pred: ArrayLike, y: ArrayLike, alpha: ArrayLike) -> Float[Array, "..
 def squared_error(pred: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
     r"""$(\hat y - y)^2$: strictly consistent for the mean."""
     pred, y = _real(pred, "pred"), _real(y, "y")
-    _broadcastable(pred=pred, y=y)
+    _shape("pred and y", pred, y)
     dt = float_dtype(pred, y)
     return (jnp.asarray(pred, dt) - jnp.asarray(y, dt)) ** 2
 
