@@ -140,3 +140,27 @@ def test_roles_counted_linked_and_unlinked(site, capsys):
     with capsys.disabled():
         print(f"\nSphinx roles in the built docs: {linked} linked, {unlinked} left as code")
     assert linked > 10 * unlinked
+
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+@pytest.mark.parametrize("page", ["concepts", "tutorials/aosa", "api/metrics_binary"])
+def test_maths_renders_in_a_headless_browser_offline(site, page):
+    """Open a page in headless Chromium with every host name unresolvable (no network) and let
+    MathJax run: every maths span becomes a rendered ``mjx-container`` and none is an error."""
+    import shutil
+
+    browser = next((b for b in map(shutil.which, BROWSERS) if b), None)
+    if browser is None:
+        pytest.skip("no Chromium on this machine: the headless rendering check needs one")
+    html = site / page / "index.html"
+    spans = html.read_text(encoding="utf-8").count('class="arithmatex"')
+    assert spans > 0, f"{page} has no maths to render"
+    dom = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000",
+         "--host-resolver-rules=MAP * ~NOTFOUND", "--dump-dom", html.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    ).stdout
+    assert dom.count("<mjx-container") == spans, f"{page}: {spans} maths spans, {dom.count('<mjx-container')} rendered"
+    assert "<mjx-merror" not in dom
