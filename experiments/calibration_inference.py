@@ -73,8 +73,8 @@ def forecasters(seed: int = 0):
     clip = lambda P: np.clip(P, 1e-6, 1 - 1e-6) / np.clip(P, 1e-6, 1 - 1e-6).sum(axis=1, keepdims=True)
     P_cal, P_te = clip(nb.predict_proba(X[cal])), clip(nb.predict_proba(X[te]))
     ts = TemperatureScaling().fit(P_cal, y[cal])
-    P_ts = np.asarray(ts.predict_proba(P_te), dtype=float)
-    return {"naive Bayes": P_te[:, 1], "temperature-scaled": P_ts[:, 1]}, y[te].astype(np.int32), ts.temperature_
+    P_ts = np.asarray(ts(P_te), dtype=float)
+    return {"naive Bayes": P_te[:, 1], "temperature-scaled": P_ts[:, 1]}, y[te].astype(np.int32), float(ts.temperature)
 
 
 def run_tests(fc, y, key, B):

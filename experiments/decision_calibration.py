@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jcalib.metrics import decision_calibration_error, decision_loss_gap
-from jcalib.recalibration import DecisionCalibrator, DirichletCalibrator, TemperatureScaling
+from jcalib.recalibration import DecisionCalibrator, DirichletCalibration, TemperatureScaling
 
 FIELDS = [
     "setting", "n_classes", "split", "method", "stage", "set", "mean_gap", "max_gap",
@@ -140,14 +140,14 @@ def run_one(setting, n_classes, split, data, args, cfg, writer, log):
 
     emit("uncalibrated", 0, "test", jnp.asarray(p_te), y_te, t_te, with_dce=True)
     ts = TemperatureScaling().fit(p_cal, y_cal)
-    ts_cal, ts_te = ts.predict_proba(p_cal), ts.predict_proba(p_te)
+    ts_cal, ts_te = ts(p_cal), ts(p_te)
     emit("temperature", 0, "test", ts_te, y_te, t_te, with_dce=True)
     emit("temperature", 0, "recal", ts_cal, y_cal, t_cal)
     t_dir = time.time()
     if cfg["dirichlet_steps"] > 0:
-        dirichlet = DirichletCalibrator(n_steps=cfg["dirichlet_steps"]).fit(ts_cal, y_cal)
-        emit("dirichlet", 0, "test", dirichlet.predict_proba(ts_te), y_te, t_te, with_dce=True)
-        emit("dirichlet", 0, "recal", dirichlet.predict_proba(ts_cal), y_cal, t_cal)
+        dirichlet = DirichletCalibration(n_steps=cfg["dirichlet_steps"]).fit(ts_cal, y_cal)
+        emit("dirichlet", 0, "test", dirichlet(ts_te), y_te, t_te, with_dce=True)
+        emit("dirichlet", 0, "recal", dirichlet(ts_cal), y_cal, t_cal)
     t_dir = time.time() - t_dir
     # Curves come from the calibrator's monitors, which apply each new stage incrementally
     # (re-applying every prefix from scratch costs O(stages²)). The recalibration split is

@@ -265,7 +265,7 @@ def part_b(args, rng):
         kern = KernelCalibrator(multinomial_kernel(2), beta=beta, max_steps=300, chunk=20, progress=False).fit(pc, yc)
         temp = TemperatureScaling().fit(pc, yc)
         # Lemma 4.2 post-processes any predictor: run it on top of temperature scaling too
-        tc, tt = np.asarray(temp.predict_proba(pc)), np.asarray(temp.predict_proba(pt))
+        tc, tt = np.asarray(temp(pc)), np.asarray(temp(pt))
         both = KernelCalibrator(multinomial_kernel(2), beta=beta, max_steps=300, chunk=20, progress=False).fit(tc, yc)
         res["models"][name] = {
             "raw": _metrics(pt, yt, T, key, args.quick),

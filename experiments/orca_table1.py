@@ -15,7 +15,7 @@ Pipeline:
    the start of its series and forecasts the last ``--horizon`` rows as 50-bin densities on the
    rescaled range;
 3. isotonic baseline (Kuleshov et al. 2018) refit at every step on the PIT values before it:
-   ``jcalib.recalibration.online_isotonic_probs``, the 8 runs vmapped (and, for the timing
+   ``jcalib.forecasters.online_isotonic_probs``, the 8 runs vmapped (and, for the timing
    comparison and as a parity check, scikit-learn's ``IsotonicRegression`` refit on the host at
    every step);
 4. ORCA (``jcalib.forecasters.ORCA``, the paper's payoff: quantile + CRPS/MSE regret against
@@ -58,7 +58,7 @@ from jcalib.metrics import (
     smape,
 )
 from jcalib.natures import Replay
-from jcalib.recalibration import online_isotonic_probs
+from jcalib.forecasters import online_isotonic_probs
 
 SERIES = {"wind": wind_power, "sunspots": sunspots}
 TABLE_EXPERTS = ("sgt", "mlp", "hat", "marginal")
@@ -122,7 +122,7 @@ def evaluate(probs, z, edges, low: float, high: float) -> dict:
 def isotonic_sklearn(probs: np.ndarray, z: np.ndarray, edges) -> np.ndarray:
     """The isotonic baseline with scikit-learn on the host: ``IsotonicRegression`` refit on the
     PIT values before t at every step t, applied to forecast t's CDF at the edges, projected on
-    the bins as :func:`jcalib.recalibration.online_isotonic_probs` does."""
+    the bins as :func:`jcalib.forecasters.online_isotonic_probs` does."""
     from sklearn.isotonic import IsotonicRegression
 
     T, n = probs.shape

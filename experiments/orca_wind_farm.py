@@ -63,7 +63,7 @@ from orca_table1 import _loadavg, add_orca_arguments, evaluate, orca_defaults, o
 
 from jcalib.datasets import run_day_ahead_expert, wind_power  # noqa: E402
 from jcalib.distributions import PiecewiseConstant  # noqa: E402
-from jcalib.recalibration import online_isotonic_probs  # noqa: E402
+from jcalib.forecasters import online_isotonic_probs  # noqa: E402
 from jcalib.scoring import pinball  # noqa: E402
 
 LAMBDAS = (-0.8, -0.4, 0.0, 0.4, 0.8)

@@ -53,22 +53,17 @@ from jcalib import recalibration as rc
 OUT = Path("results/recalibrate_classifier")
 FIGURE = "recalibrate_classifier.png"
 METRICS = ("ece", "smooth_ece", "brier", "nll", "accuracy")
-KEY = jax.random.key(0)
-
-# name -> (fit, apply); each fit(key, probs, labels) has fixed shapes and is vmapped over splits
+# name -> method; each method.fit(probs, labels) has fixed shapes and is vmapped over splits
 VMAPPED = {
-    "Platt": (rc.platt_fit, rc.platt_apply),
-    "beta (abm)": (rc.beta_calibration_fit, rc.beta_calibration_apply),
-    "isotonic": (rc.isotonic_calibration_fit, rc.isotonic_calibration_apply),
-    "histogram (10 uniform)": (rc.histogram_binning_fit, rc.histogram_binning_apply),
-    "histogram (10 equal-mass)": (
-        lambda k, p, y: rc.histogram_binning_fit(k, p, y, strategy="quantile"),
-        rc.histogram_binning_apply,
-    ),
-    "temperature": (rc.temperature_scaling_fit, rc.temperature_scaling_apply),
-    "vector": (rc.vector_scaling_fit, rc.vector_scaling_apply),
-    "matrix": (rc.matrix_scaling_fit, rc.matrix_scaling_apply),
-    "Dirichlet (ODIR)": (rc.dirichlet_fit, rc.dirichlet_apply),
+    "Platt": rc.PlattScaling(),
+    "beta (abm)": rc.BetaCalibration(),
+    "isotonic": rc.IsotonicCalibration(),
+    "histogram (10 uniform)": rc.HistogramBinning(),
+    "histogram (10 equal-mass)": rc.HistogramBinning(strategy="quantile"),
+    "temperature": rc.TemperatureScaling(),
+    "vector": rc.VectorScaling(),
+    "matrix": rc.MatrixScaling(),
+    "Dirichlet (ODIR)": rc.DirichletCalibration(),
 }
 
 
@@ -137,10 +132,10 @@ def run_setting(setting: str, args, log) -> list[dict]:
                          **evaluate(setting, q_all[s], Y_te[s])})
 
     record("uncalibrated", P_te, 0.0)
-    for method, (fit, apply) in VMAPPED.items():
+    for method, recalibrator in VMAPPED.items():
         t0 = time.perf_counter()
-        params = jax.vmap(lambda p, y, fit=fit: fit(KEY, p, y))(P_cal, Y_cal)  # every split in one call
-        q = jax.vmap(apply)(params, P_te)
+        fitted = jax.vmap(recalibrator.fit)(P_cal, Y_cal)  # every split in one call
+        q = jax.vmap(lambda f, p: f(p))(fitted, P_te)
         q.block_until_ready()
         record(method, q, time.perf_counter() - t0)
         log(f"{setting}: {method} ({time.perf_counter() - t0:.1f} s for {args.splits} splits)")

@@ -6,7 +6,7 @@ alone and once with cross-entropy + λ · penalty for each penalty of ``jcalib.l
 weights λ. All seeds and all weights of one penalty are a single vmapped program. On held-out
 data it reports accuracy, NLL, top-label ECE, smooth ECE (of the top-label confidence) and
 class-wise ECE, each also after post-hoc temperature scaling fitted on a validation split
-(``jcalib.recalibration.temperature_scaling_fit``, also vmapped over models).
+(``jcalib.recalibration.TemperatureScaling``, also vmapped over models).
 
 Writes results/train_with_calibration_loss/{runs.csv,summary.csv,summary.md,timing.json} and
 the figure calibration_losses_digits.png (ECE against accuracy per method, ±1 sd seed bands).
@@ -44,7 +44,7 @@ from tqdm.auto import tqdm  # noqa: E402
 from jcalib import losses  # noqa: E402
 from jcalib.core import optimise  # noqa: E402
 from jcalib.metrics import accuracy, classwise_ece, nll, smooth_ece, top_label_ece  # noqa: E402
-from jcalib.recalibration import temperature_scaling_apply, temperature_scaling_fit  # noqa: E402
+from jcalib.recalibration import TemperatureScaling  # noqa: E402
 
 OUT = Path("results/train_with_calibration_loss")
 FIGURE = "calibration_losses_digits.png"
@@ -129,9 +129,9 @@ def _evaluate(probs, y):
 @jax.jit
 def _evaluate_all(pv, yv, pt, yt):
     raw = jax.vmap(lambda p: _evaluate(p, yt))(pt)
-    params = jax.vmap(lambda p: temperature_scaling_fit(None, p, yv))(pv)
-    ts = jax.vmap(lambda p: _evaluate(p, yt))(jax.vmap(temperature_scaling_apply)(params, pt))
-    return raw, ts, jnp.exp(params.log_temperature)
+    fitted = jax.vmap(lambda p: TemperatureScaling().fit(p, yv))(pv)
+    ts = jax.vmap(lambda p: _evaluate(p, yt))(jax.vmap(lambda f, p: f(p))(fitted, pt))
+    return raw, ts, fitted.temperature
 
 
 def evaluate(models, val, test):

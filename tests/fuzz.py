@@ -436,7 +436,9 @@ def extra_cases() -> list[Case]:
         for bname, p, y in (("p below 0", -0.5, 0), ("p above 1", 1.5, 1), ("p nan", float("nan"), 1), ("y = 2", 0.3, 2), ("y = 0.5", 0.3, 0.5)):
             out.append(Case(name, "p" if "p " in bname else "y", bname, _bind(rule, {"p": p, "y": y})))
     for cls in (recalibration.KernelCalibrator, recalibration.DecisionCalibrator, recalibration.TemperatureScaling,
-                recalibration.VectorScaling, recalibration.MatrixScaling, recalibration.DirichletCalibrator):
+                recalibration.VectorScaling, recalibration.MatrixScaling, recalibration.DirichletCalibration,
+                recalibration.PlattScaling, recalibration.BetaCalibration, recalibration.HistogramBinning,
+                recalibration.IsotonicCalibration):
         est = cls(progress=False) if "progress" in inspect.signature(cls).parameters else cls()
         out.append(Case(f"recalibration.{cls.__name__}.fit", "probs", "empty", _bind(est.fit, {"probs": _PM[:0], "labels": _YM[:0]})))
     out.append(Case("metrics.crps_score", "y", "empty", lambda: _run(

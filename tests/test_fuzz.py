@@ -25,20 +25,15 @@ UNCOVERED = {
     # take fitted parameters or a fitted state first
     "recalibration.decision_calibration_apply": "takes fitted parameters",
     "recalibration.kernel_calibration_apply": "takes fitted parameters",
-    "recalibration.dirichlet_apply": "takes fitted parameters",
-    "recalibration.matrix_scaling_apply": "takes fitted parameters",
-    "recalibration.temperature_scaling_apply": "takes fitted parameters",
-    "recalibration.vector_scaling_apply": "takes fitted parameters",
-    "recalibration.isotonic_apply": "takes fitted parameters",
-    "recalibration.platt_apply": "takes fitted parameters",
-    "recalibration.beta_calibration_apply": "takes fitted parameters",
-    "recalibration.isotonic_calibration_apply": "takes fitted parameters",
-    "recalibration.histogram_binning_apply": "takes fitted parameters",
+    **{f"recalibration.Fitted{m}": "a fitted map (built by fit)" for m in (
+        "TemperatureScaling", "VectorScaling", "MatrixScaling", "DirichletCalibration", "PlattScaling",
+        "BetaCalibration", "HistogramBinning", "IsotonicCalibration")},
+    "recalibration.SklearnRecalibrator": "takes a recalibration method (its fit is the method's, fuzzed below)",
     "recalibration.pav": "the pool-adjacent-violators kernel over sorted targets (its callers validate)",
     "metrics.bin_index": "the bin rule over forecasts of any shape (its callers validate; n_bins is checked)",
     "metrics.quantile_bin_index": "the equal-mass bin rule (its callers validate)",
-    "recalibration.online_isotonic": "takes CDF values and PIT values of one stream",
-    "recalibration.online_isotonic_probs": "takes a forecast matrix on edges",
+    "forecasters.online_isotonic": "takes CDF values and PIT values of one stream",
+    "forecasters.online_isotonic_probs": "takes a forecast matrix on edges",
     "recalibration.kernel_weak_learner": "takes support points and targets of a boosting round",
     # take other modules (payoffs, oracles, natures, forecasters, trajectories) as inputs
     "natures.HalfSpaceAdversary": "takes a payoff",
@@ -73,11 +68,8 @@ UNCOVERED = {
 # Public callables with nothing to fuzz: no required inputs and no numeric settings, or
 # scikit-learn-style wrappers, which check their settings in fit (their fit is fuzzed below)
 NO_INPUTS = {"scoring.Brier", "scoring.Spherical", "recorders.History", "natures.Contrarian",
-             "recalibration.IsotonicRecalibrator", "recalibration.DecisionCalibrator",
-             "recalibration.KernelCalibrator", "recalibration.DirichletCalibrator", "recalibration.MatrixScaling",
-             "recalibration.TemperatureScaling", "recalibration.VectorScaling",
-             "recalibration.PlattScaling", "recalibration.BetaCalibration", "recalibration.IsotonicCalibrator",
-             "recalibration.HistogramBinning", "metrics.PrecisionWarning"}
+             "recalibration.IsotonicCalibration", "recalibration.QuantileRecalibration", "recalibration.DecisionCalibrator",
+             "recalibration.KernelCalibrator", "metrics.PrecisionWarning"}
 
 CALLABLES = fuzz.public_callables()
 EXTRA = fuzz.extra_cases()

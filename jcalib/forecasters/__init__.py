@@ -11,6 +11,7 @@ from .approachability import ApproachabilityRecalibrator, halfspace_oracle, trad
 from .blackwell import BlackwellForecaster
 from .defensive import DefensiveForecaster
 from .foster import FosterRandomized, foster_bins
+from .online_isotonic import OnlineIsotonic, OnlineIsotonicState, online_isotonic, online_isotonic_probs
 from .orca import ORCA
 from .gupta_ramdas import GuptaRamdas
 from .kuleshov_ermon import KuleshovErmon, SwapRegretCalibrated
@@ -26,6 +27,10 @@ __all__: list[str] = [
     "FosterRandomized",
     "GuptaRamdas",
     "ORCA",
+    "OnlineIsotonic",
+    "OnlineIsotonicState",
+    "online_isotonic",
+    "online_isotonic_probs",
     "Partitioned",
     "RunningFrequency",
     "UniformCells",

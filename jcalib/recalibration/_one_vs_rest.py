@@ -18,9 +18,10 @@ import jax
 import jax.numpy as jnp
 
 from ..core.optim import lbfgs_minimise
+from .._validation import check_simplex_probs
 from .scaling import LOG_CLIP
 
-__all__ = ["fit_one_vs_rest", "apply_one_vs_rest", "log_features", "fit_logistic"]
+__all__ = ["fit_one_vs_rest", "apply_one_vs_rest", "check_one_vs_rest_probs", "log_features", "fit_logistic"]
 
 
 def fit_one_vs_rest(fit1: Callable, probs, labels, weights):
@@ -32,6 +33,17 @@ def fit_one_vs_rest(fit1: Callable, probs, labels, weights):
         return fit1(probs[:, 1], (labels == 1).astype(dt), weights)
     hits = (labels[None, :] == jnp.arange(c, dtype=labels.dtype)[:, None]).astype(dt)
     return jax.vmap(fit1, in_axes=(0, 0, None))(probs.T, hits, weights)
+
+
+def check_one_vs_rest_probs(probs, leaf, base_ndim: int):
+    """``probs`` checked as rows on the simplex with as many columns as the fit had classes:
+    2 when the fitted ``leaf`` has its per-score shape (``base_ndim`` axes), else its leading
+    (class) axis."""
+    probs = check_simplex_probs(probs)
+    n_classes = 2 if leaf.ndim == base_ndim else leaf.shape[0]
+    if probs.shape[1] != n_classes:
+        raise ValueError(f"probs must have {n_classes} columns (the classes of the fit), got {probs.shape[1]}")
+    return probs
 
 
 def apply_one_vs_rest(apply1: Callable, params, probs):

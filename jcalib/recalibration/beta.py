@@ -41,30 +41,40 @@ References:
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._validation import check_key, check_multiclass_inputs, check_positive_int, check_simplex_probs
-from ._one_vs_rest import apply_one_vs_rest, fit_logistic, fit_one_vs_rest, log_features
-from .base import Recalibrator
+from .._validation import as_int, check_multiclass_inputs, check_positive_int
+from ._one_vs_rest import apply_one_vs_rest, check_one_vs_rest_probs, fit_logistic, fit_one_vs_rest, log_features
+from .base import AbstractFittedRecalibrator, AbstractRecalibrator
 
-__all__ = ["BetaParams", "beta_calibration_fit", "beta_calibration_apply", "BetaCalibration"]
+__all__ = ["BetaCalibration", "FittedBetaCalibration"]
 
 _FORMS = ("abm", "am", "ab", "a")
 _LOG2 = math.log(2.0)
 
 
-class BetaParams(NamedTuple):
-    """Beta calibration map $\\sigma(a \\log s - b \\log(1 - s) + c)$: ``a``, ``b``, ``c``
-    (shape ``()``, or ``(C,)`` one-vs-rest). The midpoint $m$ of Kull et al. solves
-    $b\\log(1-m) - a\\log m = c$."""
+class FittedBetaCalibration(AbstractFittedRecalibrator):
+    r"""Fitted beta calibration: ``fitted(probs)`` is $\sigma(a\log s - b\log(1-s) + c)$ per
+    class, one-vs-rest rows renormalised for $C > 2$. The midpoint $m$ of Kull et al. solves
+    $b\log(1-m) - a\log m = c$.
+
+    Attributes:
+        a: shape ``()`` for $C = 2$, or ``(C,)`` (one-vs-rest).
+        b: the same shape.
+        c: the same shape.
+    """
 
     a: Float[Array, "..."]
     b: Float[Array, "..."]
     c: Float[Array, "..."]
+
+    def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
+        probs = check_one_vs_rest_probs(probs, self.a, 0)
+        return apply_one_vs_rest(_beta_apply1, self, probs)
 
 
 # theta -> (slopes (a, b), intercept c) for each restricted model
@@ -85,7 +95,7 @@ def _beta1(scores, targets, weights, parameters, n_steps):
     def fit(form):
         theta = fit_logistic(x, targets, weights, _COEFFICIENTS[form], n_steps, init)
         slope, intercept = _COEFFICIENTS[form](theta)
-        return BetaParams(slope[0], slope[1], intercept)
+        return FittedBetaCalibration(slope[0], slope[1], intercept)
 
     full = fit(parameters)
     if parameters != "abm":
@@ -107,75 +117,42 @@ def _beta_apply1(params, scores):
     return jax.nn.sigmoid(params.a * x[:, 0] + params.b * x[:, 1] + params.c)
 
 
-def beta_calibration_fit(
-    key,
-    probs: Float[Array, "n C"],
-    labels: Int[Array, " n"],
-    *,
-    parameters: str = "abm",
-    n_steps: int = 100,
-    sample_weight: Float[Array, " n"] | None = None,
-) -> BetaParams:
-    r"""Fit beta calibration (module docstring) by maximum likelihood.
+class BetaCalibration(AbstractRecalibrator):
+    r"""Beta calibration (module docstring), fitted by maximum likelihood; deterministic (no key).
 
-    Args:
-        key: unused (deterministic fit); the common recalibrator signature.
-        probs: held-out probabilities ``(n, C)``, rows on the simplex.
-        labels: integer labels in ``[0, C)``, shape ``(n,)``.
+    Attributes:
         parameters: ``"abm"`` (three parameters, $a, b \ge 0$), ``"am"`` ($a = b$),
-            ``"ab"`` ($m = 1/2$) or ``"a"`` ($a = b$ and $m = 1/2$: $\sigma(a\,\mathrm{logit}(s))$).
-        n_steps: L-BFGS iterations per fit (fixed scan length; idle after convergence).
-        sample_weight: optional non-negative weights ``(n,)``; may be traced (vmap over
-            bootstrap weights).
-
-    Returns:
-        `BetaParams`, scalars for $C = 2$ or ``(C,)`` arrays (one-vs-rest).
-
-    Examples:
-        >>> import jax, jax.numpy as jnp
-        >>> s = jnp.array([0.1, 0.3, 0.6, 0.9, 0.95, 0.2])
-        >>> p = jnp.stack([1 - s, s], axis=1)
-        >>> params = beta_calibration_fit(jax.random.key(0), p, jnp.array([0, 0, 1, 1, 0, 1]))
-        >>> beta_calibration_apply(params, p).shape
-        (6, 2)
-
-    References:
-        Kull, Silva Filho, Flach (2017), §3.
-    """
-    check_key(key, optional=True)  # deterministic: None or a key
-    del key
-    if parameters not in _FORMS:
-        raise ValueError(f"parameters must be one of {_FORMS}, got {parameters!r}")
-    probs, labels, weights = check_multiclass_inputs(probs, labels, sample_weight)
-    return _beta_fit(probs, labels, weights, parameters, check_positive_int(n_steps, "n_steps"))
-
-
-def beta_calibration_apply(params: BetaParams, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
-    r"""Recalibrated probabilities $\sigma(a\log s - b\log(1-s) + c)$ per class, one-vs-rest rows
-    renormalised for $C > 2$."""
-    return apply_one_vs_rest(_beta_apply1, params, check_simplex_probs(probs))
-
-
-class BetaCalibration(Recalibrator):
-    """Beta calibration with ``fit(probs, labels)`` / ``predict_proba(probs)``; see
-    `beta_calibration_fit`.
+            ``"ab"`` ($m = 1/2$) or ``"a"`` ($a = b$ and $m = 1/2$: $\sigma(a\,\mathrm{logit}(s))$)
+            (static).
+        n_steps: L-BFGS iterations per fit (static; fixed scan length, idle after convergence).
 
     Examples:
         >>> import jax.numpy as jnp
         >>> s = jnp.array([0.1, 0.3, 0.6, 0.9, 0.95, 0.2])
         >>> p = jnp.stack([1 - s, s], axis=1)
-        >>> BetaCalibration("am").fit(p, jnp.array([0, 0, 1, 1, 0, 1])).predict_proba(p).shape
+        >>> fitted = BetaCalibration().fit(p, jnp.array([0, 0, 1, 1, 0, 1]))
+        >>> fitted(p).shape
         (6, 2)
+        >>> BetaCalibration("am").fit(p, jnp.array([0, 0, 1, 1, 0, 1]))(p).shape
+        (6, 2)
+
+    References:
+        Kull, Silva Filho, Flach (2017), §3.
     """
 
-    def __init__(self, parameters: str = "abm", n_steps: int = 100):
-        if parameters not in _FORMS:
-            raise ValueError(f"parameters must be one of {_FORMS}, got {parameters!r}")
-        self.parameters = parameters
-        self.n_steps = check_positive_int(n_steps, "n_steps")
+    parameters: str = eqx.field(static=True, default="abm")
+    n_steps: int = eqx.field(static=True, default=100, converter=as_int)
 
-    def _fit(self, key, probs, labels):
-        return beta_calibration_fit(key, probs, labels, parameters=self.parameters, n_steps=self.n_steps)
+    def __check_init__(self):
+        if not isinstance(self.parameters, str) or self.parameters not in _FORMS:
+            raise ValueError(f"parameters must be one of {_FORMS}, got {self.parameters!r}")
+        check_positive_int(self.n_steps, "n_steps")
 
-    def _apply(self, params, probs):
-        return beta_calibration_apply(params, probs)
+    def fit(
+        self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
+    ) -> FittedBetaCalibration:
+        """Fit on held-out probabilities ``(n, C)`` (rows on the simplex) and integer labels in
+        ``[0, C)``, with optional non-negative ``sample_weight`` ``(n,)`` (may be traced: vmap
+        over bootstrap weights); returns scalars for $C = 2$ or ``(C,)`` arrays (one-vs-rest)."""
+        probs, labels, weights = check_multiclass_inputs(probs, labels, sample_weight)
+        return _beta_fit(probs, labels, weights, self.parameters, self.n_steps)

@@ -31,29 +31,38 @@ References:
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._validation import check_key, check_multiclass_inputs, check_positive_int, check_simplex_probs
+from .._validation import as_int, check_multiclass_inputs, check_positive_int
 from ..metrics.binary import bin_index, quantile_bin_index
-from ._one_vs_rest import apply_one_vs_rest, fit_one_vs_rest
-from .base import Recalibrator
+from ._one_vs_rest import apply_one_vs_rest, check_one_vs_rest_probs, fit_one_vs_rest
+from .base import AbstractFittedRecalibrator, AbstractRecalibrator
 
-__all__ = ["HistogramParams", "histogram_binning_fit", "histogram_binning_apply", "HistogramBinning"]
+__all__ = ["HistogramBinning", "FittedHistogramBinning"]
 
 _STRATEGIES = ("uniform", "quantile")
 
 
-class HistogramParams(NamedTuple):
-    """Per-bin calibrated probabilities ``values`` $(K,)$ and, for equal-mass bins, the lower
-    edges ``edges`` $(K,)$ ($e_0 = 0$); ``None`` for uniform bins (decided by
-    :func:`jcalib.metrics.bin_index`). Leading class axis for one-vs-rest."""
+class FittedHistogramBinning(AbstractFittedRecalibrator):
+    r"""Fitted histogram binning: ``fitted(probs)`` gives each score its bin's value, one-vs-rest
+    rows renormalised for $C > 2$.
+
+    Attributes:
+        values: per-bin calibrated probabilities, shape $(K,)$ (leading class axis for
+            one-vs-rest).
+        edges: for equal-mass bins, the lower edges $(K,)$ ($e_0 = 0$); ``None`` for uniform
+            bins (decided by :func:`jcalib.metrics.bin_index`).
+    """
 
     values: Float[Array, "... K"]
     edges: Float[Array, "... K"] | None
+
+    def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
+        probs = check_one_vs_rest_probs(probs, self.values, 1)
+        return apply_one_vs_rest(_histogram_apply1, self, probs)
 
 
 def _bin_of(edges, scores, n_bins):
@@ -70,7 +79,7 @@ def _histogram1(scores, targets, weights, n_bins, strategy):
         k = jnp.arange(n_bins, dtype=dt)
         fill = (k + 0.5) / n_bins  # an empty bin predicts its midpoint (netcal)
     else:
-        idx = quantile_bin_index(scores, weights, n_bins)
+        idx = quantile_bin_index(scores, n_bins, sample_weight=weights)
         # the smallest score with positive weight in each bin; an empty bin takes the next
         # bin's edge (+inf after the last non-empty bin), so no score reaches it
         low = jax.ops.segment_min(jnp.where(weights > 0, scores, jnp.inf), idx, num_segments=n_bins)
@@ -79,7 +88,7 @@ def _histogram1(scores, targets, weights, n_bins, strategy):
     wb = jax.ops.segment_sum(weights, idx, num_segments=n_bins)
     ones = jax.ops.segment_sum(weights * targets, idx, num_segments=n_bins)
     values = jnp.where(wb > 0, ones / jnp.where(wb > 0, wb, 1), fill)
-    return HistogramParams(values, edges)
+    return FittedHistogramBinning(values, edges)
 
 
 @jax.jit(static_argnames=("n_bins", "strategy"))
@@ -92,73 +101,40 @@ def _histogram_apply1(params, scores):
     return params.values[_bin_of(params.edges, scores, n_bins)]
 
 
-def histogram_binning_fit(
-    key,
-    probs: Float[Array, "n C"],
-    labels: Int[Array, " n"],
-    *,
-    n_bins: int = 10,
-    strategy: str = "uniform",
-    sample_weight: Float[Array, " n"] | None = None,
-) -> HistogramParams:
-    r"""Fit histogram binning (module docstring).
+class HistogramBinning(AbstractRecalibrator):
+    r"""Histogram binning (module docstring); deterministic (no key).
 
-    Args:
-        key: unused (deterministic fit); the common recalibrator signature.
-        probs: held-out probabilities ``(n, C)``, rows on the simplex.
-        labels: integer labels in ``[0, C)``, shape ``(n,)``.
+    Attributes:
         n_bins: number of bins $K$ (static; netcal's default is 10).
-        strategy: ``"uniform"`` or ``"quantile"`` (equal mass).
-        sample_weight: optional non-negative weights ``(n,)``; may be traced (bootstrap).
-
-    Returns:
-        `HistogramParams` (leading axis $C$ for $C > 2$).
-
-    Examples:
-        >>> import jax, jax.numpy as jnp
-        >>> s = jnp.array([0.1, 0.3, 0.6, 0.9, 0.95, 0.2])
-        >>> p = jnp.stack([1 - s, s], axis=1)
-        >>> params = histogram_binning_fit(jax.random.key(0), p, jnp.array([0, 0, 1, 1, 0, 1]), n_bins=2)
-        >>> [round(v, 4) for v in params.values.tolist()]
-        [0.3333, 0.6667]
-
-    References:
-        Zadrozny, Elkan (2001), §3.
-    """
-    check_key(key, optional=True)  # deterministic: None or a key
-    del key
-    n_bins = check_positive_int(n_bins, "n_bins")
-    if strategy not in _STRATEGIES:
-        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}")
-    probs, labels, weights = check_multiclass_inputs(probs, labels, sample_weight)
-    return _histogram_fit(probs, labels, weights, n_bins, strategy)
-
-
-def histogram_binning_apply(params: HistogramParams, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
-    """Recalibrated probabilities: each score's bin value, one-vs-rest rows renormalised for $C > 2$."""
-    return apply_one_vs_rest(_histogram_apply1, params, check_simplex_probs(probs))
-
-
-class HistogramBinning(Recalibrator):
-    """Histogram binning with ``fit(probs, labels)`` / ``predict_proba(probs)``; see
-    `histogram_binning_fit`.
+        strategy: ``"uniform"`` or ``"quantile"`` (equal mass) (static).
 
     Examples:
         >>> import jax.numpy as jnp
         >>> s = jnp.array([0.1, 0.3, 0.6, 0.9, 0.95, 0.2])
         >>> p = jnp.stack([1 - s, s], axis=1)
-        >>> HistogramBinning(n_bins=2).fit(p, jnp.array([0, 0, 1, 1, 0, 1])).predict_proba(p)[:, 1].tolist()[:2]
-        [0.3333333432674408, 0.3333333432674408]
+        >>> fitted = HistogramBinning(n_bins=2).fit(p, jnp.array([0, 0, 1, 1, 0, 1]))
+        >>> [round(v, 4) for v in fitted.values.tolist()]
+        [0.3333, 0.6667]
+        >>> [round(v, 4) for v in fitted(p)[:2, 1].tolist()]
+        [0.3333, 0.3333]
+
+    References:
+        Zadrozny, Elkan (2001), §3.
     """
 
-    def __init__(self, n_bins: int = 10, strategy: str = "uniform"):
-        self.n_bins = check_positive_int(n_bins, "n_bins")
-        if strategy not in _STRATEGIES:
-            raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}")
-        self.strategy = strategy
+    n_bins: int = eqx.field(static=True, default=10, converter=as_int)
+    strategy: str = eqx.field(static=True, default="uniform")
 
-    def _fit(self, key, probs, labels):
-        return histogram_binning_fit(key, probs, labels, n_bins=self.n_bins, strategy=self.strategy)
+    def __check_init__(self):
+        check_positive_int(self.n_bins, "n_bins")
+        if not isinstance(self.strategy, str) or self.strategy not in _STRATEGIES:
+            raise ValueError(f"strategy must be 'uniform' or 'quantile', got {self.strategy!r}")
 
-    def _apply(self, params, probs):
-        return histogram_binning_apply(params, probs)
+    def fit(
+        self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
+    ) -> FittedHistogramBinning:
+        """Fit on held-out probabilities ``(n, C)`` (rows on the simplex) and integer labels in
+        ``[0, C)``, with optional non-negative ``sample_weight`` ``(n,)`` (may be traced:
+        bootstrap); leading axis $C$ on the fitted arrays for $C > 2$."""
+        probs, labels, weights = check_multiclass_inputs(probs, labels, sample_weight)
+        return _histogram_fit(probs, labels, weights, self.n_bins, self.strategy)

@@ -55,29 +55,39 @@ References:
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-from .._validation import check_key, check_multiclass_inputs, check_simplex_probs
-from ._one_vs_rest import apply_one_vs_rest, fit_one_vs_rest
-from .base import Recalibrator
+from .._validation import check_multiclass_inputs
+from ._one_vs_rest import apply_one_vs_rest, check_one_vs_rest_probs, fit_one_vs_rest
+from .base import AbstractFittedRecalibrator, AbstractRecalibrator
 
-__all__ = ["IsotonicCalibrationParams", "pav", "isotonic_calibration_fit", "isotonic_calibration_apply", "IsotonicCalibrator"]
+__all__ = ["IsotonicCalibration", "FittedIsotonicCalibration", "pav"]
 
 
-class IsotonicCalibrationParams(NamedTuple):
-    """A fitted isotonic map: ``x`` the pooled calibration scores (ascending) and ``y`` the
-    fitted values, the first ``count`` entries in use and the rest repeating the last one (so
-    the shapes are fixed at $n$). Leading class axis for one-vs-rest."""
+class FittedIsotonicCalibration(AbstractFittedRecalibrator):
+    """A fitted isotonic map: ``fitted(probs)`` interpolates it per class (constant beyond the
+    ends), one-vs-rest rows renormalised for $C > 2$.
+
+    Attributes:
+        x: the pooled calibration scores (ascending), shape ``(n,)``; the first ``count``
+            entries are in use and the rest repeat the last one (so the shapes are fixed at $n$).
+        y: the fitted values at ``x``, shape ``(n,)``.
+        count: the number of pooled points in use (int32).
+
+    Leading class axis on every field for one-vs-rest ($C > 2$).
+    """
 
     x: Float[Array, "... n"]
     y: Float[Array, "... n"]
     count: Int[Array, "..."]
+
+    def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
+        probs = check_one_vs_rest_probs(probs, self.count, 0)
+        return apply_one_vs_rest(_isotonic_apply1, self, probs)
 
 
 def pav(y: Float[Array, " n"], w: Float[Array, " n"]) -> Float[Array, " n"]:
@@ -193,7 +203,7 @@ def _isotonic1(scores, targets, weights):
     pad = jnp.arange(n, dtype=jnp.int32) >= count
     x = jnp.where(pad, x[count - 1], x)
     y = jnp.where(pad, y[count - 1], y)
-    return IsotonicCalibrationParams(x, y, count)
+    return FittedIsotonicCalibration(x, y, count)
 
 
 @jax.jit
@@ -205,62 +215,28 @@ def _isotonic_apply1(params, scores):
     return jnp.interp(scores, params.x, params.y)  # constant beyond the ends: out_of_bounds="clip"
 
 
-def isotonic_calibration_fit(
-    key,
-    probs: Float[Array, "n C"],
-    labels: Int[Array, " n"],
-    *,
-    sample_weight: Float[Array, " n"] | None = None,
-) -> IsotonicCalibrationParams:
-    r"""Fit isotonic calibration (module docstring): PAV on the sorted scores, near-ties pooled
-    by scikit-learn's rule (within the dtype's resolution of a pooled point's first score).
-
-    Args:
-        key: unused (deterministic fit); the common recalibrator signature.
-        probs: held-out probabilities ``(n, C)``, rows on the simplex.
-        labels: integer labels in ``[0, C)``, shape ``(n,)``.
-        sample_weight: optional non-negative weights ``(n,)``; may be traced (bootstrap).
-
-    Returns:
-        `IsotonicCalibrationParams` with arrays of length $n$ (leading axis $C$ for $C > 2$).
-
-    Examples:
-        >>> import jax, jax.numpy as jnp
-        >>> s = jnp.array([0.1, 0.3, 0.6, 0.9, 0.95, 0.2])
-        >>> p = jnp.stack([1 - s, s], axis=1)
-        >>> params = isotonic_calibration_fit(jax.random.key(0), p, jnp.array([0, 0, 1, 1, 0, 1]))
-        >>> [round(v, 4) for v in isotonic_calibration_apply(params, p)[:, 1].tolist()]
-        [0.0, 0.5, 0.6667, 0.6667, 0.6667, 0.5]
-
-    References:
-        Zadrozny, Elkan (2002), §3; Ayer et al. (1955).
-    """
-    check_key(key, optional=True)  # deterministic: None or a key
-    del key
-    probs, labels, weights = check_multiclass_inputs(probs, labels, sample_weight)
-    return _isotonic_fit(probs, labels, weights)
-
-
-def isotonic_calibration_apply(params: IsotonicCalibrationParams, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
-    """Recalibrated probabilities: the interpolated isotonic map per class, one-vs-rest rows
-    renormalised for $C > 2$."""
-    return apply_one_vs_rest(_isotonic_apply1, params, check_simplex_probs(probs))
-
-
-class IsotonicCalibrator(Recalibrator):
-    """Isotonic calibration with ``fit(probs, labels)`` / ``predict_proba(probs)``; see
-    `isotonic_calibration_fit`. (`IsotonicRecalibrator` is the regression PIT recalibrator.)
+class IsotonicCalibration(AbstractRecalibrator):
+    r"""Isotonic calibration (module docstring): PAV on the sorted scores, near-ties pooled by
+    scikit-learn's rule (within the dtype's resolution of a pooled point's first score). No
+    settings; deterministic (no key). The fit keeps arrays of length $n$ (leading axis $C$ for
+    $C > 2$), so it jits and vmaps over bootstrap ``sample_weight``.
 
     Examples:
         >>> import jax.numpy as jnp
         >>> s = jnp.array([0.1, 0.3, 0.6, 0.9, 0.95, 0.2])
         >>> p = jnp.stack([1 - s, s], axis=1)
-        >>> IsotonicCalibrator().fit(p, jnp.array([0, 0, 1, 1, 0, 1])).predict_proba(p).shape
-        (6, 2)
+        >>> fitted = IsotonicCalibration().fit(p, jnp.array([0, 0, 1, 1, 0, 1]))
+        >>> [round(v, 4) for v in fitted(p)[:, 1].tolist()]
+        [0.0, 0.5, 0.6667, 0.6667, 0.6667, 0.5]
+
+    References:
+        Zadrozny, Elkan (2002), §3; Ayer et al. (1955).
     """
 
-    def _fit(self, key, probs, labels):
-        return isotonic_calibration_fit(key, probs, labels)
-
-    def _apply(self, params, probs):
-        return isotonic_calibration_apply(params, probs)
+    def fit(
+        self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
+    ) -> FittedIsotonicCalibration:
+        """Fit on held-out probabilities ``(n, C)`` (rows on the simplex) and integer labels in
+        ``[0, C)``, with optional non-negative ``sample_weight`` ``(n,)`` (may be traced)."""
+        probs, labels, weights = check_multiclass_inputs(probs, labels, sample_weight)
+        return _isotonic_fit(probs, labels, weights)

@@ -31,43 +31,52 @@ References:
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._validation import check_key, check_multiclass_inputs, check_positive_int, check_simplex_probs
-from ._one_vs_rest import apply_one_vs_rest, fit_logistic, fit_one_vs_rest, log_features
-from .base import Recalibrator
+from .._validation import as_int, check_multiclass_inputs, check_positive_int, check_simplex_probs
+from ._one_vs_rest import apply_one_vs_rest, check_one_vs_rest_probs, fit_logistic, fit_one_vs_rest, log_features
+from .base import AbstractFittedRecalibrator, AbstractRecalibrator
 
-__all__ = ["PlattParams", "platt_fit", "platt_apply", "PlattScaling"]
-
-
-class PlattParams(NamedTuple):
-    """Platt scaling: slope $a$ and intercept $b$ on the logit (shape ``()``, or ``(C,)`` one-vs-rest)."""
-
-    slope: Float[Array, "..."]
-    intercept: Float[Array, "..."]
+__all__ = ["PlattScaling", "FittedPlattScaling"]
 
 
-def platt_targets(targets, weights):
+def _platt_targets(targets, weights):
     """Platt's smoothed targets: (N+ + 1)/(N+ + 2) for positives, 1/(N- + 2) for negatives."""
     n_pos = jnp.sum(weights * targets)
     n_neg = jnp.sum(weights * (1 - targets))
     return jnp.where(targets > 0, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
 
 
+class FittedPlattScaling(AbstractFittedRecalibrator):
+    r"""Fitted Platt scaling: ``fitted(probs)`` is $\sigma(a\,\mathrm{logit}(s) + b)$ per class,
+    one-vs-rest rows renormalised for $C > 2$.
+
+    Attributes:
+        slope: $a$, shape ``()`` for $C = 2$ or ``(C,)`` (one-vs-rest).
+        intercept: $b$, the same shape.
+    """
+
+    slope: Float[Array, "..."]
+    intercept: Float[Array, "..."]
+
+    def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
+        probs = check_one_vs_rest_probs(probs, self.slope, 0)
+        return apply_one_vs_rest(_platt_apply1, self, probs)
+
+
 def _platt1(scores, targets, weights, smooth_targets, n_steps):
     f = log_features(scores)
-    t = platt_targets(targets, weights) if smooth_targets else targets
+    t = _platt_targets(targets, weights) if smooth_targets else targets
 
     def coefficients(theta):  # slope a on both log features (= on the logit), intercept b
         return jnp.stack([theta[0], theta[0]]), theta[1]
 
     init = jnp.array([1.0, 0.0], scores.dtype)  # the identity map
     theta = fit_logistic(f, t, weights, coefficients, n_steps, init)
-    return PlattParams(theta[0], theta[1])
+    return FittedPlattScaling(theta[0], theta[1])
 
 
 @jax.jit(static_argnames=("smooth_targets", "n_steps"))
@@ -79,72 +88,43 @@ def _platt_apply1(params, scores):
     return jax.nn.sigmoid(params.slope * jnp.sum(log_features(scores), axis=1) + params.intercept)
 
 
-def platt_fit(
-    key,
-    probs: Float[Array, "n C"],
-    labels: Int[Array, " n"],
-    *,
-    smooth_targets: bool = True,
-    n_steps: int = 50,
-    sample_weight: Float[Array, " n"] | None = None,
-) -> PlattParams:
-    r"""Fit Platt scaling $q = \sigma(a\,\mathrm{logit}(s) + b)$ (module docstring).
+class PlattScaling(AbstractRecalibrator):
+    r"""Platt scaling $q = \sigma(a\,\mathrm{logit}(s) + b)$ (module docstring).
 
     A two-parameter convex problem, solved by ``n_steps`` L-BFGS steps from $a = 1, b = 0$
-    (the identity) in a fixed-length ``lax.scan``: jit- and vmap-able, so bootstrap refits
-    (``jax.vmap`` over ``sample_weight``) are one call.
+    (the identity) in a fixed-length ``lax.scan``: deterministic (no key), jit- and vmap-able,
+    so bootstrap refits (``jax.vmap`` over ``sample_weight``) are one call.
 
-    Args:
-        key: unused (the fit is deterministic); the common recalibrator signature.
-        probs: held-out probabilities ``(n, C)``, rows on the simplex.
-        labels: integer labels in ``[0, C)``, shape ``(n,)``.
-        smooth_targets: Platt's targets $t_\pm$ (True, scikit-learn's choice) or the labels.
-        n_steps: L-BFGS iterations (steps after convergence idle).
-        sample_weight: optional non-negative weights ``(n,)``.
-
-    Returns:
-        `PlattParams`, scalars for $C = 2$ or ``(C,)`` arrays (one-vs-rest).
-
-    Examples:
-        >>> import jax, jax.numpy as jnp
-        >>> s = jnp.array([0.1, 0.3, 0.6, 0.9, 0.95, 0.2])
-        >>> p = jnp.stack([1 - s, s], axis=1)
-        >>> params = platt_fit(jax.random.key(0), p, jnp.array([0, 0, 1, 1, 0, 1]))
-        >>> platt_apply(params, p).shape
-        (6, 2)
-
-    References:
-        Platt (1999), §2.
-    """
-    check_key(key, optional=True)  # deterministic: None or a key
-    del key
-    probs, labels, weights = check_multiclass_inputs(probs, labels, sample_weight)
-    return _platt_fit(probs, labels, weights, bool(smooth_targets), check_positive_int(n_steps, "n_steps"))
-
-
-def platt_apply(params: PlattParams, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
-    r"""Recalibrated probabilities: $\sigma(a\,\mathrm{logit}(s) + b)$ per class, one-vs-rest
-    rows renormalised for $C > 2$."""
-    return apply_one_vs_rest(_platt_apply1, params, check_simplex_probs(probs))
-
-
-class PlattScaling(Recalibrator):
-    """Platt scaling with ``fit(probs, labels)`` / ``predict_proba(probs)``; see `platt_fit`.
+    Attributes:
+        smooth_targets: Platt's targets $t_\pm$ (True, scikit-learn's choice) or the labels
+            (static).
+        n_steps: L-BFGS iterations (static; steps after convergence idle).
 
     Examples:
         >>> import jax.numpy as jnp
         >>> s = jnp.array([0.1, 0.3, 0.6, 0.9, 0.95, 0.2])
         >>> p = jnp.stack([1 - s, s], axis=1)
-        >>> PlattScaling().fit(p, jnp.array([0, 0, 1, 1, 0, 1])).predict_proba(p).shape
+        >>> fitted = PlattScaling().fit(p, jnp.array([0, 0, 1, 1, 0, 1]))
+        >>> fitted(p).shape
         (6, 2)
+
+    References:
+        Platt (1999), §2.
     """
 
-    def __init__(self, smooth_targets: bool = True, n_steps: int = 50):
-        self.smooth_targets = bool(smooth_targets)
-        self.n_steps = check_positive_int(n_steps, "n_steps")
+    smooth_targets: bool = eqx.field(static=True, default=True)
+    n_steps: int = eqx.field(static=True, default=50, converter=as_int)
 
-    def _fit(self, key, probs, labels):
-        return platt_fit(key, probs, labels, smooth_targets=self.smooth_targets, n_steps=self.n_steps)
+    def __check_init__(self):
+        if not isinstance(self.smooth_targets, bool):
+            raise ValueError(f"smooth_targets must be a bool, got {type(self.smooth_targets).__name__} {self.smooth_targets!r}")
+        check_positive_int(self.n_steps, "n_steps")
 
-    def _apply(self, params, probs):
-        return platt_apply(params, probs)
+    def fit(
+        self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
+    ) -> FittedPlattScaling:
+        """Fit on held-out probabilities ``(n, C)`` (rows on the simplex) and integer labels in
+        ``[0, C)``, with optional non-negative ``sample_weight`` ``(n,)``; returns scalars for
+        $C = 2$ or ``(C,)`` arrays (one-vs-rest)."""
+        probs, labels, weights = check_multiclass_inputs(probs, labels, sample_weight)
+        return _platt_fit(probs, labels, weights, self.smooth_targets, self.n_steps)

@@ -55,7 +55,7 @@ precisions with one ``eps``.
 Matrix scaling versus Dirichlet calibration. Kull et al. (2019) show that Dirichlet
 calibration is matrix scaling applied to log-probabilities instead of logits. Given only
 probabilities, the two families coincide here; they differ in their regularisation defaults:
-`MatrixScaling` is unregularised by default (Guo et al. 2017) and `DirichletCalibrator`
+`MatrixScaling` is unregularised by default (Guo et al. 2017) and `DirichletCalibration`
 uses ODIR (off-diagonal and intercept regularisation, Kull et al. 2019):
 
 $$
@@ -82,66 +82,30 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .._validation import (
-    check_key,
-    check_multiclass_inputs,
-    as_float_array,
-    check_positive_int,
-    check_simplex_probs,
-)
+from .._validation import as_int, check_hyper, check_multiclass_inputs, check_positive_int, check_simplex_probs
 from ..core.optim import lbfgs_minimise as _minimise
-from .base import Recalibrator
+from .base import AbstractFittedRecalibrator, AbstractRecalibrator
 
 __all__ = [
     "LOG_CLIP",
-    "TemperatureParams",
-    "VectorScalingParams",
-    "MatrixScalingParams",
-    "DirichletParams",
-    "temperature_scaling_fit",
-    "temperature_scaling_apply",
-    "vector_scaling_fit",
-    "vector_scaling_apply",
-    "matrix_scaling_fit",
-    "matrix_scaling_apply",
-    "dirichlet_fit",
-    "dirichlet_apply",
     "TemperatureScaling",
+    "FittedTemperatureScaling",
     "VectorScaling",
+    "FittedVectorScaling",
     "MatrixScaling",
-    "DirichletCalibrator",
+    "FittedMatrixScaling",
+    "DirichletCalibration",
+    "FittedDirichletCalibration",
 ]
 
 LOG_CLIP = 1e-12
 """Probabilities are clipped to ``[LOG_CLIP, 1]`` before the log that turns them into logits."""
-
-
-class TemperatureParams(NamedTuple):
-    """Temperature scaling: ``log_temperature`` is $\\log T$ (a scalar)."""
-
-    log_temperature: Float[Array, ""]
-
-
-class VectorScalingParams(NamedTuple):
-    """Vector scaling: per-class ``scale`` $a$ and ``bias`` $b$."""
-
-    scale: Float[Array, " C"]
-    bias: Float[Array, " C"]
-
-
-class MatrixScalingParams(NamedTuple):
-    """Matrix scaling and Dirichlet calibration: ``weights`` $W$ (C, C) and ``bias`` $b$ (C,)."""
-
-    weights: Float[Array, "C C"]
-    bias: Float[Array, " C"]
-
-
-DirichletParams = MatrixScalingParams
-"""Dirichlet calibration has the parameters of matrix scaling (Kull et al. 2019)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,25 +141,33 @@ _prepare = check_multiclass_inputs  # validated probs, int32 labels, weights (on
 def _check_apply_probs(probs, n_classes: int):
     probs = check_simplex_probs(probs)
     if probs.shape[1] != n_classes:
-        raise ValueError(f"parameters are for {n_classes} classes, got probs with {probs.shape[1]}")
+        raise ValueError(f"probs must have {n_classes} columns (the classes of the fit), got {probs.shape[1]}")
     return probs
 
 
-def _check_reg(value, name):
-    """A non-negative regularisation strength (scalar; may be traced under vmap/jit)."""
-    arr = as_float_array(value, name)
-    if arr.ndim != 0:
-        raise ValueError(f"{name} must be a scalar, got shape {tuple(arr.shape)}")
-    if not isinstance(arr, jax.core.Tracer) and not bool(jnp.isfinite(arr) & (arr >= 0)):
-        raise ValueError(f"{name} must be non-negative and finite, got {float(arr)!r}")
-    return arr
+def _as_reg(value):
+    """Converter of the regularisation fields: a Python or NumPy real number becomes a 0-d
+    float64 NumPy array (an array leaf, so ``eqx.filter_jit`` traces it and ``jax.vmap`` maps
+    over it); JAX arrays, tracers and anything else pass unchanged, for ``__check_init__``."""
+    if isinstance(value, (bool, np.bool_)):
+        return value
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return np.asarray(value, np.float64)
+    return value
 
 
-def _odir_penalty(params: MatrixScalingParams, reg_lambda, reg_mu):
+class _Affine(NamedTuple):
+    """Optimisation variables of vector scaling (``scale``) and matrix scaling (``weights``)."""
+
+    weights: Array
+    bias: Array
+
+
+def _odir_penalty(weights, bias, reg_lambda, reg_mu):
     """ODIR regulariser of Kull et al. (2019): λ/(C(C−1)) Σ_{j≠k} W_jk² + μ/C Σ_j b_j²."""
-    c = params.bias.shape[0]
-    off_diagonal = params.weights * (1.0 - jnp.eye(c, dtype=params.weights.dtype))
-    return reg_lambda * jnp.sum(off_diagonal**2) / (c * (c - 1)) + reg_mu * jnp.sum(params.bias**2) / c
+    c = bias.shape[0]
+    off_diagonal = weights * (1.0 - jnp.eye(c, dtype=weights.dtype))
+    return reg_lambda * jnp.sum(off_diagonal**2) / (c * (c - 1)) + reg_mu * jnp.sum(bias**2) / c
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,60 +178,72 @@ def _odir_penalty(params: MatrixScalingParams, reg_lambda, reg_mu):
 def _temperature_fit(probs, labels, weights, n_steps):
     z = _log_probs(probs)
 
-    def loss(params):
-        return _weighted_nll(z * jnp.exp(-params.log_temperature), labels, weights)
+    def loss(log_temperature):
+        return _weighted_nll(z * jnp.exp(-log_temperature), labels, weights)
 
-    return _minimise(loss, TemperatureParams(jnp.zeros((), probs.dtype)), n_steps)
+    return _minimise(loss, jnp.zeros((), probs.dtype), n_steps)
 
 
-def temperature_scaling_fit(
-    key,
-    probs: Float[Array, "n C"],
-    labels: Int[Array, " n"],
-    *,
-    n_steps: int = 50,
-    sample_weight: Float[Array, " n"] | None = None,
-) -> TemperatureParams:
-    r"""Fit a temperature by minimising the weighted mean NLL of $\operatorname{softmax}(z/T)$.
+class FittedTemperatureScaling(AbstractFittedRecalibrator):
+    r"""A fitted temperature: ``fitted(probs)`` is $\operatorname{softmax}(\log\operatorname{clip}(\hat p)/\hat T)$.
+
+    Attributes:
+        log_temperature: $\log \hat T$ (a scalar array).
+    """
+
+    log_temperature: Float[Array, ""]
+
+    @property
+    def temperature(self) -> Float[Array, ""]:
+        r"""The fitted temperature $\hat T = \exp(\log \hat T)$."""
+        return jnp.exp(self.log_temperature)
+
+    def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
+        probs = check_simplex_probs(probs)
+        return jax.nn.softmax(_log_probs(probs) * jnp.exp(-self.log_temperature), axis=1)
+
+
+class TemperatureScaling(AbstractRecalibrator):
+    r"""Temperature scaling (Guo et al. 2017): one temperature $T$, fitted by the weighted mean
+    NLL of $\operatorname{softmax}(z/T)$.
 
     $$\hat T = \arg\min_{T>0} -\frac{1}{\sum_i w_i}\sum_i w_i \log \operatorname{softmax}(z_i/T)_{y_i},
     \qquad z_i = \log\operatorname{clip}(\hat p_i, 10^{-12}, 1).$$
 
     Optimised over $\log T$ (so $T > 0$ without constraints) by ``n_steps`` L-BFGS steps from
-    $T = 1$. Temperature scaling keeps the arg-max, so accuracy is unchanged.
+    $T = 1$. Temperature scaling keeps the arg-max, so accuracy is unchanged. The fit is
+    deterministic (no key); it jits and vmaps, e.g. over bootstrap ``sample_weight``.
 
-    Args:
-        key: unused (the fit is deterministic): a PRNG key or ``None``, for the common recalibrator signature.
-        probs: held-out predicted probabilities, rows on the simplex, shape (n, C).
-        labels: integer labels in [0, C), shape (n,).
-        n_steps: number of L-BFGS iterations (a fixed scan length; iterations after
+    Attributes:
+        n_steps: number of L-BFGS iterations (static: a fixed scan length; iterations after
             convergence idle). Temperature scaling typically converges in under 10.
-        sample_weight: optional non-negative weights, shape (n,).
-
-    Returns:
-        `TemperatureParams` holding $\log \hat T$.
 
     Examples:
-        >>> import jax, jax.numpy as jnp
+        >>> import jax.numpy as jnp
         >>> p = jnp.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]])
         >>> y = jnp.array([0, 1, 1, 0])
-        >>> params = temperature_scaling_fit(jax.random.key(0), p, y)
-        >>> temperature_scaling_apply(params, p).shape
+        >>> fitted = TemperatureScaling().fit(p, y)
+        >>> fitted(p).shape
         (4, 2)
+        >>> bool(fitted.temperature > 1)  # over-confident scores: T > 1 softens them
+        True
 
     References:
-        Guo, Pleiss, Sun, Weinberger (2017), "On calibration of modern neural networks", §4.2.
+        Guo, Pleiss, Sun, Weinberger (2017), "On calibration of modern neural networks", ICML, §4.2.
     """
-    check_key(key, optional=True)  # deterministic: None or a key
-    del key  # deterministic fit
-    probs, labels, weights = _prepare(probs, labels, sample_weight)
-    return _temperature_fit(probs, labels, weights, check_positive_int(n_steps, "n_steps"))
 
+    n_steps: int = eqx.field(static=True, default=50, converter=as_int)
 
-def temperature_scaling_apply(params: TemperatureParams, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
-    r"""Recalibrated probabilities $\operatorname{softmax}(\log\operatorname{clip}(\hat p)/T)$."""
-    probs = check_simplex_probs(probs)
-    return jax.nn.softmax(_log_probs(probs) * jnp.exp(-params.log_temperature), axis=1)
+    def __check_init__(self):
+        check_positive_int(self.n_steps, "n_steps")
+
+    def fit(
+        self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
+    ) -> FittedTemperatureScaling:
+        """Fit on held-out probabilities ``(n, C)`` and integer labels ``(n,)``, with optional
+        non-negative ``sample_weight`` ``(n,)`` (may be traced: vmap over bootstrap weights)."""
+        probs, labels, weights = _prepare(probs, labels, sample_weight)
+        return FittedTemperatureScaling(_temperature_fit(probs, labels, weights, self.n_steps))
 
 
 # --------------------------------------------------------------------------------------------
@@ -272,50 +256,62 @@ def _vector_fit(probs, labels, weights, n_steps):
     c = probs.shape[1]
 
     def loss(params):
-        return _weighted_nll(z * params.scale[None, :] + params.bias[None, :], labels, weights)
+        return _weighted_nll(z * params.weights[None, :] + params.bias[None, :], labels, weights)
 
-    init = VectorScalingParams(jnp.ones((c,), probs.dtype), jnp.zeros((c,), probs.dtype))
+    init = _Affine(jnp.ones((c,), probs.dtype), jnp.zeros((c,), probs.dtype))
     return _minimise(loss, init, n_steps)
 
 
-def vector_scaling_fit(
-    key,
-    probs: Float[Array, "n C"],
-    labels: Int[Array, " n"],
-    *,
-    n_steps: int = 200,
-    sample_weight: Float[Array, " n"] | None = None,
-) -> VectorScalingParams:
-    r"""Fit vector scaling $q = \operatorname{softmax}(a \odot z + b)$ by weighted mean NLL.
+class FittedVectorScaling(AbstractFittedRecalibrator):
+    r"""Fitted vector scaling: ``fitted(probs)`` is $\operatorname{softmax}(a \odot \log\operatorname{clip}(\hat p) + b)$.
+
+    Attributes:
+        scale: per-class scale $a$, shape ``(C,)``.
+        bias: per-class bias $b$, shape ``(C,)``.
+    """
+
+    scale: Float[Array, " C"]
+    bias: Float[Array, " C"]
+
+    def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
+        probs = _check_apply_probs(probs, self.bias.shape[-1])
+        return jax.nn.softmax(_log_probs(probs) * self.scale[None, :] + self.bias[None, :], axis=1)
+
+
+class VectorScaling(AbstractRecalibrator):
+    r"""Vector scaling (Guo et al. 2017): $q = \operatorname{softmax}(a \odot z + b)$ fitted by
+    weighted mean NLL.
 
     Unregularised, as in Guo et al. (2017, §4.2); ``n_steps`` L-BFGS steps from $a = 1, b = 0$.
     The objective is convex in $(a, b)$; its minimiser is unique up to adding a constant to every
-    $b_j$ (which does not change $q$).
+    $b_j$ (which does not change $q$). Deterministic (no key).
 
-    Args:
-        key: unused (deterministic fit): a PRNG key or ``None`` (an int or a float raises).
-        probs: held-out probabilities (n, C).
-        labels: integer labels (n,).
-        n_steps: number of L-BFGS iterations (fixed scan length; idle after convergence).
-        sample_weight: optional non-negative weights (n,).
+    Attributes:
+        n_steps: number of L-BFGS iterations (static; idle after convergence).
 
-    Returns:
-        `VectorScalingParams`.
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> p = jnp.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]])
+        >>> VectorScaling().fit(p, jnp.array([0, 1, 1, 0])).scale.shape
+        (2,)
 
     References:
         Guo et al. (2017), §4.2; Kull et al. (2019) (vector scaling as diagonal Dirichlet).
     """
-    check_key(key, optional=True)  # deterministic: None or a key
-    del key
-    probs, labels, weights = _prepare(probs, labels, sample_weight)
-    return _vector_fit(probs, labels, weights, check_positive_int(n_steps, "n_steps"))
 
+    n_steps: int = eqx.field(static=True, default=200, converter=as_int)
 
-def vector_scaling_apply(params: VectorScalingParams, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
-    r"""Recalibrated probabilities $\operatorname{softmax}(a \odot \log\operatorname{clip}(\hat p) + b)$."""
-    probs = _check_apply_probs(probs, params.bias.shape[-1])
-    z = _log_probs(probs)
-    return jax.nn.softmax(z * params.scale[None, :] + params.bias[None, :], axis=1)
+    def __check_init__(self):
+        check_positive_int(self.n_steps, "n_steps")
+
+    def fit(
+        self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
+    ) -> FittedVectorScaling:
+        """Fit on held-out probabilities ``(n, C)`` and integer labels ``(n,)`` (optional
+        ``sample_weight`` ``(n,)``)."""
+        probs, labels, weights = _prepare(probs, labels, sample_weight)
+        params = _vector_fit(probs, labels, weights, self.n_steps)
+        return FittedVectorScaling(params.weights, params.bias)
 
 
 # --------------------------------------------------------------------------------------------
@@ -334,32 +330,53 @@ def _matrix_fit(probs, labels, weights, reg_lambda, reg_mu, n_steps):
     # the ODIR penalty is taken of (W, b) itself
     def original(params):
         w = params.weights / s[None, :]
-        return MatrixScalingParams(w, params.bias - w @ m)
+        return _Affine(w, params.bias - w @ m)
 
     def loss(params):
         logits = u @ params.weights.T + params.bias[None, :]
-        return _weighted_nll(logits, labels, weights) + _odir_penalty(original(params), reg_lambda, reg_mu)
+        orig = original(params)
+        return _weighted_nll(logits, labels, weights) + _odir_penalty(orig.weights, orig.bias, reg_lambda, reg_mu)
 
-    return original(_minimise(loss, MatrixScalingParams(jnp.diag(s), m), n_steps))  # from W = I, b = 0
-
-
-def _matrix_apply(params: MatrixScalingParams, probs):
-    probs = _check_apply_probs(probs, params.bias.shape[-1])
-    z = _log_probs(probs)
-    return jax.nn.softmax(z @ params.weights.T + params.bias[None, :], axis=1)
+    return original(_minimise(loss, _Affine(jnp.diag(s), m), n_steps))  # from W = I, b = 0
 
 
-def matrix_scaling_fit(
-    key,
-    probs: Float[Array, "n C"],
-    labels: Int[Array, " n"],
-    *,
-    reg_lambda: float = 0.0,
-    reg_mu: float = 0.0,
-    n_steps: int = 500,
-    sample_weight: Float[Array, " n"] | None = None,
-) -> MatrixScalingParams:
-    r"""Fit matrix scaling $q = \operatorname{softmax}(W z + b)$ by weighted mean NLL (+ ODIR).
+def _fit_affine(probs, labels, sample_weight, reg_lambda, reg_mu, n_steps) -> _Affine:
+    probs, labels, weights = _prepare(probs, labels, sample_weight)
+    # 0-d arrays (reg fields are NumPy float64 or JAX arrays, possibly traced under vmap)
+    lam = jnp.asarray(reg_lambda).astype(probs.dtype)
+    mu = jnp.asarray(reg_mu).astype(probs.dtype)
+    return _matrix_fit(probs, labels, weights, lam, mu, n_steps)
+
+
+def _apply_affine(weights, bias, probs):
+    probs = _check_apply_probs(probs, bias.shape[-1])
+    return jax.nn.softmax(_log_probs(probs) @ weights.T + bias[None, :], axis=1)
+
+
+def _check_matrix_settings(module):
+    check_hyper(module.reg_lambda, "reg_lambda", 0.0)
+    check_hyper(module.reg_mu, "reg_mu", 0.0)
+    check_positive_int(module.n_steps, "n_steps")
+
+
+class FittedMatrixScaling(AbstractFittedRecalibrator):
+    r"""Fitted matrix scaling: ``fitted(probs)`` is $\operatorname{softmax}(W \log\operatorname{clip}(\hat p) + b)$.
+
+    Attributes:
+        weights: $W$, shape ``(C, C)``.
+        bias: $b$, shape ``(C,)``.
+    """
+
+    weights: Float[Array, "C C"]
+    bias: Float[Array, " C"]
+
+    def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
+        return _apply_affine(self.weights, self.bias, probs)
+
+
+class MatrixScaling(AbstractRecalibrator):
+    r"""Matrix scaling (Guo et al. 2017): $q = \operatorname{softmax}(W z + b)$ fitted by weighted
+    mean NLL, plus the ODIR penalty when ``reg_lambda`` or ``reg_mu`` is positive.
 
     With the default ``reg_lambda = reg_mu = 0`` this is the unregularised matrix scaling of
     Guo et al. (2017, §4.2), which overfits when C is large relative to n (it has C² + C
@@ -367,50 +384,54 @@ def matrix_scaling_fit(
     docstring). ``n_steps`` L-BFGS steps from $W = I, b = 0$, on standardised log-probabilities
     (module docstring, "Conditioning"); on separable data the unregularised optimum is at
     infinity and the fixed step count (or, in float32, the end of the line search's precision)
-    is what stops it.
+    is what stops it. Deterministic (no key).
 
-    Args:
-        key: unused (deterministic fit): a PRNG key or ``None`` (an int or a float raises).
-        probs: held-out probabilities (n, C), C ≥ 2.
-        labels: integer labels (n,).
-        reg_lambda: λ ≥ 0, off-diagonal penalty (normalised by C(C−1)); may be traced (vmap).
-        reg_mu: μ ≥ 0, intercept penalty (normalised by C); may be traced.
-        n_steps: number of L-BFGS iterations (fixed scan length; idle after convergence). The
-            default 500 converges C = 100, n = 10⁴ in float32; C = 10 needs under 100 on
-            well-conditioned data (see "Precision" in the module docstring for data where
-            most probabilities are 0).
-        sample_weight: optional non-negative weights (n,).
-
-    Returns:
-        `MatrixScalingParams`.
+    Attributes:
+        reg_lambda: λ ≥ 0, off-diagonal penalty (normalised by C(C−1)); an array leaf, so it may
+            be traced (vmap over a grid).
+        reg_mu: μ ≥ 0, intercept penalty (normalised by C); an array leaf.
+        n_steps: number of L-BFGS iterations (static; idle after convergence). The default 500
+            converges C = 100, n = 10⁴ in float32; C = 10 needs under 100 on well-conditioned
+            data (see "Precision" in the module docstring for data where most probabilities
+            are 0).
 
     References:
         Guo et al. (2017), §4.2; Kull et al. (2019) (ODIR).
     """
-    check_key(key, optional=True)  # deterministic: None or a key
-    del key
-    probs, labels, weights = _prepare(probs, labels, sample_weight)
-    reg_lambda = _check_reg(reg_lambda, "reg_lambda")
-    reg_mu = _check_reg(reg_mu, "reg_mu")
-    return _matrix_fit(probs, labels, weights, reg_lambda, reg_mu, check_positive_int(n_steps, "n_steps"))
+
+    reg_lambda: Float[Array, ""] = eqx.field(default=0.0, converter=_as_reg)
+    reg_mu: Float[Array, ""] = eqx.field(default=0.0, converter=_as_reg)
+    n_steps: int = eqx.field(static=True, default=500, converter=as_int)
+
+    def __check_init__(self):
+        _check_matrix_settings(self)
+
+    def fit(
+        self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
+    ) -> FittedMatrixScaling:
+        """Fit on held-out probabilities ``(n, C)``, C ≥ 2, and integer labels ``(n,)``
+        (optional ``sample_weight`` ``(n,)``)."""
+        params = _fit_affine(probs, labels, sample_weight, self.reg_lambda, self.reg_mu, self.n_steps)
+        return FittedMatrixScaling(params.weights, params.bias)
 
 
-def matrix_scaling_apply(params: MatrixScalingParams, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
-    r"""Recalibrated probabilities $\operatorname{softmax}(W \log\operatorname{clip}(\hat p) + b)$."""
-    return _matrix_apply(params, probs)
+class FittedDirichletCalibration(AbstractFittedRecalibrator):
+    r"""Fitted Dirichlet calibration: ``fitted(probs)`` is $\operatorname{softmax}(W \log\operatorname{clip}(\hat p) + b)$.
+
+    Attributes:
+        weights: $W$, shape ``(C, C)``.
+        bias: $b$, shape ``(C,)``.
+    """
+
+    weights: Float[Array, "C C"]
+    bias: Float[Array, " C"]
+
+    def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
+        return _apply_affine(self.weights, self.bias, probs)
 
 
-def dirichlet_fit(
-    key,
-    probs: Float[Array, "n C"],
-    labels: Int[Array, " n"],
-    *,
-    reg_lambda: float = 1e-2,
-    reg_mu: float = 1e-2,
-    n_steps: int = 500,
-    sample_weight: Float[Array, " n"] | None = None,
-) -> DirichletParams:
-    r"""Fit Dirichlet calibration with ODIR regularisation (Kull et al. 2019).
+class DirichletCalibration(AbstractRecalibrator):
+    r"""Dirichlet calibration with ODIR regularisation (Kull et al. 2019).
 
     The Dirichlet calibration map is $q = \operatorname{softmax}(W \log \hat p + b)$ (Kull et al.
     2019: the posterior of class-conditional Dirichlet densities is a linear model on
@@ -421,137 +442,42 @@ def dirichlet_fit(
 
     (ODIR). The model is fitted in its linear (not its Dirichlet $\alpha$) parametrisation,
     as in Kull et al.'s implementation, by ``n_steps`` L-BFGS steps from the identity map. It is
-    the same optimisation as `matrix_scaling_fit` with positive default λ, μ; the paper
-    tunes both by cross-validation on a log grid, which jcalib leaves to the caller (vmap this
-    function over ``reg_lambda``/``reg_mu`` to fit a whole grid at once).
+    the same optimisation as `MatrixScaling` with positive default λ, μ; the paper tunes both by
+    cross-validation on a log grid, which jcalib leaves to the caller: λ and μ are array leaves,
+    so ``jax.vmap(lambda lam: DirichletCalibration(reg_lambda=lam).fit(p, y))(lambdas)`` fits a
+    whole grid at once. Deterministic (no key).
 
-    Args:
-        key: unused (deterministic fit): a PRNG key or ``None`` (an int or a float raises).
-        probs: held-out probabilities (n, C), C ≥ 2.
-        labels: integer labels (n,).
-        reg_lambda: λ ≥ 0, off-diagonal penalty; may be traced (vmap over a grid).
-        reg_mu: μ ≥ 0, intercept penalty; may be traced.
-        n_steps: number of L-BFGS iterations (see `matrix_scaling_fit`).
-        sample_weight: optional non-negative weights (n,).
-
-    Returns:
-        `DirichletParams` (= `MatrixScalingParams`).
+    Attributes:
+        reg_lambda: λ ≥ 0, off-diagonal penalty; an array leaf (may be traced).
+        reg_mu: μ ≥ 0, intercept penalty; an array leaf (may be traced).
+        n_steps: number of L-BFGS iterations (static; see `MatrixScaling`).
 
     Examples:
         >>> import jax, jax.numpy as jnp
         >>> p = jax.nn.softmax(jax.random.normal(jax.random.key(0), (60, 3)) * 3, axis=1)
         >>> y = jax.random.categorical(jax.random.key(1), jnp.log(p))
-        >>> params = dirichlet_fit(jax.random.key(2), p, y, reg_lambda=1e-2, reg_mu=1e-2)
-        >>> dirichlet_apply(params, p).shape
+        >>> fitted = DirichletCalibration(reg_lambda=1e-2, reg_mu=1e-2).fit(p, y)
+        >>> fitted(p).shape
         (60, 3)
+        >>> grid = jax.vmap(lambda lam: DirichletCalibration(reg_lambda=lam).fit(p, y))(jnp.array([1e-3, 1e-2, 1e-1]))
+        >>> grid.weights.shape
+        (3, 3, 3)
 
     References:
         Kull, Perello-Nieto, Kängsepp, Silva Filho, Song, Flach (2019), NeurIPS.
     """
-    check_key(key, optional=True)  # deterministic: None or a key
-    return matrix_scaling_fit(
-        key, probs, labels, reg_lambda=reg_lambda, reg_mu=reg_mu, n_steps=n_steps, sample_weight=sample_weight
-    )
 
+    reg_lambda: Float[Array, ""] = eqx.field(default=1e-2, converter=_as_reg)
+    reg_mu: Float[Array, ""] = eqx.field(default=1e-2, converter=_as_reg)
+    n_steps: int = eqx.field(static=True, default=500, converter=as_int)
 
-def dirichlet_apply(params: DirichletParams, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
-    r"""Recalibrated probabilities $\operatorname{softmax}(W \log\operatorname{clip}(\hat p) + b)$."""
-    return _matrix_apply(params, probs)
+    def __check_init__(self):
+        _check_matrix_settings(self)
 
-
-# --------------------------------------------------------------------------------------------
-# scikit-learn-style wrappers
-
-
-class TemperatureScaling(Recalibrator):
-    """Temperature scaling (Guo et al. 2017) with ``fit(probs, labels)`` / ``predict_proba(probs)``.
-
-    Args:
-        n_steps: L-BFGS steps (see `temperature_scaling_fit`).
-
-    Attributes:
-        params_: fitted `TemperatureParams`.
-        temperature_: the fitted temperature $\\hat T$ (a float).
-
-    Examples:
-        >>> import jax.numpy as jnp
-        >>> p = jnp.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]])
-        >>> ts = TemperatureScaling().fit(p, jnp.array([0, 1, 1, 0]))
-        >>> ts.predict_proba(p).shape
-        (4, 2)
-    """
-
-    def __init__(self, n_steps: int = 50):
-        self.n_steps = check_positive_int(n_steps, "n_steps")
-
-    @property
-    def temperature_(self) -> float:
-        if self.params_ is None:
-            raise ValueError("TemperatureScaling is not fitted; call fit(probs, labels) first")
-        return float(jnp.exp(self.params_.log_temperature))
-
-    def _fit(self, key, probs, labels):
-        return temperature_scaling_fit(key, probs, labels, n_steps=self.n_steps)
-
-    def _apply(self, params, probs):
-        return temperature_scaling_apply(params, probs)
-
-
-class VectorScaling(Recalibrator):
-    """Vector scaling (Guo et al. 2017) with ``fit`` / ``predict_proba``; see `vector_scaling_fit`."""
-
-    def __init__(self, n_steps: int = 200):
-        self.n_steps = check_positive_int(n_steps, "n_steps")
-
-    def _fit(self, key, probs, labels):
-        return vector_scaling_fit(key, probs, labels, n_steps=self.n_steps)
-
-    def _apply(self, params, probs):
-        return vector_scaling_apply(params, probs)
-
-
-class MatrixScaling(Recalibrator):
-    """Matrix scaling (Guo et al. 2017; ODIR of Kull et al. 2019 when λ, μ > 0) with ``fit`` /
-    ``predict_proba``; see `matrix_scaling_fit`."""
-
-    def __init__(self, reg_lambda: float = 0.0, reg_mu: float = 0.0, n_steps: int = 500):
-        self.reg_lambda = float(_check_reg(reg_lambda, "reg_lambda"))
-        self.reg_mu = float(_check_reg(reg_mu, "reg_mu"))
-        self.n_steps = check_positive_int(n_steps, "n_steps")
-
-    def _fit(self, key, probs, labels):
-        return matrix_scaling_fit(
-            key, probs, labels, reg_lambda=self.reg_lambda, reg_mu=self.reg_mu, n_steps=self.n_steps
-        )
-
-    def _apply(self, params, probs):
-        return matrix_scaling_apply(params, probs)
-
-
-class DirichletCalibrator(Recalibrator):
-    """Dirichlet calibration with ODIR (Kull et al. 2019) with ``fit`` / ``predict_proba``.
-
-    Args:
-        reg_lambda: off-diagonal penalty λ ≥ 0.
-        reg_mu: intercept penalty μ ≥ 0.
-        n_steps: L-BFGS steps (see `dirichlet_fit`).
-
-    Examples:
-        >>> import jax, jax.numpy as jnp
-        >>> p = jax.nn.softmax(jax.random.normal(jax.random.key(0), (60, 3)) * 3, axis=1)
-        >>> y = jax.random.categorical(jax.random.key(1), jnp.log(p))
-        >>> cal = DirichletCalibrator(reg_lambda=1e-2, reg_mu=1e-2).fit(p, y)
-        >>> cal.predict_proba(p).shape
-        (60, 3)
-    """
-
-    def __init__(self, reg_lambda: float = 1e-2, reg_mu: float = 1e-2, n_steps: int = 500):
-        self.reg_lambda = float(_check_reg(reg_lambda, "reg_lambda"))
-        self.reg_mu = float(_check_reg(reg_mu, "reg_mu"))
-        self.n_steps = check_positive_int(n_steps, "n_steps")
-
-    def _fit(self, key, probs, labels):
-        return dirichlet_fit(key, probs, labels, reg_lambda=self.reg_lambda, reg_mu=self.reg_mu, n_steps=self.n_steps)
-
-    def _apply(self, params, probs):
-        return dirichlet_apply(params, probs)
+    def fit(
+        self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
+    ) -> FittedDirichletCalibration:
+        """Fit on held-out probabilities ``(n, C)``, C ≥ 2, and integer labels ``(n,)``
+        (optional ``sample_weight`` ``(n,)``)."""
+        params = _fit_affine(probs, labels, sample_weight, self.reg_lambda, self.reg_mu, self.n_steps)
+        return FittedDirichletCalibration(params.weights, params.bias)

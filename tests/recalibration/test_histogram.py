@@ -2,7 +2,7 @@
 of netcal's HistogramBinning (netcal needs torch, which the project does not install; see
 tests/reference/classifier_recalibration.py), binary and one-vs-rest; equal-mass bins against a
 plain reference; the method's in-sample guarantee (zero binned ECE on its own bins);
-conformance (jit, vmap over bootstrap refits, no retrace); wrapper and bad input."""
+conformance (jit, vmap over bootstrap refits, no retrace); the adapter and bad input."""
 
 import doctest
 
@@ -14,10 +14,9 @@ from reference import bins as bins_ref
 from reference import classifier_recalibration as ref
 
 from jcalib.metrics import binned_ece
-from jcalib.recalibration import HistogramBinning, histogram_binning_apply, histogram_binning_fit
+from jcalib.recalibration import HistogramBinning, SklearnRecalibrator
 from jcalib.recalibration import histogram as histogram_module
 
-KEY = jax.random.key(0)
 
 
 def _off_edges(p, n_bins):
@@ -33,7 +32,7 @@ def test_matches_netcal_histogram_binning(x64, kind, n_bins):
     _, (_, y_cal), (_, y_te), p_cal, p_te = ref.classifier_split(kind, seed=1, model="logistic")
     _off_edges(p_cal, n_bins)
     _off_edges(p_te, n_bins)
-    got = np.asarray(histogram_binning_apply(histogram_binning_fit(KEY, p_cal, y_cal, n_bins=n_bins), p_te))
+    got = np.asarray(HistogramBinning(n_bins=n_bins).fit(p_cal, y_cal)(p_te))
     want = ref.one_vs_rest(
         lambda s, t, w: ref.netcal_histogram_fit(s, t, n_bins), ref.netcal_histogram_predict, p_cal, y_cal, p_te
     )
@@ -43,7 +42,7 @@ def test_matches_netcal_histogram_binning(x64, kind, n_bins):
 
 def test_empty_bins_predict_their_midpoint(x64):
     s = np.array([0.05, 0.07, 0.91, 0.93])
-    params = histogram_binning_fit(KEY, np.stack([1 - s, s], 1), np.array([0, 1, 1, 1]), n_bins=10)
+    params = HistogramBinning(n_bins=10).fit(np.stack([1 - s, s], 1), np.array([0, 1, 1, 1]))
     np.testing.assert_allclose(np.asarray(params.values), [0.5, 0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 1.0])
 
 
@@ -52,10 +51,10 @@ def test_edges_follow_the_one_bin_rule(x64):
     jcalib.metrics.bin_index gives (float 0.3 < 3/10: bin 2; float 0.6 < 6/10: bin 5)."""
     s = np.array([0.3, 0.6, 0.35, 0.65])
     y = np.array([1, 0, 0, 1])
-    params = histogram_binning_fit(KEY, np.stack([1 - s, s], 1), y, n_bins=10)
+    params = HistogramBinning(n_bins=10).fit(np.stack([1 - s, s], 1), y)
     assert list(bins_ref.exact_bin(s, 10)) == [2, 5, 3, 6]
     np.testing.assert_allclose(np.asarray(params.values)[[2, 3, 5, 6]], [1, 0, 0, 1])
-    got = np.asarray(histogram_binning_apply(params, np.stack([1 - s, s], 1)))[:, 1]
+    got = np.asarray(params(np.stack([1 - s, s], 1)))[:, 1]
     np.testing.assert_allclose(got, y)
 
 
@@ -65,9 +64,9 @@ def test_equal_mass_bins_match_reference(x64, weights):
     s = np.round(rng.beta(2, 5, 300), 3)  # ties
     y = (rng.random(300) < s).astype(int)
     w = rng.integers(0, 3, 300).astype(float) if weights else None
-    params = histogram_binning_fit(KEY, np.stack([1 - s, s], 1), y, n_bins=8, strategy="quantile", sample_weight=w)
+    params = HistogramBinning(n_bins=8, strategy="quantile").fit(np.stack([1 - s, s], 1), y, sample_weight=w)
     t = np.concatenate([rng.random(400), s, [0.0, 1.0]])
-    got = np.asarray(histogram_binning_apply(params, np.stack([1 - t, t], 1)))[:, 1]
+    got = np.asarray(params(np.stack([1 - t, t], 1)))[:, 1]
     want = ref.quantile_histogram_predict(ref.quantile_histogram_fit(s, y, 8, w), t)
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
@@ -78,7 +77,7 @@ def test_in_sample_binned_ece_is_zero(x64, strategy):
     on the calibration set every bin's mean forecast equals its frequency: the binned ECE of the
     recalibrated scores, grouped by the fitted bins, is 0 (and the raw scores' is not)."""
     _, (_, y_cal), _, p_cal, _ = ref.classifier_split("binary", seed=3)
-    q = np.asarray(histogram_binning_apply(histogram_binning_fit(KEY, p_cal, y_cal, n_bins=10, strategy=strategy), p_cal))[:, 1]
+    q = np.asarray(HistogramBinning(n_bins=10, strategy=strategy).fit(p_cal, y_cal)(p_cal))[:, 1]
     # grouping by fitted value merges bins with equal values, which keeps each group's gap 0
     groups = {v: np.flatnonzero(q == v) for v in np.unique(q)}
     assert max(abs(q[g].mean() - y_cal[g].mean()) for g in groups.values()) < 1e-12
@@ -87,19 +86,20 @@ def test_in_sample_binned_ece_is_zero(x64, strategy):
 
 @pytest.mark.parametrize("kind", ["binary", "multiclass"])
 def test_jit_vmap_bootstrap_no_retrace(check_bootstrap_refits, kind):
-    check_bootstrap_refits(lambda k, p, y, sample_weight: histogram_binning_fit(k, p, y, strategy="quantile", sample_weight=sample_weight), histogram_binning_apply, kind)
+    check_bootstrap_refits(HistogramBinning(strategy="quantile"), kind)
 
 
-def test_wrapper_and_bad_input():
+def test_adapter_and_bad_input():
     _, (_, y_cal), _, p_cal, p_te = ref.classifier_split("binary", seed=6)
-    cal = HistogramBinning(n_bins=12, strategy="quantile").fit(p_cal, y_cal)
-    np.testing.assert_allclose(np.asarray(cal.predict_proba(p_te)), np.asarray(histogram_binning_apply(cal.params_, p_te)))
+    method = HistogramBinning(n_bins=12, strategy="quantile")
+    cal = SklearnRecalibrator(method).fit(p_cal, y_cal)
+    np.testing.assert_allclose(np.asarray(cal.predict_proba(p_te)), np.asarray(method.fit(p_cal, y_cal)(p_te)))
     with pytest.raises(ValueError, match="strategy"):
         HistogramBinning(strategy="kmeans")
     with pytest.raises(ValueError, match="n_bins"):
-        histogram_binning_fit(KEY, p_cal, y_cal, n_bins=0)
+        HistogramBinning(n_bins=0)
     with pytest.raises(ValueError, match="simplex|sum to 1|shape"):
-        histogram_binning_fit(KEY, p_cal[:, 1], y_cal)
+        HistogramBinning().fit(p_cal[:, 1], y_cal)
 
 
 def test_docstring_examples():

@@ -2,7 +2,7 @@
 pure-Python PAV and scikit-learn's IsotonicRegression (ties, weights), held-out parity with
 CalibratedClassifierCV(method="isotonic"), binary and multi-class; the isotonic fit's
 properties (monotone, in-sample calibrated, least squares); conformance (jit, vmap over
-bootstrap refits, no retrace); wrapper and bad input. Near-tied scores are pooled by
+bootstrap refits, no retrace); the adapter and bad input. Near-tied scores are pooled by
 scikit-learn's rule (within the input dtype's resolution of a group's first score), tested
 against a restatement of that rule and against scikit-learn in float32 and float64, on a toy
 example and on Gaussian naive Bayes's digits scores (which pile up within 1e-15 of 0)."""
@@ -23,10 +23,9 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.isotonic import IsotonicRegression
 
 from jcalib.metrics import ece
-from jcalib.recalibration import IsotonicCalibrator, isotonic_calibration_apply, isotonic_calibration_fit, pav
+from jcalib.recalibration import IsotonicCalibration, SklearnRecalibrator, pav
 from jcalib.recalibration import isotonic_classifier as iso_module
 
-KEY = jax.random.key(0)
 
 
 def _binary(s):
@@ -58,9 +57,9 @@ def test_matches_sklearn_isotonic_regression_with_ties_and_weights(x64, seed):
     y = (rng.random(n) < s**2).astype(int)
     w = rng.integers(0, 4, n).astype(float) if seed % 2 else None
     ir = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1, increasing=True).fit(s, y, sample_weight=w)
-    params = isotonic_calibration_fit(KEY, _binary(s), y, sample_weight=w)
+    params = IsotonicCalibration().fit(_binary(s), y, sample_weight=w)
     t = np.concatenate([rng.random(500), s, [0.0, 1.0]])  # between, on and beyond the thresholds
-    got = np.asarray(isotonic_calibration_apply(params, _binary(t)))[:, 1]
+    got = np.asarray(params(_binary(t)))[:, 1]
     np.testing.assert_allclose(got, ir.predict(t), rtol=1e-12, atol=1e-14)
     ref_model = ref.isotonic_fit(s, y, w)
     np.testing.assert_allclose(got, ref.isotonic_predict(ref_model, t), rtol=1e-12, atol=1e-14)
@@ -74,7 +73,7 @@ def test_near_ties_pooled_as_scikit_learn(dtype):
     y = np.array([0, 1, 0, 1, 1])
     want = IsotonicRegression(out_of_bounds="clip").fit(x, y.astype(dtype)).predict(x)
     with jax.enable_x64(dtype == np.float64):
-        got = np.asarray(isotonic_calibration_apply(isotonic_calibration_fit(KEY, _binary(x).astype(dtype), y), _binary(x).astype(dtype)))
+        got = np.asarray(IsotonicCalibration().fit(_binary(x).astype(dtype), y)(_binary(x).astype(dtype)))
     assert got.dtype == dtype
     # 1e-6: float32's resolution (1/3 is not exact in it)
     np.testing.assert_allclose(got[:, 1], [1 / 3, 1 / 3, 1 / 3, 1, 1], rtol=1e-6)
@@ -99,7 +98,7 @@ def test_tie_rule_matches_reference_and_sklearn(dtype, seed):
     ir = IsotonicRegression(out_of_bounds="clip").fit(s, y.astype(dtype), sample_weight=w)
     t = np.concatenate([s, rng.random(200).astype(dtype)])
     with jax.enable_x64(dtype == np.float64):
-        got = np.asarray(isotonic_calibration_apply(isotonic_calibration_fit(KEY, _binary(s).astype(dtype), y, sample_weight=w), _binary(t).astype(dtype)))[:, 1]
+        got = np.asarray(IsotonicCalibration().fit(_binary(s).astype(dtype), y, sample_weight=w)(_binary(t).astype(dtype)))[:, 1]
     # round-off of the pooled means and of the interpolation in each dtype
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(got, ir.predict(t), **tol)
@@ -115,7 +114,7 @@ def test_tie_rule_under_vmap_with_bootstrap_weights(x64):
     y = (rng.random(n) < np.clip(s, 0.2, 0.8)).astype(int)
     W = rng.poisson(1.0, (5, n)).astype(float)
     t = np.concatenate([s, rng.random(50)])
-    fit = jax.jit(jax.vmap(lambda w: isotonic_calibration_apply(isotonic_calibration_fit(None, _binary(s), y, sample_weight=w), _binary(t))))
+    fit = jax.jit(jax.vmap(lambda w: IsotonicCalibration().fit(_binary(s), y, sample_weight=w)(_binary(t))))
     got = np.asarray(fit(W))[..., 1]
     for i in range(len(W)):
         want = isotonic_ties.isotonic_predict(isotonic_ties.isotonic_fit(s, y, W[i]), t)
@@ -132,7 +131,7 @@ def test_naive_bayes_digits_parity_with_calibrated_classifier_cv(dtype):
     pc, pt = pc.astype(dtype), pt.astype(dtype)
     want = sklearn_isotonic(pc, yc, pt)
     with jax.enable_x64(dtype == np.float64):
-        got = np.asarray(isotonic_calibration_apply(isotonic_calibration_fit(KEY, pc, yc), pt))
+        got = np.asarray(IsotonicCalibration().fit(pc, yc)(pt))
     # float32: jcalib renormalises the rows in float32, scikit-learn in float64
     np.testing.assert_allclose(got, want, atol=1e-6 if dtype == np.float32 else 1e-12)
     p_true = got[np.arange(len(yt)), yt].astype(np.float64)
@@ -147,7 +146,7 @@ def test_matches_calibrated_classifier_cv_isotonic(x64, kind):
     clf, (X_cal, y_cal), (X_te, y_te), p_cal, p_te = ref.classifier_split(kind, seed=1)
     sk = CalibratedClassifierCV(FrozenEstimator(clf), method="isotonic").fit(X_cal, y_cal)
     want = sk.predict_proba(X_te)
-    got = np.asarray(isotonic_calibration_apply(isotonic_calibration_fit(KEY, p_cal, y_cal), p_te))
+    got = np.asarray(IsotonicCalibration().fit(p_cal, y_cal)(p_te))
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(ref.nll(np.clip(got, 1e-15, 1), y_te), ref.nll(np.clip(want, 1e-15, 1), y_te), rtol=1e-10)
 
@@ -159,7 +158,7 @@ def test_in_sample_fit_is_monotone_calibrated_and_least_squares(x64, seed):
     value is 0); and no non-decreasing fit has a smaller squared error (vs. random monotone
     perturbations)."""
     _, (_, y_cal), _, p_cal, _ = ref.classifier_split("binary", seed=seed)
-    q = np.asarray(isotonic_calibration_apply(isotonic_calibration_fit(KEY, p_cal, y_cal), p_cal))[:, 1]
+    q = np.asarray(IsotonicCalibration().fit(p_cal, y_cal)(p_cal))[:, 1]
     order = np.argsort(p_cal[:, 1], kind="stable")
     assert np.all(np.diff(q[order]) >= 0)
     assert float(ece(q, y_cal)) < 1e-9
@@ -172,19 +171,21 @@ def test_in_sample_fit_is_monotone_calibrated_and_least_squares(x64, seed):
 
 @pytest.mark.parametrize("kind", ["binary", "multiclass"])
 def test_jit_vmap_bootstrap_no_retrace(check_bootstrap_refits, kind):
-    check_bootstrap_refits(isotonic_calibration_fit, isotonic_calibration_apply, kind)
+    check_bootstrap_refits(IsotonicCalibration(), kind)
 
 
-def test_wrapper_and_bad_input():
+def test_adapter_and_bad_input():
     _, (_, y_cal), _, p_cal, p_te = ref.classifier_split("binary", seed=6)
-    cal = IsotonicCalibrator().fit(p_cal, y_cal)
-    np.testing.assert_allclose(np.asarray(cal.predict_proba(p_te)), np.asarray(isotonic_calibration_apply(cal.params_, p_te)))
-    with pytest.raises(ValueError, match="fitted on 2 classes"):
+    cal = SklearnRecalibrator(IsotonicCalibration()).fit(p_cal, y_cal)
+    np.testing.assert_allclose(np.asarray(cal.predict_proba(p_te)), np.asarray(cal.fitted_(p_te)))
+    with pytest.raises(ValueError, match="must have 2 columns"):
         cal.predict_proba(np.full((3, 3), 1 / 3))
+    with pytest.raises(ValueError, match="must have 2 columns"):
+        cal.fitted_(np.full((3, 3), 1 / 3))
     with pytest.raises(ValueError, match="non-negative"):
-        isotonic_calibration_fit(KEY, p_cal, y_cal, sample_weight=-np.ones(len(y_cal)))
+        IsotonicCalibration().fit(p_cal, y_cal, sample_weight=-np.ones(len(y_cal)))
     with pytest.raises(ValueError, match="mismatched"):
-        isotonic_calibration_fit(KEY, p_cal, y_cal[:-1])
+        IsotonicCalibration().fit(p_cal, y_cal[:-1])
 
 
 def test_docstring_examples():

@@ -1,7 +1,7 @@
 """Tests of Platt scaling (jcalib.recalibration.platt): parity with scikit-learn's
 CalibratedClassifierCV(method="sigmoid") and its sigmoid calibrator, and with a SciPy fit of the
 same objective; conformance (jit, vmap over bootstrap refits, no retrace); the claim that the
-fit never raises the calibration NLL above the identity map's; wrapper and bad input."""
+fit never raises the calibration NLL above the identity map's; the adapter and bad input."""
 
 import doctest
 
@@ -17,10 +17,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from jcalib.recalibration import PlattScaling, platt_apply, platt_fit
+from jcalib.recalibration import PlattScaling, SklearnRecalibrator
 from jcalib.recalibration import platt as platt_module
-
-KEY = jax.random.key(0)
 
 
 def test_matches_sklearn_calibrated_classifier_sigmoid(x64):
@@ -32,8 +30,8 @@ def test_matches_sklearn_calibrated_classifier_sigmoid(x64):
     lr = make_pipeline(StandardScaler(), LogisticRegression(C=1e-3)).fit(X_cal[:60], y_cal[:60])
     assert np.max(np.abs(lr.decision_function(X_te))) < 20
     sk = CalibratedClassifierCV(FrozenEstimator(lr), method="sigmoid").fit(X_cal, y_cal)
-    params = platt_fit(KEY, lr.predict_proba(X_cal), y_cal)
-    got = np.asarray(platt_apply(params, lr.predict_proba(X_te)))
+    fitted = PlattScaling().fit(lr.predict_proba(X_cal), y_cal)
+    got = np.asarray(fitted(lr.predict_proba(X_te)))
     want = sk.predict_proba(X_te)
     # 1e-6: both stop their optimisers at a gradient tolerance, not at the exact optimum
     np.testing.assert_allclose(got, want, atol=1e-6)
@@ -43,7 +41,7 @@ def test_matches_sklearn_calibrated_classifier_sigmoid(x64):
 @pytest.mark.parametrize("smooth", [True, False])
 def test_binary_matches_reference(x64, smooth):
     _, (_, y_cal), (_, y_te), p_cal, p_te = ref.classifier_split("binary", seed=7)
-    got = np.asarray(platt_apply(platt_fit(KEY, p_cal, y_cal, smooth_targets=smooth), p_te))
+    got = np.asarray(PlattScaling(smooth_targets=smooth).fit(p_cal, y_cal)(p_te))
     want = ref.one_vs_rest(lambda s, t, w: ref.platt_fit(s, t, w, smooth), ref.platt_predict, p_cal, y_cal, p_te)
     np.testing.assert_allclose(got, want, atol=1e-6)  # optimiser tolerances, as above
     np.testing.assert_allclose(ref.nll(got, y_te), ref.nll(want, y_te), rtol=1e-6)
@@ -52,7 +50,7 @@ def test_binary_matches_reference(x64, smooth):
 def test_multiclass_matches_reference_and_sklearn_sigmoid_one_vs_rest(x64):
     """Platt's targets keep every one-vs-rest fit finite (class 0 of digits is separable)."""
     _, (_, y_cal), (_, y_te), p_cal, p_te = ref.classifier_split("multiclass", seed=2)
-    got = np.asarray(platt_apply(platt_fit(KEY, p_cal, y_cal), p_te))
+    got = np.asarray(PlattScaling().fit(p_cal, y_cal)(p_te))
     want = ref.one_vs_rest(ref.platt_fit, ref.platt_predict, p_cal, y_cal, p_te)
     np.testing.assert_allclose(got, want, atol=1e-6)  # optimiser tolerances, as above
     # scikit-learn's sigmoid calibrator (Platt's targets) on each class's logit
@@ -70,8 +68,8 @@ def test_multiclass_matches_reference_and_sklearn_sigmoid_one_vs_rest(x64):
 def test_weights_are_multiplicities(x64):
     _, (_, y_cal), _, p_cal, _ = ref.classifier_split("binary", seed=3)
     reps = np.random.default_rng(0).integers(0, 3, len(y_cal))
-    a = platt_fit(KEY, p_cal, y_cal, sample_weight=reps.astype(float))
-    b = platt_fit(KEY, np.repeat(p_cal, reps, axis=0), np.repeat(y_cal, reps))
+    a = PlattScaling().fit(p_cal, y_cal, sample_weight=reps.astype(float))
+    b = PlattScaling().fit(np.repeat(p_cal, reps, axis=0), np.repeat(y_cal, reps))
     chex.assert_trees_all_close(a, b, atol=1e-7)  # same objective, different summation order
 
 
@@ -81,7 +79,7 @@ def test_calibration_nll_never_above_identity(seed):
     family containing the identity (a = 1, b = 0) with the best iterate kept: the fitted NLL is
     at most the identity's, and on a Naive Bayes (over-confident) it is far lower."""
     _, (_, y_cal), _, p_cal, _ = ref.classifier_split("binary", seed=seed)
-    q = platt_apply(platt_fit(KEY, p_cal, y_cal, smooth_targets=False), p_cal)
+    q = PlattScaling(smooth_targets=False).fit(p_cal, y_cal)(p_cal)
     before = ref.nll(np.clip(p_cal, 1e-12, 1), y_cal)
     assert ref.nll(q, y_cal) <= before + 1e-6  # float32 evaluation of the objective
     assert ref.nll(q, y_cal) < 0.8 * before
@@ -89,21 +87,25 @@ def test_calibration_nll_never_above_identity(seed):
 
 @pytest.mark.parametrize("kind", ["binary", "multiclass"])
 def test_jit_vmap_bootstrap_no_retrace(check_bootstrap_refits, kind):
-    check_bootstrap_refits(platt_fit, platt_apply, kind)
+    check_bootstrap_refits(PlattScaling(), kind)
 
 
-def test_wrapper_and_bad_input():
+def test_adapter_and_bad_input():
     _, (_, y_cal), _, p_cal, p_te = ref.classifier_split("binary", seed=6)
-    cal = PlattScaling().fit(p_cal, y_cal)
-    np.testing.assert_allclose(np.asarray(cal.predict_proba(p_te)), np.asarray(platt_apply(cal.params_, p_te)))
+    cal = SklearnRecalibrator(PlattScaling()).fit(p_cal, y_cal)
+    np.testing.assert_allclose(np.asarray(cal.predict_proba(p_te)), np.asarray(PlattScaling().fit(p_cal, y_cal)(p_te)))
     with pytest.raises(ValueError, match="sum to 1"):
-        platt_fit(KEY, p_cal * 2, y_cal)
+        PlattScaling().fit(p_cal * 2, y_cal)
     with pytest.raises(ValueError, match="labels"):
-        platt_fit(KEY, p_cal, y_cal + 2)
+        PlattScaling().fit(p_cal, y_cal + 2)
     with pytest.raises(ValueError, match="n_steps"):
         PlattScaling(n_steps=0)
+    with pytest.raises(ValueError, match="smooth_targets"):
+        PlattScaling(smooth_targets="yes")
     with pytest.raises(ValueError, match="not fitted"):
-        PlattScaling().predict_proba(p_te)
+        SklearnRecalibrator(PlattScaling()).predict_proba(p_te)
+    with pytest.raises(ValueError, match="2 columns"):
+        PlattScaling().fit(p_cal, y_cal)(np.full((3, 3), 1 / 3))
 
 
 def test_docstring_examples():

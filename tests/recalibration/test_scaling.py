@@ -1,7 +1,8 @@
 """Tests of temperature, vector, matrix and Dirichlet scaling (jcalib.recalibration.scaling):
 parity with a grid search and with SciPy fits of the same objective, conformance (jit, vmap over
 datasets and hyperparameters, no retrace), the claims (NLL never above the identity map's,
-temperature scaling keeps the arg-max, ODIR shrinks off-diagonals), wrappers and bad input; and
+temperature scaling keeps the arg-max, ODIR shrinks off-diagonals), the scikit-learn adapter and
+bad input; and
 float32 against float64 on Gaussian naive Bayes's digits probabilities (exact zeros included),
 against the ODIR optimum found by Newton's method."""
 
@@ -19,27 +20,20 @@ from reference.odir_newton import fit_odir_newton
 
 from jcalib.metrics import classwise_ece
 from jcalib.recalibration import (
-    DirichletCalibrator,
+    DirichletCalibration,
     MatrixScaling,
+    SklearnRecalibrator,
     TemperatureScaling,
     VectorScaling,
-    dirichlet_apply,
-    dirichlet_fit,
-    matrix_scaling_apply,
-    matrix_scaling_fit,
-    temperature_scaling_apply,
-    temperature_scaling_fit,
-    vector_scaling_apply,
-    vector_scaling_fit,
 )
 from jcalib.recalibration import scaling as scaling_module
 
 KEY = jax.random.key(0)
-FITS = {
-    "temperature": (temperature_scaling_fit, temperature_scaling_apply),
-    "vector": (vector_scaling_fit, vector_scaling_apply),
-    "matrix": (matrix_scaling_fit, matrix_scaling_apply),
-    "dirichlet": (dirichlet_fit, dirichlet_apply),
+METHODS = {
+    "temperature": TemperatureScaling,
+    "vector": VectorScaling,
+    "matrix": MatrixScaling,
+    "dirichlet": DirichletCalibration,
 }
 
 
@@ -75,7 +69,7 @@ def _as_ref(kind, params):
 
 def test_temperature_matches_grid_search(x64):
     probs, labels = _miscalibrated(0, n=150)
-    params = temperature_scaling_fit(KEY, probs, labels)
+    params = TemperatureScaling().fit(probs, labels)
     t_grid = ref.fit_temperature_grid(probs, labels)["T"]
     t = float(jnp.exp(params.log_temperature))
     # grid spacing in log10 T is 2/4000: the grid minimiser is within one step of the optimum
@@ -91,9 +85,8 @@ def test_temperature_matches_grid_search(x64):
 )
 def test_fit_matches_scipy(x64, kind, reg_lambda, reg_mu):
     probs, labels = _miscalibrated(1, n=150, c=3)
-    fit, _ = FITS[kind]
     kwargs = {} if kind == "vector" else {"reg_lambda": reg_lambda, "reg_mu": reg_mu}
-    params = _as_ref(kind, fit(KEY, probs, labels, **kwargs))
+    params = _as_ref(kind, METHODS[kind](**kwargs).fit(probs, labels))
     want = ref.fit(kind, probs, labels, reg_lambda, reg_mu)
     got_obj = ref.objective(kind, params, probs, labels, reg_lambda, reg_mu)
     want_obj = ref.objective(kind, want, probs, labels, reg_lambda, reg_mu)
@@ -126,8 +119,8 @@ def test_dirichlet_float32_and_float64_reach_the_odir_optimum_on_naive_bayes_dig
     held_out = []
     for dtype in (np.float32, np.float64):
         with jax.enable_x64(dtype == np.float64):
-            params = dirichlet_fit(KEY, pc.astype(dtype), yc, reg_lambda=lam, reg_mu=mu)
-            q = np.asarray(dirichlet_apply(params, pt.astype(dtype)), np.float64)
+            params = DirichletCalibration(reg_lambda=lam, reg_mu=mu).fit(pc.astype(dtype), yc)
+            q = np.asarray(params(pt.astype(dtype)), np.float64)
         assert ref.objective("dirichlet", _as_ref("dirichlet", params), pc, yc, lam, mu) - best < 1e-4
         held_out.append(-np.mean(np.log(np.clip(q[np.arange(len(yt)), yt], 1e-12, 1))))
     assert abs(held_out[0] - held_out[1]) < 0.02
@@ -136,18 +129,18 @@ def test_dirichlet_float32_and_float64_reach_the_odir_optimum_on_naive_bayes_dig
 def test_sample_weights_match_scipy(x64):
     probs, labels = _miscalibrated(2, n=150, c=3)
     w = np.random.default_rng(0).uniform(0, 2, size=150)
-    params = _as_ref("dirichlet", dirichlet_fit(KEY, probs, labels, reg_lambda=0.1, reg_mu=0.1, sample_weight=w))
+    params = _as_ref("dirichlet", DirichletCalibration(reg_lambda=0.1, reg_mu=0.1).fit(probs, labels, sample_weight=w))
     want = ref.fit("dirichlet", probs, labels, 0.1, 0.1, weights=w)
     np.testing.assert_allclose(params["W"], want["W"], atol=1e-4)
-    t = float(jnp.exp(temperature_scaling_fit(KEY, probs, labels, sample_weight=w).log_temperature))
+    t = float(TemperatureScaling().fit(probs, labels, sample_weight=w).temperature)
     assert abs(np.log10(t) - np.log10(ref.fit_temperature_grid(probs, labels, weights=w)["T"])) <= 2 / 4000
 
 
 def test_apply_matches_reference(x64):
     probs, labels = _miscalibrated(3, n=150, c=3)
-    for kind, (fit, apply) in FITS.items():
-        params = fit(KEY, probs, labels)
-        np.testing.assert_allclose(apply(params, probs), ref.apply(kind, _as_ref(kind, params), probs), rtol=1e-10)
+    for kind, method in METHODS.items():
+        fitted = method().fit(probs, labels)
+        np.testing.assert_allclose(fitted(probs), ref.apply(kind, _as_ref(kind, fitted), probs), rtol=1e-10)
 
 
 def test_docstring_examples():
@@ -159,14 +152,13 @@ def test_docstring_examples():
 # Claims
 
 
-@pytest.mark.parametrize("kind", sorted(FITS))
+@pytest.mark.parametrize("kind", sorted(METHODS))
 def test_recalibration_lowers_nll_on_fitting_split(kind):
     # every fit starts at the identity map, whose penalty is zero, and returns its best iterate:
     # the NLL after fitting is at most the identity's, and on these data far below it
     probs, labels = _miscalibrated(4)
-    fit, apply = FITS[kind]
     before = _nll(probs, labels)
-    after = _nll(apply(fit(KEY, probs, labels), probs), labels)
+    after = _nll(METHODS[kind]().fit(probs, labels)(probs), labels)
     assert after < before - 0.1
 
 
@@ -177,15 +169,15 @@ def test_recalibration_generalises_to_held_out_split(seed):
     fit_p, fit_y = _miscalibrated(20 + 2 * seed)
     test_p, test_y = _miscalibrated(21 + 2 * seed)
     base_nll, base_ece = _nll(test_p, test_y), float(classwise_ece(test_p, test_y, n_bins=10))
-    for fit, apply in FITS.values():
-        q = apply(fit(KEY, fit_p, fit_y), test_p)
+    for method in METHODS.values():
+        q = method().fit(fit_p, fit_y)(test_p)
         assert _nll(q, test_y) < base_nll - 0.05  # observed drops 0.11-0.29 (n = 200)
         assert float(classwise_ece(q, test_y, n_bins=10)) < base_ece
 
 
 def test_temperature_scaling_keeps_argmax():
     probs, labels = _miscalibrated(5)
-    out = TemperatureScaling().fit(probs, labels).predict_proba(probs)
+    out = TemperatureScaling().fit(probs, labels)(probs)
     np.testing.assert_array_equal(np.argmax(out, axis=1), np.argmax(probs, axis=1))
 
 
@@ -193,7 +185,7 @@ def test_odir_shrinks_off_diagonal_with_lambda():
     # for exact minimisers the penalised quantity is non-increasing in its weight λ
     probs, labels = _miscalibrated(6, n=150, c=4)
     lambdas = jnp.array([0.0, 0.1, 1.0, 10.0])
-    params = jax.vmap(lambda lam: dirichlet_fit(KEY, probs, labels, reg_lambda=lam, reg_mu=0.1))(lambdas)
+    params = jax.vmap(lambda lam: DirichletCalibration(reg_lambda=lam, reg_mu=0.1).fit(probs, labels))(lambdas)
     off = params.weights * (1 - jnp.eye(4))[None]
     norms = np.asarray(jnp.sum(off**2, axis=(1, 2)))
     assert np.all(np.diff(norms) <= 1e-4 * norms[:-1])  # float32 round-off at convergence
@@ -204,9 +196,9 @@ def test_integer_weights_equal_repetition(x64):
     # repetitions 0, 1, 2 in equal numbers keep n = 150, so no new shape is compiled
     probs, labels = _miscalibrated(7, n=150, c=3)
     reps = np.random.default_rng(1).permutation(np.repeat([0, 1, 2], 50))
-    for fit, _ in FITS.values():
-        a = fit(KEY, probs, labels, sample_weight=reps.astype(float))
-        b = fit(KEY, np.repeat(probs, reps, axis=0), np.repeat(labels, reps))
+    for method in METHODS.values():
+        a = method().fit(probs, labels, sample_weight=reps.astype(float))
+        b = method().fit(np.repeat(probs, reps, axis=0), np.repeat(labels, reps))
         # same objective, float64: fits agree far below the 1e-4 level of convergence
         chex.assert_trees_all_close(a, b, atol=1e-4)
 
@@ -215,9 +207,9 @@ def test_integer_weights_equal_repetition(x64):
 # Conformance
 
 
-@pytest.mark.parametrize("kind", sorted(FITS))
+@pytest.mark.parametrize("kind", sorted(METHODS))
 def test_jit_vmap_over_datasets_no_retrace(kind):
-    fit, apply = FITS[kind]
+    method = METHODS[kind]()
     data = [_miscalibrated(10 + i) for i in range(3)]
     probs = jnp.asarray(np.stack([d[0] for d in data]), jnp.float32)
     labels = jnp.asarray(np.stack([d[1] for d in data]))
@@ -226,13 +218,13 @@ def test_jit_vmap_over_datasets_no_retrace(kind):
     @jax.jit
     @chex.assert_max_traces(n=1)
     def fit_all(p, y):
-        params = jax.vmap(lambda a, b: fit(KEY, a, b))(p, y)
-        return params, jax.vmap(apply)(params, p)
+        params = jax.vmap(method.fit)(p, y)
+        return params, jax.vmap(lambda f, q: f(q))(params, p)
 
     params, out = fit_all(probs, labels)
     fit_all(probs[::-1], labels[::-1])  # new values, same shapes: no retrace
     chex.assert_shape(out, (3, 200, 3))
-    one = apply(fit(KEY, probs[1], labels[1]), probs[1])
+    one = method.fit(probs[1], labels[1])(probs[1])
     # Batched and single fits differ only by float32 reduction order, which can move the point
     # where the fit stops along directions in which the objective is flat to float32 precision
     # (NLL changes ~1e-7): the NLLs agree to that precision, the probabilities to ~1e-3.
@@ -242,90 +234,89 @@ def test_jit_vmap_over_datasets_no_retrace(kind):
 
 def test_fit_is_deterministic_and_key_free():
     probs, labels = _miscalibrated(8)
-    a = dirichlet_fit(jax.random.key(1), probs, labels)
-    b = dirichlet_fit(jax.random.key(2), probs, labels)
+    a = DirichletCalibration().fit(probs, labels)
+    b = DirichletCalibration().fit(probs, labels)
     chex.assert_trees_all_equal(a, b)
+    with pytest.raises(TypeError, match="key"):
+        DirichletCalibration().fit(probs, labels, key=jax.random.key(1))
 
 
 def test_extra_steps_after_convergence_stay_put():
     # fixed step counts run past convergence; the parameters must not drift or turn NaN
     probs, labels = _miscalibrated(9)
-    a = temperature_scaling_fit(KEY, probs, labels)
-    b = temperature_scaling_fit(KEY, probs, labels, n_steps=300)
+    a = TemperatureScaling().fit(probs, labels)
+    b = TemperatureScaling(n_steps=300).fit(probs, labels)
     assert np.isfinite(float(b.log_temperature))
     np.testing.assert_allclose(a.log_temperature, b.log_temperature, atol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------
-# Wrappers
+# The scikit-learn adapter
 
 
-@pytest.mark.parametrize(
-    "cls, kind",
-    [(TemperatureScaling, "temperature"), (VectorScaling, "vector"), (MatrixScaling, "matrix"), (DirichletCalibrator, "dirichlet")],
-)
-def test_wrapper_matches_functional_core(cls, kind):
+@pytest.mark.parametrize("kind", sorted(METHODS))
+def test_sklearn_adapter_matches_the_fitted_map(kind):
     probs, labels = _miscalibrated(11)
-    fit, apply = FITS[kind]
-    cal = cls()
+    method = METHODS[kind]()
+    cal = SklearnRecalibrator(method)
     assert cal.fit(probs, labels) is cal
-    chex.assert_trees_all_close(cal.params_, fit(KEY, probs, labels), atol=1e-6)
-    np.testing.assert_allclose(cal.predict_proba(probs), apply(cal.params_, probs), atol=1e-6)
+    chex.assert_trees_all_close(cal.fitted_, method.fit(probs, labels), atol=1e-6)
+    np.testing.assert_allclose(cal.predict_proba(probs), cal.fitted_(probs), atol=1e-6)
     with pytest.raises(ValueError, match="classes"):
         cal.predict_proba(np.full((2, 4), 0.25))
     with pytest.raises(ValueError, match="not fitted"):
-        cls().predict_proba(probs)
+        SklearnRecalibrator(METHODS[kind]()).predict_proba(probs)
 
 
 def test_temperature_attribute():
     probs, labels = _miscalibrated(12)
     ts = TemperatureScaling().fit(probs, labels)
-    assert ts.temperature_ == pytest.approx(float(jnp.exp(ts.params_.log_temperature)))
+    assert float(ts.temperature) == pytest.approx(float(jnp.exp(ts.log_temperature)))
 
 
 # ---------------------------------------------------------------------------------------------
 # Bad input
 
 
-@pytest.mark.parametrize("kind", sorted(FITS))
+@pytest.mark.parametrize("kind", sorted(METHODS))
 def test_bad_inputs_raise(kind):
-    fit, apply = FITS[kind]
+    fit = METHODS[kind]().fit
     p = np.array([[0.6, 0.4], [0.1, 0.9]])
     y = np.array([0, 1])
     with pytest.raises(ValueError, match="NaN"):
-        fit(KEY, np.array([[np.nan, 1.0], [0.1, 0.9]]), y)
+        fit(np.array([[np.nan, 1.0], [0.1, 0.9]]), y)
     with pytest.raises(ValueError, match="sum to 1"):
-        fit(KEY, np.array([[0.6, 0.6], [0.1, 0.9]]), y)
+        fit(np.array([[0.6, 0.6], [0.1, 0.9]]), y)
     with pytest.raises(ValueError, match="lie in"):
-        fit(KEY, p, np.array([0, 2]))
+        fit(p, np.array([0, 2]))
     with pytest.raises(ValueError, match="mismatched"):
-        fit(KEY, p, np.array([0, 1, 1]))
+        fit(p, np.array([0, 1, 1]))
     with pytest.raises(ValueError, match="n_steps"):
-        fit(KEY, p, y, n_steps=0)
+        METHODS[kind](n_steps=0)
     with pytest.raises(ValueError, match="sample_weight"):
-        fit(KEY, p, y, sample_weight=np.array([1.0, -1.0]))
-    params = fit(KEY, *_miscalibrated(0))  # a compiled shape, fitted once per kind
+        fit(p, y, sample_weight=np.array([1.0, -1.0]))
+    fitted = fit(*_miscalibrated(0))  # a compiled shape, fitted once per kind
     with pytest.raises(ValueError, match="sum to 1"):
-        apply(params, np.array([[0.6, 0.3, 0.3]]))
+        fitted(np.array([[0.6, 0.3, 0.3]]))
     with pytest.raises(ValueError, match="NaN"):
-        apply(params, np.array([[np.nan, 0.5, 0.5]]))
+        fitted(np.array([[np.nan, 0.5, 0.5]]))
 
 
-@pytest.mark.parametrize("cls", [MatrixScaling, DirichletCalibrator])
+@pytest.mark.parametrize("cls", [MatrixScaling, DirichletCalibration])
 def test_bad_regularisation_raises(cls):
     with pytest.raises(ValueError, match="reg_lambda"):
         cls(reg_lambda=-1.0)
     with pytest.raises(ValueError, match="reg_mu"):
         cls(reg_mu=float("nan"))
     with pytest.raises(ValueError, match="reg_lambda"):
-        dirichlet_fit(KEY, np.array([[0.6, 0.4]]), np.array([0]), reg_lambda=np.ones(2))
+        cls(reg_lambda=np.ones(2))
 
 
-def test_wrapper_bad_inputs_raise():
+def test_adapter_bad_inputs_raise():
     with pytest.raises(ValueError, match="NaN"):
-        DirichletCalibrator().fit(np.array([[np.nan, 1.0]]), np.array([0]))
+        DirichletCalibration().fit(np.array([[np.nan, 1.0]]), np.array([0]))
     with pytest.raises(ValueError, match="lie in"):
-        TemperatureScaling().fit(np.array([[0.5, 0.5]]), np.array([3]))
+        SklearnRecalibrator(TemperatureScaling()).fit(np.array([[0.5, 0.5]]), np.array([3]))
     with pytest.raises(ValueError, match="n_steps"):
         VectorScaling(n_steps=-3)
 
@@ -342,7 +333,7 @@ def test_dirichlet_recovers_a_map_in_its_family():
     b_true = np.array([0.3, -0.2, 0.0, 0.1])
     q_true = ref.apply("dirichlet", {"W": w_true, "b": b_true}, probs)
     labels = (q_true.cumsum(axis=1) > rng.uniform(size=(n, 1))).argmax(axis=1)
-    q_fit = np.asarray(DirichletCalibrator(reg_lambda=1e-4, reg_mu=1e-4).fit(probs, labels).predict_proba(probs))
+    q_fit = np.asarray(DirichletCalibration(reg_lambda=1e-4, reg_mu=1e-4).fit(probs, labels)(probs))
     q_ref = ref.apply("dirichlet", ref.fit("dirichlet", probs, labels, 1e-4, 1e-4), probs)
     # the float32 fit agrees with SciPy's float64 fit of the same objective
     assert float(np.max(np.abs(q_fit - q_ref))) < 2e-3  # observed 4e-4
@@ -353,17 +344,17 @@ def test_dirichlet_recovers_a_map_in_its_family():
     assert float(np.quantile(err, 0.99)) < 0.03
 
 
-@pytest.mark.parametrize("fit", [temperature_scaling_fit, vector_scaling_fit, matrix_scaling_fit, dirichlet_fit])
-@pytest.mark.parametrize("key", [0, 1.5, "seed"])
-def test_fits_refuse_a_non_key(fit, key):
-    # these fits ignore the key (None is documented as fine), and used to accept anything
+@pytest.mark.parametrize("kind", sorted(METHODS))
+@pytest.mark.parametrize("key", [0, 1.5, "seed", KEY])
+def test_deterministic_fits_take_no_key(kind, key):
+    # these fits draw no random numbers: they take no key, and the adapter refuses one
     p, y = np.array([[0.2, 0.8], [0.6, 0.4]]), np.array([1, 0])
-    with pytest.raises(TypeError, match=r"key must be a JAX PRNG key, e.g. jax.random.key\(0\)"):
-        fit(key, p, y)
+    with pytest.raises(TypeError, match="key"):
+        METHODS[kind]().fit(p, y, key=key)
+    with pytest.raises(TypeError, match="draws no random numbers"):
+        SklearnRecalibrator(METHODS[kind](), key=key)
 
 
-def test_wrapper_refuses_empty_data_and_a_non_key():
+def test_fit_refuses_empty_data():
     with pytest.raises(ValueError, match="empty"):
         TemperatureScaling().fit(np.zeros((0, 2)), np.zeros(0, int))
-    with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
-        TemperatureScaling().fit(np.array([[0.2, 0.8]]), np.array([1]), key=3)

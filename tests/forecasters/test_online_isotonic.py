@@ -1,19 +1,18 @@
-"""Kuleshov et al.'s isotonic recalibration: offline and online maps against scikit-learn's
-IsotonicRegression refit at every step, projection onto bins, and its calibration effect."""
+"""The online isotonic baseline (jcalib.forecasters.online_isotonic): Kuleshov et al.'s map refit
+at every step against scikit-learn's IsotonicRegression, projection onto bins, its calibration
+effect, and the forecaster's conformance and equality with the vectorised baseline."""
+
+import doctest
+import importlib
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jcalib
+from jcalib.forecasters import OnlineIsotonic, online_isotonic, online_isotonic_probs
 from jcalib.metrics import quantile_calibration_error
-from jcalib.recalibration.isotonic import (
-    IsotonicRecalibrator,
-    isotonic_apply,
-    isotonic_fit,
-    online_isotonic,
-    online_isotonic_probs,
-)
 from reference import regression as ref
 
 
@@ -24,14 +23,6 @@ def _pits(seed, T):
     u[rng.integers(0, T, 3)] = 1.0
     u[rng.integers(0, T, 3)] = 0.5
     return u
-
-
-@pytest.mark.parametrize("seed", [0, 1])
-def test_offline_matches_sklearn(x64, seed):
-    u = _pits(seed, 80)
-    q = np.concatenate([np.linspace(0, 1, 41), u[:10], [1e-9, 1 - 1e-9]])
-    got = isotonic_apply(isotonic_fit(u), q)
-    np.testing.assert_allclose(np.asarray(got), ref.isotonic_recalibrated_cdf(u, q), atol=1e-12)
 
 
 def test_online_matches_sklearn_refit_every_step(x64):
@@ -77,14 +68,7 @@ def test_online_isotonic_recalibrates_a_biased_forecaster(x64):
     assert float(after) < 0.1
 
 
-def test_float32_and_bad_input():
-    r = IsotonicRecalibrator()
-    with pytest.raises(ValueError, match="not fitted"):
-        r.transform(jnp.array([0.5]))
-    r.fit(jnp.array([0.1, 0.2, 0.9], jnp.float32))
-    assert r.transform(jnp.array([0.5], jnp.float32)).dtype == jnp.float32
-    with pytest.raises(ValueError, match="NaN"):
-        isotonic_fit(np.array([0.1, np.nan]))
+def test_bad_input():
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         online_isotonic(np.full((2, 3), 0.5), np.array([0.1, 1.2]))
     with pytest.raises(ValueError, match="cdf_values"):
@@ -107,23 +91,24 @@ def _replay(T=16, n=8, seed=0):
 def test_online_isotonic_forecaster_conformance():
     from conformance import check_forecaster
 
-    from jcalib.recalibration import OnlineIsotonic
-
     nature, _, _, edges = _replay()
     check_forecaster((OnlineIsotonic(edges, capacity=16), OnlineIsotonic(edges, capacity=16, prior_weight=2.0)), nature, "interval")
 
 
 def test_online_isotonic_forecaster_equals_the_vectorised_baseline(x64):
-    import jcalib
-    from jcalib.recalibration import OnlineIsotonic
-
     T = 40
     nature, probs, y, edges = _replay(T, 10, seed=3)
-    traj = jcalib.play(OnlineIsotonic(edges, capacity=T), nature, T, jax.random.key(0))
+    traj = jcalib.core.play(OnlineIsotonic(edges, capacity=T), nature, T, key=jax.random.key(0))
     want = online_isotonic_probs(probs, y, edges)
     np.testing.assert_allclose(np.asarray(traj.forecast.probs), np.asarray(want), atol=1e-12)
     # a window shorter than T fits on the most recent rounds only: it differs
-    short = jcalib.play(OnlineIsotonic(edges, capacity=5), nature, T, jax.random.key(0))
+    short = jcalib.core.play(OnlineIsotonic(edges, capacity=5), nature, T, key=jax.random.key(0))
     assert not np.allclose(np.asarray(short.forecast.probs[-1]), np.asarray(want[-1]))
     with pytest.raises(ValueError, match="prior_weight"):
         OnlineIsotonic(edges, prior_weight=-1.0)
+
+
+def test_docstring_examples():
+    # the module by its path: the package attribute of that name is the function
+    module = importlib.import_module("jcalib.forecasters.online_isotonic")
+    assert doctest.testmod(module, raise_on_error=True).attempted > 0

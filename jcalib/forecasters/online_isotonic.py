@@ -1,28 +1,21 @@
-r"""Isotonic recalibration of regression forecasts (Kuleshov, Fenner, Ermon 2018), offline and
-online — paper 002 §6's baseline, "fit on the data up to $t$ and applied at $t + 1$".
+r"""Online quantile recalibration of regression forecasts (Kuleshov, Fenner, Ermon 2018) — the
+baseline of paper 002 §6, "fit on the data up to $t$ and applied at $t + 1$" — as a forecaster
+and as one vectorised call over a whole stream.
 
-Given forecasts with CDFs $F_s$ and outcomes $y_s$, $s < t$, Kuleshov et al. (Algorithm 1) fit
-an isotonic regression $R$ on the pairs $(u_s, \hat P(u_s))$, where $u_s = F_s(y_s)$ are the
-PIT values and $\hat P(v) = \frac1n |\{r : u_r \le v\}|$ is their empirical CDF; the
-recalibrated forecast is $R \circ F_t$.
+At round $t$ the map $R_t$ of `jcalib.recalibration.QuantileRecalibration` is fitted on the PIT
+values $u_s = F_s(y_s)$ of the rounds $s < t$ and applied to forecast $t$'s CDF. Each value of
+$R_t$ is a count over the past, so the online recalibrator for all $t$ at once
+(:func:`online_isotonic`) is one ``lax.map`` over $t$ of masked reductions — $O(T^2 K)$ work,
+no sort and no data-dependent shapes — and it vmaps over runs. The tests check it against
+scikit-learn's ``IsotonicRegression`` refit on every step.
 
-**No pool-adjacent-violators is needed.** The targets $\hat P(u_s)$ are non-decreasing in
-$u_s$ by construction (and equal for tied $u_s$), so the isotonic least-squares fit equals
-the targets at the data and — as scikit-learn's ``IsotonicRegression(out_of_bounds="clip")``
-predicts — $R$ is their linear interpolation, constant beyond the smallest and largest
-$u_s$. Writing $a$ and $b$ for the largest past PIT $\le v$ and the smallest $\ge v$:
-$$R(v) = \hat P(a) + \big(\hat P(b) - \hat P(a)\big)\frac{v - a}{b - a},\qquad \hat P(a) = \hat P(v),$$
-with $R(v) = \hat P(\min_s u_s)$ below the data and $1$ above. Each of these is a count
-over the past, so the online recalibrator for all $t$ at once is one ``lax.map`` over $t$ of
-masked reductions — $O(T^2 K)$ work, no sort and no data-dependent shapes — and it vmaps over
-runs. The tests check it against scikit-learn on every step.
-
-Projection onto the bins: the recalibrated CDF $R \circ F_t$ is piecewise linear between the
+Projection onto the bins: the recalibrated CDF $R_t \circ F_t$ is piecewise linear between the
 points where $F_t$ crosses a past PIT value, so it is not a density on the original bins. As
-the forecasts of paper 002 §6 are densities on 50 bins, :func:`online_isotonic_probs` keeps
-the values $G_k = R(F_t(e_k))$ at the bin edges, with $G_0 := 0$ and $G_K := 1$ (the mass of
-the atoms $R(0) > 0$ and $1 - R(1)$ goes into the end bins), and returns the bin masses
-$G_{k+1} - G_k$. Before any past data ($t = 0$) the forecast is left unchanged.
+the forecasts of paper 002 §6 are densities on 50 bins, :func:`online_isotonic_probs` and
+`OnlineIsotonic` keep the values $G_k = R_t(F_t(e_k))$ at the bin edges, with $G_0 := 0$ and
+$G_K := 1$ (the mass of the atoms $R_t(0) > 0$ and $1 - R_t(1)$ goes into the end bins), and
+return the bin masses $G_{k+1} - G_k$. Before any past data ($t = 0$) the forecast is left
+unchanged.
 
 References:
     V. Kuleshov, N. Fenner, S. Ermon (2018), *Accurate uncertainties for deep learning using
@@ -39,78 +32,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import as_float_array, check_finite, check_hyper, check_positive_int, is_concrete
+from .._validation import as_float_array, check_finite, check_hyper, check_positive_int
 from ..core.types import AbstractForecaster, Forecast
+from ..recalibration.quantile import check_unit_values, recalibrated_cdf
 
-__all__ = [
-    "OnlineIsotonic",
-    "OnlineIsotonicState",
-    "IsotonicParams",
-    "IsotonicRecalibrator",
-    "isotonic_apply",
-    "isotonic_fit",
-    "online_isotonic",
-    "online_isotonic_probs",
-]
-
-
-class IsotonicParams(NamedTuple):
-    """A fitted recalibration map: the past PIT values and a mask of the ones in use.
-
-    Attributes:
-        pits: ``(n,)`` PIT values.
-        mask: ``(n,)`` bool, which of them count (all, offline; those before $t$, online).
-    """
-
-    pits: Float[Array, " n"]
-    mask: Array
-
-
-def _check_unit(x, name):
-    arr = as_float_array(x, name)
-    if is_concrete(check_finite(arr, name)):
-        v = np.asarray(arr)
-        if np.any(v < 0) or np.any(v > 1):
-            raise ValueError(f"{name} must lie in [0, 1]")
-    return arr
-
-
-def isotonic_fit(pit_values: Float[Array, " n"]) -> IsotonicParams:
-    """Fit Kuleshov et al.'s map on held-out PIT values $u_s = F_s(y_s)$ (shape ``(n,)``)."""
-    u = _check_unit(pit_values, "pit_values")
-    if u.ndim != 1 or u.shape[0] < 1:
-        raise ValueError(f"pit_values must be a non-empty 1-D array, got shape {tuple(u.shape)}")
-    return IsotonicParams(u, jnp.ones(u.shape, bool))
-
-
-def _apply_masked(pits, mask, v):
-    """$R(v)$ for queries ``v`` (any shape) from the PITs where ``mask``; identity when none."""
-    dt = jnp.result_type(pits.dtype, v.dtype)
-    pits, v = pits.astype(dt), v.astype(dt)
-    n = jnp.sum(mask.astype(dt))
-    u = pits.reshape((1,) * v.ndim + pits.shape)
-    m = mask.reshape((1,) * v.ndim + mask.shape)
-    vv = v[..., None]
-    le = m & (u <= vv)
-    ge = m & (u >= vv)
-    inf = jnp.asarray(jnp.inf, dt)
-    a = jnp.max(jnp.where(le, u, -inf), axis=-1)
-    b = jnp.min(jnp.where(ge, u, inf), axis=-1)
-    nn = jnp.maximum(n, 1)
-    p_a = jnp.sum(le.astype(dt), axis=-1) / nn  # P̂(a) = P̂(v)
-    p_b = jnp.sum((m & (u <= b[..., None])).astype(dt), axis=-1) / nn
-    has_a, has_b = jnp.isfinite(a), jnp.isfinite(b)
-    gap = jnp.where(has_a & has_b & (b > a), b - a, 1)
-    inner = p_a + (p_b - p_a) * jnp.where(has_a & has_b & (b > a), (v - a) / gap, 0)
-    # below the data: P̂(min) = P̂(b); above it: 1
-    r = jnp.where(has_a, jnp.where(has_b, inner, 1), p_b)
-    return jnp.where(n > 0, r, v)
-
-
-def isotonic_apply(params: IsotonicParams, cdf_values: Float[Array, "..."]) -> Float[Array, "..."]:
-    """$R(v)$ for CDF values ``v`` in [0, 1] (any shape): the recalibrated CDF values."""
-    v = _check_unit(cdf_values, "cdf_values")
-    return _apply_masked(params.pits, params.mask, v)
+__all__ = ["OnlineIsotonic", "OnlineIsotonicState", "online_isotonic", "online_isotonic_probs"]
 
 
 def online_isotonic(
@@ -127,8 +53,8 @@ def online_isotonic(
         ``(T, K)`` recalibrated values $R_t(F_t(z_k))$; row 0 unchanged. One ``lax.map`` over
         $t$ (memory $O(TK)$ per step); jit- and vmap-able.
     """
-    v = _check_unit(cdf_values, "cdf_values")
-    u = _check_unit(pit_values, "pit_values")
+    v = check_unit_values(cdf_values, "cdf_values")
+    u = check_unit_values(pit_values, "pit_values")
     if v.ndim != 2 or u.ndim != 1 or v.shape[0] != u.shape[0]:
         raise ValueError(f"need cdf_values (T, K) and pit_values (T,), got {tuple(v.shape)} and {tuple(u.shape)}")
     return _online(v, u)
@@ -138,7 +64,7 @@ def online_isotonic(
 def _online(v, u):
     T = u.shape[0]
     idx = jnp.arange(T)
-    return jax.lax.map(lambda tv: _apply_masked(u, idx < tv[0], tv[1]), (idx, v))
+    return jax.lax.map(lambda tv: recalibrated_cdf(u, idx < tv[0], tv[1]), (idx, v))
 
 
 def online_isotonic_probs(
@@ -194,7 +120,7 @@ class OnlineIsotonicState(NamedTuple):
 
 
 class OnlineIsotonic(AbstractForecaster):
-    r"""The online isotonic baseline as a forecaster, playable by ``jcalib.play``/``sweep``.
+    r"""The online isotonic baseline as a forecaster, playable by ``jcalib.core.play``/``sweep``.
 
     The context $x_t$ is the expert's forecast, a :class:`~jcalib.distributions.PiecewiseConstant`
     on ``edges``. ``predict`` returns $R_t \circ F_{x_t}$ projected on the bins (module
@@ -218,7 +144,7 @@ class OnlineIsotonic(AbstractForecaster):
         >>> from jcalib.distributions import PiecewiseConstant
         >>> x = PiecewiseConstant(jnp.full((30, 2), 0.5), (0.0, 0.5, 1.0))
         >>> nature = jcalib.natures.Replay(jnp.full((30,), 0.2), x, outcomes="real")
-        >>> traj = jcalib.play(OnlineIsotonic((0.0, 0.5, 1.0), capacity=30), nature, 30, jax.random.key(0))
+        >>> traj = jcalib.core.play(OnlineIsotonic((0.0, 0.5, 1.0), capacity=30), nature, 30, key=jax.random.key(0))
         >>> traj.forecast.probs[-1].tolist()
         [1.0, 0.0]
     """
@@ -244,7 +170,7 @@ class OnlineIsotonic(AbstractForecaster):
         dt = probs.dtype
         cum = jnp.clip(jnp.concatenate([jnp.zeros((1,), dt), jnp.cumsum(probs)]), 0, 1)
         mask = jnp.arange(self.capacity, dtype=jnp.int32) < jnp.minimum(state.count, self.capacity)
-        r = _apply_masked(state.pits.astype(dt), mask, cum)
+        r = recalibrated_cdf(state.pits.astype(dt), mask, cum)
         n = jnp.sum(mask.astype(dt))
         w = jnp.asarray(self.prior_weight, dt)
         g = jnp.where(n + w > 0, (n * r + w * cum) / jnp.where(n + w > 0, n + w, 1), cum)
@@ -255,25 +181,3 @@ class OnlineIsotonic(AbstractForecaster):
         u = jnp.clip(x.cdf(jnp.asarray(y).astype(x.probs.dtype)), 0, 1).astype(state.pits.dtype)
         i = state.count % self.capacity
         return OnlineIsotonicState(state.pits.at[i].set(u), state.count + 1)
-
-
-class IsotonicRecalibrator:
-    """scikit-learn-style wrapper: ``fit(pit_values)`` then ``transform(cdf_values)``.
-
-    Example:
-        >>> import jax.numpy as jnp
-        >>> r = IsotonicRecalibrator().fit(jnp.array([0.1, 0.2, 0.9]))
-        >>> tuple(round(v, 4) for v in r.transform(jnp.array([0.15, 0.5])).tolist())
-        (0.5, 0.8095)
-    """
-
-    params_: IsotonicParams | None = None
-
-    def fit(self, pit_values) -> "IsotonicRecalibrator":
-        self.params_ = isotonic_fit(pit_values)
-        return self
-
-    def transform(self, cdf_values) -> jax.Array:
-        if self.params_ is None:
-            raise ValueError("IsotonicRecalibrator is not fitted; call fit(pit_values) first")
-        return isotonic_apply(self.params_, cdf_values)
