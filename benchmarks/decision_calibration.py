@@ -44,6 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jcalib.metrics import PartitionSearch
 from jcalib.metrics.decision import partition_search
 from jcalib.recalibration.decision import _stage
 
@@ -84,13 +85,15 @@ def _compile(fun, *args, **static):
 
 
 def _search(key, probs, residual, weights, *, n_actions, n_restarts, n_steps):
-    return partition_search(key, probs, residual, weights, n_actions=n_actions, n_restarts=n_restarts,
-                            n_steps=n_steps)
+    return partition_search(probs, residual, weights, key=key, n_actions=n_actions,
+                            search=PartitionSearch(n_restarts=n_restarts, n_steps=n_steps))
 
 
 def _one_stage(key, probs, onehot, weights, *, n_actions, n_restarts, n_steps):
-    return _stage(key, probs, onehot, weights, n_actions=n_actions, n_restarts=n_restarts, n_steps=n_steps,
-                  learning_rate=1e-2, scale=100.0, hard=False, squared=True, ridge=1e-6, project=True)
+    # DecisionCalibration's default stage: soft cells, squared objective, ridge 1e-6, projection
+    search = PartitionSearch(n_restarts=n_restarts, n_steps=n_steps, objective="squared")
+    return _stage(key, probs, onehot, weights, search, jnp.asarray(1e-6, probs.dtype), None,
+                  n_actions=n_actions, hard=False, project=True)
 
 
 def main(argv=None):

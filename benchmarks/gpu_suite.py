@@ -303,14 +303,16 @@ def bench_decision(rec: Recorder, s: dict) -> None:
     from jcalib.metrics.decision import partition_search
 
     steps, key = s["decision_steps"], jax.random.key(1)
-    unrolls = s["decision_unrolls"] if _has_unroll(partition_search) else [None]
+    from jcalib.metrics import PartitionSearch
+
+    unrolls = s["decision_unrolls"]
 
     def make(n, c, u):
         probs, onehot, weights = dc._data(n, c)
         residual = onehot - probs
-        kw = {} if u is None else {"unroll": u}
+        search = PartitionSearch(n_restarts=16, n_steps=steps, unroll=u)
         return lambda: jax.block_until_ready(partition_search(
-            key, probs, residual, weights, n_actions=2, n_restarts=16, n_steps=steps, **kw).value)
+            probs, residual, weights, key=key, n_actions=2, search=search).value)
 
     groups = [[Cell({"size": f"N={n} C={c}", "unroll": u}, lambda n=n, c=c, u=u: make(n, c, u), steps,
                     "Adam steps (16 restarts)") for u in unrolls] for n, c in s["decision_sizes"]]
@@ -324,12 +326,12 @@ def bench_kernel_audit(rec: Recorder, s: dict) -> None:
 
     import kernel_audit as ka
     from jcalib.metrics.kernel import kernel_audit_jit
-    from jcalib.recalibration import multinomial_kernel
+    from jcalib.metrics import MultinomialKernel
 
     def make(n, k, d):
         v, y = ka._data(n, k)
         vj, yj = jnp.asarray(v), jnp.asarray(y)
-        ker, sc = multinomial_kernel(d), float(np.sqrt(d + 1))
+        ker, sc = MultinomialKernel(d), float(np.sqrt(d + 1))
         return lambda: jax.block_until_ready(kernel_audit_jit(vj, yj, kernel=ker, s=sc, tile=512).value)
 
     rec.run("kernel_audit", [[Cell({"size": f"n={n} k={k} d={d}", "unroll": None}, lambda n=n, k=k, d=d: make(n, k, d),

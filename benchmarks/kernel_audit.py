@@ -97,10 +97,10 @@ def child(kind, n, k, d, tile, repeats):
     import jax
     import jax.numpy as jnp
 
-    from jcalib.recalibration import multinomial_kernel
-    from jcalib.recalibration.kernel import _kernel_audit_jit
+    from jcalib.metrics import MultinomialKernel
+    from jcalib.metrics.kernel import kernel_audit_jit as _kernel_audit_jit
 
-    ker = multinomial_kernel(d)
+    ker = MultinomialKernel(d)
     vj, yj = jnp.asarray(v), jnp.asarray(y)
     t = time.perf_counter()
     compiled = _kernel_audit_jit.lower(vj, yj, kernel=ker, s=float(np.sqrt(d + 1)), tile=tile).compile()

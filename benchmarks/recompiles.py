@@ -16,9 +16,9 @@ import jax
 import jax.numpy as jnp
 
 import jcalib
-from jcalib.metrics import decision_calibration_error
+from jcalib.metrics import PartitionSearch, decision_calibration_error
 from jcalib.metrics.decision import partition_search
-from jcalib.recalibration import decision_calibration_fit
+from jcalib.recalibration import DecisionCalibration
 
 n = [0]
 jax.monitoring.register_event_duration_secs_listener(
@@ -48,18 +48,19 @@ residual = jax.nn.one_hot(labels, 4, dtype=probs.dtype) - probs
 weights = jnp.full((500,), 1.0 / 500, probs.dtype)
 search = dict(n_actions=2, n_restarts=4, n_steps=50)
 lrs = (2e-2, 5e-2, 1e-1)
-c = count(lambda lr: partition_search(jax.random.key(0), probs, residual, weights, learning_rate=lr, **search),
-          1e-2, lrs)
+c = count(lambda lr: partition_search(probs, residual, weights, key=jax.random.key(0), n_actions=2,
+                                      search=PartitionSearch(4, 50, learning_rate=lr)), 1e-2, lrs)
 print(f"partition_search, learning_rate            compilations for 3 new values: {c}")
-c = count(lambda s: partition_search(jax.random.key(0), probs, residual, weights, scale=s, **search), 100.0, (10.0, 30.0, 300.0))
+c = count(lambda s: partition_search(probs, residual, weights, key=jax.random.key(0), n_actions=2,
+                                     search=PartitionSearch(4, 50, scale=s)), 100.0, (10.0, 30.0, 300.0))
 print(f"partition_search, scale                    compilations for 3 new values: {c}")
-c = count(lambda lr: decision_calibration_error(probs, labels, 2, n_restarts=4, n_steps=50, learning_rate=lr).value,
-          1e-2, lrs)
+c = count(lambda lr: decision_calibration_error(probs, labels, 2, key=jax.random.key(0),
+                                                search=PartitionSearch(4, 50, learning_rate=lr)).value, 1e-2, lrs)
 print(f"decision_calibration_error, learning_rate  compilations for 3 new values: {c}")
-fit = lambda r: decision_calibration_fit(jax.random.key(0), probs, labels, n_stages=2, n_restarts=2, n_steps=20,  # noqa: E731
-                                         ridge=r).adjustment
+fit = lambda r: DecisionCalibration(n_stages=2, search=PartitionSearch(2, 20, objective="squared"),  # noqa: E731
+                                    ridge=r).fit(probs, labels, key=jax.random.key(0)).adjustment
 fit(1e-6)  # the first call compiles the stage
 c = count(fit, 1e-6, (1e-5, 1e-4, 1e-3))
-print(f"decision_calibration_fit, ridge            compilations for 3 new values: {c}")
+print(f"DecisionCalibration.fit, ridge             compilations for 3 new values: {c}")
 c = count(fit, 1e-6, (1e-6, 1e-6, 1e-6))
-print(f"decision_calibration_fit, same ridge again compilations for 3 repeated calls: {c}")
+print(f"DecisionCalibration.fit, same ridge again  compilations for 3 repeated calls: {c}")

@@ -46,8 +46,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jcalib.metrics import decision_calibration_error, decision_loss_gap
-from jcalib.recalibration import DecisionCalibrator, DirichletCalibration, TemperatureScaling
+from jcalib.metrics import PartitionSearch, decision_calibration_error, decision_loss_gap
+from jcalib.recalibration import DecisionCalibration, DirichletCalibration, TemperatureScaling
 
 FIELDS = [
     "setting", "n_classes", "split", "method", "stage", "set", "mean_gap", "max_gap",
@@ -108,18 +108,26 @@ def file_split(path: str, seed: int):
 # -------------------------------------------------------------------------------- metrics
 
 
+def eval_losses(args, n_classes, dtype=jnp.float32):
+    """The random evaluation losses (the paper's Section 5): i.i.d. N(0, 1), one fixed draw per
+    number of classes, shared by every method and by the recalibrator's monitors."""
+    return jax.random.normal(jax.random.key(0), (args.n_losses, args.n_actions, n_classes), dtype)
+
+
 def evaluate(probs, labels, p_true, args, with_dce=False):
-    g = decision_loss_gap(probs, labels, args.n_losses, args.n_actions)
+    losses = eval_losses(args, probs.shape[1], probs.dtype)
+    g = decision_loss_gap(probs, labels, losses=losses)
     row = dict(mean_gap=float(g.mean_gap), max_gap=float(g.max_gap), decision_loss=float(g.decision_loss),
                accuracy=float(g.accuracy), l2_error=float(g.l2_error))
     if p_true is not None:
-        # Same loss matrices (default key), true loss in expectation under the known p*.
-        pop = decision_loss_gap(probs, labels, args.n_losses, args.n_actions, true_probs=p_true)
+        # Same loss matrices, true loss in expectation under the known p*.
+        pop = decision_loss_gap(probs, labels, losses=losses, true_probs=p_true)
         row.update(pop_mean_gap=float(pop.mean_gap), pop_max_gap=float(pop.max_gap),
                    l2_to_truth=float(jnp.mean(jnp.sum((probs - p_true) ** 2, axis=1))))
     if with_dce:
         row["dce"] = float(decision_calibration_error(
-            probs, labels, args.n_actions, jax.random.key(1), n_restarts=4, n_steps=args.dce_steps).value)
+            probs, labels, args.n_actions, key=jax.random.key(1),
+            search=PartitionSearch(n_restarts=4, n_steps=args.dce_steps)).value)
     return row
 
 
@@ -156,13 +164,12 @@ def run_one(setting, n_classes, split, data, args, cfg, writer, log):
     if cfg["monitor_recal"]:
         monitors["recal"] = (ts_cal, y_cal) if t_cal is None else (ts_cal, y_cal, t_cal)
     t_dc = time.time()
-    dc = DecisionCalibrator(
-        n_actions=args.n_actions, n_stages=cfg["stages"], n_restarts=cfg.get("restarts", args.restarts),
-        n_steps=cfg["steps"],
-        n_losses=args.n_losses, projection=args.projection, progress=not args.no_progress,
-    ).fit(ts_cal, y_cal, key=jax.random.key(split), validation=monitors)
+    search = PartitionSearch(n_restarts=cfg.get("restarts", args.restarts), n_steps=cfg["steps"], objective="squared")
+    dc, h = DecisionCalibration(
+        n_actions=args.n_actions, n_stages=cfg["stages"], search=search, projection=args.projection,
+    ).fit_with_history(ts_cal, y_cal, key=jax.random.key(split), validation=monitors,
+                       monitor_losses=eval_losses(args, n_classes, ts_cal.dtype), progress=not args.no_progress)
     t_dc = time.time() - t_dc
-    h = dc.history_
     for which in monitors:
         for s in range(1, cfg["stages"] + 1):
             r = dict(setting=setting, n_classes=n_classes, split=split, method="decision", stage=s, set=which)
@@ -171,15 +178,15 @@ def run_one(setting, n_classes, split, data, args, cfg, writer, log):
                     r[f] = float(h[f"{which}_{f}"][s])
             if s == cfg["stages"]:
                 # Last stage: also the distance to p* and the decision calibration error.
-                final = dc.predict_proba(ts_te if which == "test" else ts_cal)
+                final = dc(ts_te if which == "test" else ts_cal)
                 extra = evaluate(final, y_te if which == "test" else y_cal,
                                  t_te if which == "test" else t_cal, args, with_dce=which == "test")
-                assert abs(extra["mean_gap"] - r["mean_gap"]) < 1e-5  # monitor == predict_proba
+                assert abs(extra["mean_gap"] - r["mean_gap"]) < 1e-5  # monitor == the fitted map
                 r.update(extra)
             writer.writerow(r)
             rows.append(r)
     if not cfg["monitor_recal"]:
-        emit("decision", cfg["stages"], "recal", dc.predict_proba(ts_cal), y_cal, t_cal)
+        emit("decision", cfg["stages"], "recal", dc(ts_cal), y_cal, t_cal)
     log(f"{setting} C={n_classes} split={split}: dirichlet {t_dir:.1f}s, decision {t_dc:.1f}s "
         f"({cfg['stages']} stages), total {time.time() - t0:.1f}s")
     return rows

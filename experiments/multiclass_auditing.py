@@ -39,13 +39,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from jcalib.metrics import (  # noqa: E402
+    GaussianKernel,
+    MultinomialKernel,
+    PartitionSearch,
     accuracy,
     binned_ece,
-    classwise_calibration_error,
     classwise_ece,
     confidence_ece,
+    kernel_audit,
     l2_error,
     lipschitz_correlation,
+    max_classwise_calibration_error,
     projected_smooth_calibration_error,
     low_degree_calibration_error,
     subset_smooth_calibration_error,
@@ -53,11 +57,8 @@ from jcalib.metrics import (  # noqa: E402
     two_action_decision_calibration_error,
 )
 from jcalib.recalibration import (  # noqa: E402
-    KernelCalibrator,
+    KernelCalibration,
     TemperatureScaling,
-    gaussian_kernel,
-    kernel_audit,
-    multinomial_kernel,
 )
 
 OUT = Path("results/multiclass_auditing")
@@ -110,13 +111,13 @@ def _metrics(p, y, T_mask, key, quick):
     p = np.asarray(p, np.float32)
     out = {
         "classwise_ece": float(classwise_ece(p, y, n_bins=10)),
-        "classwise_family_max": float(classwise_calibration_error(p, y, n_bins=10)),
+        "classwise_family_max": float(max_classwise_calibration_error(p, y, n_bins=10)),
         "confidence_ece": float(confidence_ece(p, y, n_bins=10)),
         "top_label_ece": float(top_label_ece(p, y, n_bins=10)),
         "event_T_binned_ece": float(binned_ece(p[:, T_mask].sum(1), np.isin(y, np.where(T_mask)[0]).astype(int), n_bins=10)),
         "smce_T": float(subset_smooth_calibration_error(p, y, subsets=T_mask[None])),
         "subset_smooth_2": float(subset_smooth_calibration_error(p, y, 2)),
-        "kernel_audit_d2": float(kernel_audit(p, y, multinomial_kernel(2)).value),
+        "kernel_audit_d2": float(kernel_audit(p, y, MultinomialKernel(2)).value),
         "sq_loss": float(l2_error(p, y)),
         "accuracy": float(accuracy(p, y)),
     }
@@ -125,7 +126,8 @@ def _metrics(p, y, T_mask, key, quick):
         if not quick:  # 40 directions × 4 classes of host LPs: about 30 s at n = 5000
             out["projected_smooth_lb"] = float(projected_smooth_calibration_error(p, y))
         out["decision_2action_lb"] = float(
-            two_action_decision_calibration_error(p, y, key, n_steps=100 if quick else 300, n_restarts=8).value
+            two_action_decision_calibration_error(
+                p, y, key=key, search=PartitionSearch(n_steps=100 if quick else 300, n_restarts=8)).value
         )
     return out
 
@@ -139,7 +141,7 @@ def _beta(args, rng, v, kernel=None):
     if args.beta != "auto":
         return float(args.beta)
     v64 = np.asarray(v, np.float64)
-    kernel = multinomial_kernel(2) if kernel is None else kernel
+    kernel = MultinomialKernel(2) if kernel is None else kernel
     return max(float(kernel_audit(v, _draw(rng, v64), kernel).value) for _ in range(5))
 
 
@@ -163,17 +165,18 @@ def part_a(args, rng):
     vt, yt, qt = cat_dog_data(rng, n)
     T = np.array([True, True, False, False])
     beta = _beta(args, rng, v)
-    floor = max(float(kernel_audit(v, _draw(rng, v.astype(np.float64)), multinomial_kernel(2)).value) for _ in range(5))
+    floor = max(float(kernel_audit(v, _draw(rng, v.astype(np.float64)), MultinomialKernel(2)).value) for _ in range(5))
     t0 = time.perf_counter()
-    cal = KernelCalibrator(multinomial_kernel(2), beta=beta, max_steps=300, chunk=20, progress=not args.quick)
-    cal.fit(v, y)
+    cal, hist = KernelCalibration(MultinomialKernel(2), beta=beta, max_steps=300).fit_with_history(
+        v, y, chunk=20, progress=not args.quick)
     fit_s = time.perf_counter() - t0
     pt = np.asarray(cal.predict_proba(vt))
     # the same post-processing with a local kernel (not from the paper): Gaussian, σ = 0.1
-    gauss = gaussian_kernel(0.1)
+    gauss = GaussianKernel(0.1)
     beta_g = _beta(args, rng, v, gauss)
-    cal_g = KernelCalibrator(gauss, beta=beta_g, max_steps=300, chunk=20, progress=False).fit(v, y)
-    pg = np.asarray(cal_g.predict_proba(vt))
+    cal_g, hist_g = KernelCalibration(gauss, beta=beta_g, max_steps=300).fit_with_history(
+        v, y, chunk=20, progress=False)
+    pg = np.asarray(cal_g(vt))
     key = jax.random.key(1)
     # reference: the same predictions with labels drawn from v itself (perfectly calibrated),
     # i.e. the sampling-noise level of every metric at this n
@@ -262,11 +265,13 @@ def part_b(args, rng):
 
         pc, pt = probs(Xc), probs(Xt)
         beta = _beta(args, rng, pc)
-        kern = KernelCalibrator(multinomial_kernel(2), beta=beta, max_steps=300, chunk=20, progress=False).fit(pc, yc)
+        kern, kern_hist = KernelCalibration(MultinomialKernel(2), beta=beta, max_steps=300).fit_with_history(
+            pc, yc, chunk=20, progress=False)
         temp = TemperatureScaling().fit(pc, yc)
         # Lemma 4.2 post-processes any predictor: run it on top of temperature scaling too
         tc, tt = np.asarray(temp(pc)), np.asarray(temp(pt))
-        both = KernelCalibrator(multinomial_kernel(2), beta=beta, max_steps=300, chunk=20, progress=False).fit(tc, yc)
+        both, both_hist = KernelCalibration(MultinomialKernel(2), beta=beta, max_steps=300).fit_with_history(
+            tc, yc, chunk=20, progress=False)
         res["models"][name] = {
             "raw": _metrics(pt, yt, T, key, args.quick),
             "temperature": _metrics(tt, yt, T, key, args.quick),
@@ -317,7 +322,7 @@ def _time(fn, repeats=5):
 def _one_scaling_point(rng, n, k, d, max_monomials):
     v, y = _sharp_data(rng, n, k, 0.3)
     M = math.comb(k + d, d)
-    kt, kval = _time(lambda: kernel_audit(v, y, multinomial_kernel(d)).value)
+    kt, kval = _time(lambda: kernel_audit(v, y, MultinomialKernel(d)).value)
     row = {"n": n, "k": k, "d": d, "monomials": M, "kernel_s": kt,
            # s·value = CE over B_Γ(1)^k ≥ CE over P(d,1)^k (Corollary 6.6)
            "kernel_bound": kval * math.sqrt(d + 1), "kernel_value": kval}
@@ -346,7 +351,7 @@ def part_c(args, rng):
         vals = {}
         for eps in (0.0, 0.6):
             # mean over 3 data sets, so the fitted slope is not one draw's
-            vals[eps] = float(np.mean([kernel_audit(*_sharp_data(rng, n, 10, eps), multinomial_kernel(3)).value for _ in range(3)]))
+            vals[eps] = float(np.mean([kernel_audit(*_sharp_data(rng, n, 10, eps), MultinomialKernel(3)).value for _ in range(3)]))
         cal_rows.append({"n": n, "calibrated": vals[0.0], "planted": vals[0.6]})
     ns = np.array([r["n"] for r in cal_rows])
     slope = float(np.polyfit(np.log(ns), np.log([r["calibrated"] for r in cal_rows]), 1)[0])

@@ -142,9 +142,8 @@ def run_setting(setting: str, args, log) -> list[dict]:
     t0 = time.perf_counter()
     q = []
     for s in range(args.splits):  # data-dependent stages: one fit per split
-        dc = rc.DecisionCalibrator(n_actions=2, n_stages=args.decision_stages, progress=False)
-        dc.fit(P_cal[s], Y_cal[s], key=jax.random.key(s))
-        q.append(dc.predict_proba(P_te[s]))
+        dc = rc.DecisionCalibration(n_actions=2, n_stages=args.decision_stages)
+        q.append(dc.fit(P_cal[s], Y_cal[s], key=jax.random.key(s))(P_te[s]))
     record("decision (paper 004)", jnp.stack(q), time.perf_counter() - t0)
     log(f"{setting}: decision calibration ({time.perf_counter() - t0:.1f} s)")
     return rows

@@ -11,6 +11,7 @@ are re-exported (and documented) from :mod:`jcalib.recalibration.kernel`.
 
 from __future__ import annotations
 
+import abc
 from typing import Callable
 
 import equinox as eqx
@@ -91,7 +92,7 @@ def multinomial_kernel(degree: int) -> MultinomialKernel:
     return MultinomialKernel(int(degree))
 
 
-class _BandwidthKernel(eqx.Module):
+class _AbstractBandwidthKernel(eqx.Module):
     r"""A translation-invariant kernel with $\ker(v, v) = 1$ and a positive static bandwidth."""
 
     bandwidth: float = eqx.field(static=True)
@@ -104,8 +105,12 @@ class _BandwidthKernel(eqx.Module):
     def diag_bound(self) -> float:
         return 1.0
 
+    @abc.abstractmethod
+    def __call__(self, u: Float[Array, "a k"], v: Float[Array, "b k"]) -> Float[Array, "a b"]:
+        raise NotImplementedError  # abstract
 
-class GaussianKernel(_BandwidthKernel):
+
+class GaussianKernel(_AbstractBandwidthKernel):
     r"""The Gaussian kernel $\ker(v, v') = \exp(-\|v - v'\|_2^2 / (2\sigma^2))$, $s^2 = 1$.
 
     Not in paper 003 (which needs the multinomial kernel for its polynomial-approximation
@@ -169,7 +174,7 @@ def kernel_matmul(
     return out.reshape(-1, c.shape[1])[:m]
 
 
-class LaplacianKernel(_BandwidthKernel):
+class LaplacianKernel(_AbstractBandwidthKernel):
     r"""Laplacian kernel $\ker(u, u') = \exp(-\|u - u'\|_1 / \omega)$; $\ker(u, u) = 1$.
 
     MMCE's kernel (Kumar et al. 2018 use $\omega = 0.4$ on confidences in $[0, 1]$).

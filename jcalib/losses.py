@@ -52,16 +52,14 @@ from ._validation import (
 )
 from .metrics import smooth_ece
 from .metrics.smooth import smooth_ece_at_bandwidth
-from .metrics.decision import decision_objective
+from .metrics.decision import check_loss_matrices, decision_objective
 from .metrics.kernel import kernel_quadratic, kernel_scale
-from ._kernels import LaplacianKernel, laplacian_kernel, multinomial_kernel
+from ._kernels import LaplacianKernel, MultinomialKernel
 
 __all__ = [
     "smooth_ece_loss",
     "confidence_smooth_ece_loss",
     "kernel_calibration_loss",
-    "LaplacianKernel",
-    "laplacian_kernel",
     "mmce_loss",
     "decision_calibration_loss",
     "quantile_calibration_loss",
@@ -126,8 +124,8 @@ def _smece_loss(p, labels, w):
     metric without gradient and only the evaluation at σ* (``smooth_ece_at_bandwidth``) is
     differentiated: the same value and the same gradient, at about a third of the cost."""
     y = labels.astype(p.dtype)
-    _, sigma = smooth_ece(lax.stop_gradient(p), labels, lax.stop_gradient(w), return_bandwidth=True)
-    return smooth_ece_at_bandwidth(p, p - y, w, lax.stop_gradient(sigma))
+    _, sigma = smooth_ece(lax.stop_gradient(p), labels, sample_weight=lax.stop_gradient(w), return_bandwidth=True)
+    return smooth_ece_at_bandwidth(p, p - y, lax.stop_gradient(sigma), sample_weight=w)
 
 
 def _unit_mass(w):
@@ -148,8 +146,8 @@ def _safe_sqrt(x):
 def smooth_ece_loss(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
-    sample_weight: Float[Array, " n"] | None = None,
     *,
+    sample_weight: Float[Array, " n"] | None = None,
     from_logits: bool = False,
 ) -> Float[Array, ""]:
     r"""SmoothECE of binary forecasts as a loss, **normalised**, in $[0, 1]$.
@@ -216,8 +214,8 @@ def smooth_ece_loss(
 def confidence_smooth_ece_loss(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
-    sample_weight: Float[Array, " n"] | None = None,
     *,
+    sample_weight: Float[Array, " n"] | None = None,
     from_logits: bool = False,
 ) -> Float[Array, ""]:
     r"""SmoothECE of the top-label confidence, as a loss, **normalised**, in $[0, 1]$.
@@ -305,8 +303,8 @@ def _kce(v, y, w, *, kernel, s, tile, squared, unbiased):
 def kernel_calibration_loss(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
-    sample_weight: Float[Array, " n"] | None = None,
     *,
+    sample_weight: Float[Array, " n"] | None = None,
     kernel: Kernel | None = None,
     squared: bool = True,
     unbiased: bool = False,
@@ -345,8 +343,8 @@ def kernel_calibration_loss(
         labels: ``(n,)`` integer labels in ``[0, k)``.
         sample_weight: optional ``(n,)`` non-negative weights.
         kernel: a kernel ``ker(A, B) -> Gram block``; default
-            ``jcalib.recalibration.multinomial_kernel(2)`` (Definition 6.3), or e.g.
-            ``gaussian_kernel(σ)``. Must be hashable (the kernel objects are).
+            ``jcalib.metrics.MultinomialKernel(2)`` (Definition 6.3), or e.g.
+            ``jcalib.metrics.GaussianKernel(σ)``. Must be hashable (the kernel objects are).
         squared: return $\sum_\ell\Lambda_\ell^2$ instead of $\sum_\ell\Lambda_\ell$.
         unbiased: drop the diagonal (U-statistic); needs ``squared``.
         s: kernel scale (default ``sqrt(kernel.diag_bound)``, $\sqrt{d+1}$ for the multinomial
@@ -370,7 +368,7 @@ def kernel_calibration_loss(
         Lindsten, Zachariah (2019), *Calibration tests in multi-class classification: a
         unifying framework* (SKCE); Kumar, Sarawagi, Jain (2018) (the kernel penalty idea).
     """
-    kernel = multinomial_kernel(2) if kernel is None else kernel
+    kernel = MultinomialKernel(2) if kernel is None else kernel
     if not callable(kernel):
         raise ValueError(f"kernel must be callable ker(A, B) -> Gram block, got {type(kernel).__name__}")
     _check_flags(squared, unbiased)
@@ -398,8 +396,8 @@ def _mmce(v, y, w, *, bandwidth, tile, squared):
 def mmce_loss(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
-    sample_weight: Float[Array, " n"] | None = None,
     *,
+    sample_weight: Float[Array, " n"] | None = None,
     bandwidth: float = 0.4,
     squared: bool = False,
     tile: int = _DEFAULT_TILE,
@@ -454,9 +452,9 @@ def mmce_loss(
 def decision_calibration_loss(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
-    loss_matrices: Float[Array, "M K C"],
-    sample_weight: Float[Array, " n"] | None = None,
+    losses: Float[Array, "M K C"],
     *,
+    sample_weight: Float[Array, " n"] | None = None,
     temperature: float = 0.1,
     reduction: str = "mean",
     squared: bool = False,
@@ -484,7 +482,9 @@ def decision_calibration_loss(
     Args:
         probs: ``(n, C)`` predictions on the simplex, or logits with ``from_logits=True``.
         labels: ``(n,)`` integer labels.
-        loss_matrices: ``(M, K, C)`` (or one ``(K, C)``) loss matrices $L_{a,y}$.
+        losses: ``(M, K, C)`` (or one ``(K, C)``) loss matrices $L_{a,y}$ (the loss of action
+            a under outcome y; K ≥ 2, finite), as in
+            :func:`jcalib.metrics.decision_calibration_error`'s ``losses``.
         sample_weight: optional ``(n,)`` non-negative weights.
         temperature: $\tau > 0$ of the softmax cells (may be traced).
         reduction: ``"mean"`` or ``"max"`` over the loss matrices.
@@ -509,13 +509,7 @@ def decision_calibration_loss(
     if reduction not in ("mean", "max"):
         raise ValueError(f"reduction must be 'mean' or 'max', got {reduction!r}")
     v, y, w = _multiclass(probs, labels, sample_weight, from_logits)
-    L = as_float_array(loss_matrices, "loss_matrices")
-    if L.ndim == 2:
-        L = L[None]
-    if L.ndim != 3 or L.shape[2] != v.shape[1] or L.shape[1] < 1 or L.shape[0] < 1:
-        raise ValueError(f"loss_matrices must have shape (M, K, {v.shape[1]}) or (K, {v.shape[1]}), got {tuple(L.shape)}")
-    if is_concrete(L) and not bool(np.all(np.isfinite(np.asarray(L)))):
-        raise ValueError("loss_matrices contains NaN or infinite values")
+    L = check_loss_matrices(losses, v.shape[1])
     tau = as_float_array(temperature, "temperature")
     if tau.ndim != 0:
         raise ValueError(f"temperature must be a scalar, got shape {tuple(tau.shape)}")
@@ -539,8 +533,8 @@ def quantile_calibration_loss(
     quantiles: Float[Array, "n J"],
     targets: Float[Array, " n"],
     levels: Float[Array, " J"],
-    sample_weight: Float[Array, " n"] | None = None,
     *,
+    sample_weight: Float[Array, " n"] | None = None,
     temperature: float = 0.01,
 ) -> Float[Array, ""]:
     r"""Smoothed mean absolute coverage gap (MACE) of regression quantiles, **normalised**, in $[0, 1]$.

@@ -157,7 +157,8 @@ MULTICLASS = {
     "labels": Role(lambda: _YM, _MC_LABEL_BAD),
     "sample_weight": Role(lambda: _W, _WEIGHT_BAD),
     "n_classes": _int(3),
-    "loss_matrices": Role(lambda: np.stack([np.eye(3), 1 - np.eye(3)]), (("nan", lambda: np.full((2, 3, 3), np.nan)),)),
+    "losses": Role(lambda: np.stack([np.eye(3), 1 - np.eye(3)]), (("nan", lambda: np.full((2, 3, 3), np.nan)),
+                                                                  ("one action", lambda: np.ones((2, 1, 3))))),
     "weight_fn": Role(lambda: (lambda v: v), ()),
     "test_probs": Role(lambda: _PM[:3], (("nan", lambda: _swap(_PM[:3], 0, np.nan)), ("4 columns", lambda: np.full((3, 4), 0.25)),
                                          ("1-D", lambda: _PM[:3, 0]), ("rows not summing to 1", lambda: _swap(_PM[:3], 0, 0.9)))),
@@ -297,7 +298,10 @@ def _optional(obj) -> list[str]:
         return []
 
 
-OPTIONAL = ("sample_weight", "m", "member_weights", "test_probs", "test_labels")  # optional parameters fuzzed when the profile has them
+OPTIONAL = ("sample_weight", "m", "n_bins", "member_weights", "test_probs", "test_labels")  # optional parameters fuzzed when the profile has them
+# optional parameters fuzzed for one callable: a key that is optional only because another
+# argument makes the call deterministic (decision_calibration_error(..., losses=L))
+OPTIONAL_OF = {"decision_calibration_error": ("key",), "decision_loss_gap": ("key",)}
 
 
 def _roles(obj, profile, optional: bool) -> dict[str, Role] | None:
@@ -309,7 +313,8 @@ def _roles(obj, profile, optional: bool) -> dict[str, Role] | None:
         return None
     roles = {p: table[p] for p in req}
     if optional:
-        roles.update({p: table[p] for p in _optional(obj) if p in OPTIONAL and p in table and p not in roles})
+        extra = OPTIONAL_OF.get(getattr(obj, "__name__", ""), ())
+        roles.update({p: table[p] for p in _optional(obj) if (p in OPTIONAL or p in extra) and p in table and p not in roles})
     return roles
 
 
@@ -434,13 +439,14 @@ def extra_cases() -> list[Case]:
     for rule in (scoring.Brier(), scoring.LogScore(), scoring.Spherical()):
         name = f"scoring.{type(rule).__name__}.__call__"
         for bname, p, y in (("p below 0", -0.5, 0), ("p above 1", 1.5, 1), ("p nan", float("nan"), 1), ("y = 2", 0.3, 2), ("y = 0.5", 0.3, 0.5)):
-            out.append(Case(name, "p" if "p " in bname else "y", bname, _bind(rule, {"p": p, "y": y})))
-    for cls in (recalibration.KernelCalibrator, recalibration.DecisionCalibrator, recalibration.TemperatureScaling,
+            out.append(Case(name, "probs" if "p " in bname else "y", bname, _bind(rule, {"probs": p, "y": y})))
+    for cls in (recalibration.KernelCalibration, recalibration.DecisionCalibration, recalibration.TemperatureScaling,
                 recalibration.VectorScaling, recalibration.MatrixScaling, recalibration.DirichletCalibration,
                 recalibration.PlattScaling, recalibration.BetaCalibration, recalibration.HistogramBinning,
                 recalibration.IsotonicCalibration):
         est = cls(progress=False) if "progress" in inspect.signature(cls).parameters else cls()
-        out.append(Case(f"recalibration.{cls.__name__}.fit", "probs", "empty", _bind(est.fit, {"probs": _PM[:0], "labels": _YM[:0]})))
+        keyed = {"key": jax.random.key(0)} if getattr(cls, "needs_key", False) else {}
+        out.append(Case(f"recalibration.{cls.__name__}.fit", "probs", "empty", _bind(est.fit, {"probs": _PM[:0], "labels": _YM[:0], **keyed})))
     out.append(Case("metrics.crps_score", "y", "empty", lambda: _run(
         metrics.crps_score, {"dist": jcalib.distributions.PiecewiseConstant(jnp.full((0, 4), 0.25), jcalib.distributions.uniform_edges(4)), "y": jnp.zeros(0)})))
     out.append(Case("metrics.eps_calibration", "forecasts", "empty", _bind(metrics.eps_calibration, {"forecasts": _P[:0], "y": _Y[:0], "m": 4})))

@@ -14,7 +14,7 @@ from jcalib import losses
 from jcalib.core import optimise
 from jcalib.metrics import smooth_ece
 from jcalib.metrics.decision import decision_objective
-from jcalib.recalibration import gaussian_kernel, kernel_audit, multinomial_kernel
+from jcalib.metrics import GaussianKernel, LaplacianKernel, MultinomialKernel, kernel_audit
 
 N, C = 40, 4
 
@@ -33,29 +33,29 @@ def _loss_matrices(seed, m=5, k=3, c=C):
 
 # Every multi-class loss as f(logits, labels, weights) with logits as input.
 MULTICLASS = {
-    "confidence_smooth_ece": lambda z, y, w: losses.confidence_smooth_ece_loss(z, y, w, from_logits=True),
-    "kce_multinomial": lambda z, y, w: losses.kernel_calibration_loss(z, y, w, from_logits=True),
-    "kce_multinomial_sqrt": lambda z, y, w: losses.kernel_calibration_loss(z, y, w, squared=False, from_logits=True),
+    "confidence_smooth_ece": lambda z, y, w: losses.confidence_smooth_ece_loss(z, y, sample_weight=w, from_logits=True),
+    "kce_multinomial": lambda z, y, w: losses.kernel_calibration_loss(z, y, sample_weight=w, from_logits=True),
+    "kce_multinomial_sqrt": lambda z, y, w: losses.kernel_calibration_loss(z, y, sample_weight=w, squared=False, from_logits=True),
     "kce_gaussian_unbiased": lambda z, y, w: losses.kernel_calibration_loss(
-        z, y, w, kernel=gaussian_kernel(0.3), unbiased=True, tile=16, from_logits=True
+        z, y, sample_weight=w, kernel=GaussianKernel(0.3), unbiased=True, tile=16, from_logits=True
     ),
-    "mmce": lambda z, y, w: losses.mmce_loss(z, y, w, tile=16, from_logits=True),
-    "mmce_squared": lambda z, y, w: losses.mmce_loss(z, y, w, squared=True, from_logits=True),
-    "decision": lambda z, y, w: losses.decision_calibration_loss(z, y, _loss_matrices(7), w, from_logits=True),
+    "mmce": lambda z, y, w: losses.mmce_loss(z, y, sample_weight=w, tile=16, from_logits=True),
+    "mmce_squared": lambda z, y, w: losses.mmce_loss(z, y, sample_weight=w, squared=True, from_logits=True),
+    "decision": lambda z, y, w: losses.decision_calibration_loss(z, y, _loss_matrices(7), sample_weight=w, from_logits=True),
     "decision_max_squared": lambda z, y, w: losses.decision_calibration_loss(
-        z, y, _loss_matrices(7), w, reduction="max", squared=True, temperature=0.3, from_logits=True
+        z, y, _loss_matrices(7), sample_weight=w, reduction="max", squared=True, temperature=0.3, from_logits=True
     ),
 }
 
 
 def _binary_smece(z, y, w):
-    return losses.smooth_ece_loss(z[:, 0], (y % 2), w, from_logits=True)
+    return losses.smooth_ece_loss(z[:, 0], (y % 2), sample_weight=w, from_logits=True)
 
 
 def _qce(z, y, w):
     # quantiles from the first three columns, sorted; targets from the last
     q = jnp.sort(z[:, :3], axis=1)
-    return losses.quantile_calibration_loss(q, z[:, 3] * 0.5, jnp.array([0.1, 0.5, 0.9]), w, temperature=0.3)
+    return losses.quantile_calibration_loss(q, z[:, 3] * 0.5, jnp.array([0.1, 0.5, 0.9]), sample_weight=w, temperature=0.3)
 
 
 ALL = dict(MULTICLASS, smooth_ece_binary=_binary_smece, qce=_qce)
@@ -117,7 +117,7 @@ PROB_LOSSES = {
     "confidence_smooth_ece": losses.confidence_smooth_ece_loss,
     "kce": losses.kernel_calibration_loss,
     "kce_sqrt": lambda p, y: losses.kernel_calibration_loss(p, y, squared=False),
-    "kce_gaussian": lambda p, y: losses.kernel_calibration_loss(p, y, kernel=gaussian_kernel(0.2)),
+    "kce_gaussian": lambda p, y: losses.kernel_calibration_loss(p, y, kernel=GaussianKernel(0.2)),
     "kce_unbiased": lambda p, y: losses.kernel_calibration_loss(p, y, unbiased=True),
     "mmce": losses.mmce_loss,
     "decision": lambda p, y: losses.decision_calibration_loss(p, y, _loss_matrices(3).astype(np.float32)),
@@ -176,24 +176,24 @@ def test_smooth_ece_losses_equal_the_metric(x64):
     correct = (jnp.argmax(p, axis=1) == jnp.asarray(y)).astype(jnp.int32)
     for sw in (None, w):
         unit = np.ones(N) / N if sw is None else sw / sw.sum()  # the loss rescales to mass 1
-        want = smooth_ece(conf, correct, unit)
-        np.testing.assert_allclose(losses.confidence_smooth_ece_loss(p, y, sw), want, rtol=1e-12)
-        np.testing.assert_allclose(losses.confidence_smooth_ece_loss(z, y, sw, from_logits=True), want, rtol=1e-12)
+        want = smooth_ece(conf, correct, sample_weight=unit)
+        np.testing.assert_allclose(losses.confidence_smooth_ece_loss(p, y, sample_weight=sw), want, rtol=1e-12)
+        np.testing.assert_allclose(losses.confidence_smooth_ece_loss(z, y, sample_weight=sw, from_logits=True), want, rtol=1e-12)
         # against the metric's own multiplicities: the 1e-4 density floor is relative to the
         # mass, which moves the value by ~1e-4 relative (see smooth_ece_loss), hence 1e-3
-        np.testing.assert_allclose(losses.confidence_smooth_ece_loss(p, y, sw), smooth_ece(conf, correct, sw), rtol=1e-3)
+        np.testing.assert_allclose(losses.confidence_smooth_ece_loss(p, y, sample_weight=sw), smooth_ece(conf, correct, sample_weight=sw), rtol=1e-3)
         np.testing.assert_allclose(
-            jax.grad(losses.confidence_smooth_ece_loss)(p, y, sw),
-            jax.grad(lambda q: smooth_ece(jnp.max(q, axis=1), correct, unit))(p),
+            jax.grad(losses.confidence_smooth_ece_loss)(p, y, sample_weight=sw),
+            jax.grad(lambda q: smooth_ece(jnp.max(q, axis=1), correct, sample_weight=unit))(p),
             rtol=1e-9, atol=1e-12,
         )
     pb = jax.nn.sigmoid(jnp.asarray(z[:, 0]))
     yb = y % 2
-    np.testing.assert_allclose(losses.smooth_ece_loss(pb, yb, w), smooth_ece(pb, yb, w / w.sum()), rtol=1e-12)
-    np.testing.assert_allclose(losses.smooth_ece_loss(z[:, 0], yb, w, from_logits=True), smooth_ece(pb, yb, w), rtol=1e-3)
+    np.testing.assert_allclose(losses.smooth_ece_loss(pb, yb, sample_weight=w), smooth_ece(pb, yb, sample_weight=w / w.sum()), rtol=1e-12)
+    np.testing.assert_allclose(losses.smooth_ece_loss(z[:, 0], yb, sample_weight=w, from_logits=True), smooth_ece(pb, yb, sample_weight=w), rtol=1e-3)
 
 
-@pytest.mark.parametrize("kernel", [multinomial_kernel(1), multinomial_kernel(3), gaussian_kernel(0.5)])
+@pytest.mark.parametrize("kernel", [MultinomialKernel(1), MultinomialKernel(3), GaussianKernel(0.5)])
 def test_kernel_loss_equals_the_audit(kernel, x64):
     z, y, _ = _data(4, n=90)
     p = jax.nn.softmax(jnp.asarray(z), axis=1)
@@ -206,14 +206,14 @@ def test_kernel_loss_equals_the_audit(kernel, x64):
 
 @pytest.mark.parametrize("squared,unbiased", [(True, False), (False, False), (True, True)])
 @pytest.mark.parametrize("kernel,ref_kernel,s", [
-    (multinomial_kernel(2), ref.multinomial(2), 3**0.5),
-    (gaussian_kernel(0.4), ref.gaussian(0.4), 1.0),
+    (MultinomialKernel(2), ref.multinomial(2), 3**0.5),
+    (GaussianKernel(0.4), ref.gaussian(0.4), 1.0),
 ])
 def test_kernel_loss_matches_reference(kernel, ref_kernel, s, squared, unbiased, x64):
     z, y, w = _data(5, n=25, c=3)
     p = np.asarray(jax.nn.softmax(jnp.asarray(z), axis=1))
     for sw in (None, w):
-        got = losses.kernel_calibration_loss(p, y, sw, kernel=kernel, squared=squared, unbiased=unbiased, tile=6)
+        got = losses.kernel_calibration_loss(p, y, sample_weight=sw, kernel=kernel, squared=squared, unbiased=unbiased, tile=6)
         want = ref.kernel_calibration(p, y, ref_kernel, s, sw, squared=squared, unbiased=unbiased)
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-14)
 
@@ -224,7 +224,7 @@ def test_mmce_matches_reference(x64):
     for sw in (None, w):
         for squared in (False, True):
             for bw in (0.4, 0.1):
-                got = losses.mmce_loss(p, y, sw, bandwidth=bw, squared=squared, tile=8)
+                got = losses.mmce_loss(p, y, sample_weight=sw, bandwidth=bw, squared=squared, tile=8)
                 np.testing.assert_allclose(got, ref.mmce(p, y, sw, bw, squared), rtol=1e-10)
 
 
@@ -235,7 +235,7 @@ def test_decision_loss_matches_reference_and_metric(x64):
     for sw in (None, w):
         for red in ("mean", "max"):
             for sq in (False, True):
-                got = losses.decision_calibration_loss(p, y, L, sw, temperature=0.2, reduction=red, squared=sq)
+                got = losses.decision_calibration_loss(p, y, L, sample_weight=sw, temperature=0.2, reduction=red, squared=sq)
                 np.testing.assert_allclose(got, ref.soft_decision(p, y, L, 0.2, sw, red, sq), rtol=1e-10)
     # one matrix: exactly the metric module's Eq. (9) objective at w = −L/τ
     resid = jax.nn.one_hot(jnp.asarray(y), C, dtype=jnp.float64) - p
@@ -251,7 +251,7 @@ def test_decision_loss_tends_to_hard_cells_and_bounds_the_loss_gap(x64):
     L = _loss_matrices(11, m=20)
     for m in range(L.shape[0]):
         hard = ref.soft_decision(p, y, L[m : m + 1], None, w, hard=True)
-        soft = float(losses.decision_calibration_loss(p, y, L[m], w, temperature=1e-6))
+        soft = float(losses.decision_calibration_loss(p, y, L[m], sample_weight=w, temperature=1e-6))
         # softmax cells at τ = 1e-6 differ from the argmax only for samples within ~1e-5 of a tie
         np.testing.assert_allclose(soft, hard, rtol=1e-6, atol=1e-9)
         gap = ref.loss_gap(p, y, L[m], w)
@@ -266,10 +266,10 @@ def test_qce_matches_reference_and_tends_to_hard_qce(x64):
     w = rng.uniform(0.5, 2, size=60)
     for sw in (None, w):
         for tau in (0.5, 0.05):
-            got = losses.quantile_calibration_loss(q, y, levels, sw, temperature=tau)
+            got = losses.quantile_calibration_loss(q, y, levels, sample_weight=sw, temperature=tau)
             np.testing.assert_allclose(got, ref.qce(q, y, levels, sw, tau), rtol=1e-10)
         # tiny τ: within 1e-6 of the hard QCE unless a target sits within ~1e-6·30 of a quantile
-        got = losses.quantile_calibration_loss(q, y, levels, sw, temperature=1e-8)
+        got = losses.quantile_calibration_loss(q, y, levels, sample_weight=sw, temperature=1e-8)
         np.testing.assert_allclose(got, ref.qce(q, y, levels, sw), atol=1e-6)
 
 
@@ -347,7 +347,7 @@ def test_penalty_alone_fits_a_temperature():
         "confidence_smooth_ece": MULTICLASS["confidence_smooth_ece"],
         "kce_multinomial": MULTICLASS["kce_multinomial_sqrt"],
         "mmce": MULTICLASS["mmce"],
-        "decision": lambda z, y, w: losses.decision_calibration_loss(z, y, L, w, from_logits=True),
+        "decision": lambda z, y, w: losses.decision_calibration_loss(z, y, L, sample_weight=w, from_logits=True),
     }
     for name, f in fs.items():
         loss = lambda log_t: f(z * jnp.exp(-log_t), y, None)  # noqa: E731
@@ -374,9 +374,9 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="labels"):
         losses.confidence_smooth_ece_loss(p, y + C)
     with pytest.raises(ValueError, match="sample_weight"):
-        losses.kernel_calibration_loss(p, y, w[:-1])
+        losses.kernel_calibration_loss(p, y, sample_weight=w[:-1])
     with pytest.raises(ValueError, match="sample_weight"):
-        losses.kernel_calibration_loss(p, y, -w)
+        losses.kernel_calibration_loss(p, y, sample_weight=-w)
     with pytest.raises(ValueError, match="unbiased"):
         losses.kernel_calibration_loss(p, y, unbiased=True, squared=False)
     with pytest.raises(ValueError, match="kernel"):
@@ -388,12 +388,12 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="bandwidth"):
         losses.mmce_loss(p, y, bandwidth=0.0)
     with pytest.raises(ValueError, match="bandwidth"):
-        losses.laplacian_kernel(-1.0)
+        LaplacianKernel(-1.0)
     with pytest.raises(ValueError, match="probs"):
         losses.smooth_ece_loss(np.array([0.2, 1.3]), np.array([0, 1]))
     with pytest.raises(ValueError, match="labels"):
         losses.smooth_ece_loss(np.array([0.2, 0.3]), np.array([0, 2]))
-    with pytest.raises(ValueError, match="loss_matrices"):
+    with pytest.raises(ValueError, match="losses"):
         losses.decision_calibration_loss(p, y, np.ones((2, 2, C + 1)))
     with pytest.raises(ValueError, match="reduction"):
         losses.decision_calibration_loss(p, y, np.ones((2, 2, C)), reduction="sum")
@@ -443,7 +443,7 @@ def test_unbiased_kernel_loss_needs_two_weighted_samples(x64):
     with pytest.raises(ValueError, match="two samples with positive weight"):
         losses.kernel_calibration_loss(v[:1], y[:1], unbiased=True)  # n = 1: Σω² = 1, was -inf
     with pytest.raises(ValueError, match="two samples with positive weight"):
-        losses.kernel_calibration_loss(v, y, jnp.array([1.0, 0.0]), unbiased=True)  # all weight on one
+        losses.kernel_calibration_loss(v, y, sample_weight=jnp.array([1.0, 0.0]), unbiased=True)  # all weight on one
     with pytest.raises(Exception, match="two samples with positive weight"):
         jax.block_until_ready(jax.jit(lambda v, y: losses.kernel_calibration_loss(v, y, unbiased=True))(v[:1], y[:1]))
     assert np.isfinite(float(losses.kernel_calibration_loss(v, y, unbiased=True)))
@@ -459,3 +459,13 @@ def test_docstring_examples_run():
     import doctest
 
     assert doctest.testmod(losses, raise_on_error=True).attempted >= 7
+
+
+def test_sample_weight_is_keyword_only():
+    import inspect
+
+    for name in losses.__all__:
+        obj = getattr(losses, name)
+        params = inspect.signature(obj).parameters if callable(obj) and not isinstance(obj, type) else {}
+        if "sample_weight" in params:
+            assert params["sample_weight"].kind is inspect.Parameter.KEYWORD_ONLY, name

@@ -279,7 +279,7 @@ REGISTRY: dict[str, Case | tuple[Case, ...]] = {
         invariant(multiclass, lambda f, d: f(d.P, d.y, 4, sample_weight=d.w)),
         invariant(multiclass, lambda f, d: f(d.P, d.y, 4, "quantile", d.w)),
     ),
-    "metrics.classwise_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, 4, "quantile", sample_weight=d.w)),
+    "metrics.max_classwise_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, 4, "quantile", sample_weight=d.w)),
     "metrics.full_smooth_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, sample_weight=d.w)),
     "metrics.lipschitz_correlation": invariant(binary, lambda f, d: f(d.p, d.y - d.p)),
     "metrics.low_degree_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, 2, sample_weight=d.w)),

@@ -29,14 +29,15 @@ from .distance import (
     distance_to_calibration,
     lower_distance_to_calibration,
 )
-from .kernel import KernelAudit, KernelWitness, kernel_audit
+from .kernel import GaussianKernel, KernelAudit, KernelWitness, LaplacianKernel, MultinomialKernel, kernel_audit
+from .search import PartitionSearch, SigmoidSearch
 from .multiclass import accuracy, classwise_ece, confidence_ece, l2_error, nll, one_hot, top_label_ece
 from .weighted import (
     WeightedCE,
-    classwise_calibration_error,
     full_smooth_calibration_error,
     lipschitz_correlation,
     low_degree_calibration_error,
+    max_classwise_calibration_error,
     projected_smooth_calibration_error,
     sigmoid_calibration_error,
     subset_smooth_calibration_error,
@@ -82,9 +83,14 @@ __all__: list[str] = [
     "smooth_calibration_error",
     "smooth_ece",
     "smooth_ece_at_bandwidth",
+    "GaussianKernel",
     "KernelAudit",
     "KernelWitness",
+    "LaplacianKernel",
+    "MultinomialKernel",
     "kernel_audit",
+    "PartitionSearch",
+    "SigmoidSearch",
     "HistogramState",
     "StreamingBinnedECE",
     "StreamingSmoothECE",
@@ -96,10 +102,10 @@ __all__: list[str] = [
     "one_hot",
     "top_label_ece",
     "WeightedCE",
-    "classwise_calibration_error",
     "full_smooth_calibration_error",
     "lipschitz_correlation",
     "low_degree_calibration_error",
+    "max_classwise_calibration_error",
     "projected_smooth_calibration_error",
     "sigmoid_calibration_error",
     "subset_smooth_calibration_error",

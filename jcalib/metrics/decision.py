@@ -20,10 +20,15 @@ Eq. (9)(w) ≤ E_G[Eq. (8)(w + G 1ᵀ)] (tested).  For one fixed w neither value
 search returns, the soft value has been below the hard one in every run we made.
 
 :func:`decision_calibration_error` runs the search — Adam on Eq. (9), a fixed number of steps
-in one ``lax.scan``, all random restarts (and all values of K) updated together — and reports
-the best witness with its hard value (what Eq. 8 measures) and its relaxed value.
+in one ``lax.scan``, all random restarts (and all values of K) updated together, with the
+settings of one :class:`jcalib.metrics.PartitionSearch` — and reports the best witness with
+its hard value (what Eq. 8 measures) and its relaxed value.
 :func:`decision_loss_gap` measures the loss-estimation gap of Eq. (10) on random Gaussian
-losses, the paper's evaluation (Section 5).
+losses, the paper's evaluation (Section 5). Both also take a decision maker's own loss
+matrices (``losses=``, shape ``(n_actions, C)`` or ``(L, n_actions, C)``): the gap is then
+that of the given losses, and the decision calibration error is the maximum over their
+Bayes-decision partitions (Definition 2's calibration with respect to a loss class), exact
+and with nothing drawn at random.
 
 The witness search (:func:`partition_search`) is shared with the recalibrator in
 :mod:`jcalib.recalibration.decision`.
@@ -44,13 +49,16 @@ import optax
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .._validation import (
-    check_float_scalar,
+    as_float_array,
+    check_finite,
+    check_key,
     check_multiclass_inputs,
     check_positive_int,
     check_simplex_probs,
 )
 from .._weights import normalised_weights
 from ..core.optim import optimise
+from .search import PartitionSearch
 
 __all__ = [
     "DecisionCalibrationResult",
@@ -59,6 +67,7 @@ __all__ = [
     "decision_calibration_error",
     "decision_loss_gap",
     "decision_objective",
+    "family_values",
     "partition_weights",
     "partition_search",
 ]
@@ -203,88 +212,15 @@ def _safe_sqrt(x):
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1.0)), 0.0)
 
 
-@partial(jax.jit, static_argnames=("n_actions", "n_restarts", "n_steps", "squared", "unroll"))
-def partition_search(
-    key: PRNGKeyArray,
+def family_values(
+    ws: Float[Array, "R K C"],
     probs: Float[Array, "N C"],
     residual: Float[Array, "N C"],
     weights: Float[Array, " N"],
     action_mask: Bool[Array, " K"] | None = None,
-    init: Float[Array, "R K C"] | None = None,
-    *,
-    n_actions: int,
-    n_restarts: int = 16,
-    n_steps: int = 300,
-    learning_rate: float | Float[Array, ""] = 1e-2,
-    scale: float | Float[Array, ""] = 100.0,
-    squared: bool = False,
-    unroll: int | None = None,
 ) -> SearchResult:
-    """Gradient ascent on the relaxed objective (Eq. 9) from ``n_restarts`` random starts.
-
-    All restarts are one ``(R, K, C)`` parameter array: the objective is summed over restarts
-    (each restart's gradient only involves its own w) and Adam is coordinatewise, so this is
-    exactly R independent Adam runs, batched into one matmul per step. The step count is fixed
-    (one :func:`jcalib.core.optimise` scan), so the search vmaps over datasets and over action
-    masks. ``learning_rate`` and ``scale`` are traced: one compilation serves every value, and
-    the search vmaps over them too.
-
-    Settings of the public reference code (TorchUQ ``CriticDecision``): w initialised like a
-    bias-free ``nn.Linear`` (uniform in ±1/√C), Adam with learning rate 1e-2, decayed ×0.8
-    every 500 steps; the reference runs one restart of 5000 steps. Departure: Adam moves
-    v with w = ``scale`` · v, so each step moves w by up to ``scale`` × ``learning_rate``
-    (1.0 by default). Near-hard cells need logit gaps of order 10, i.e. |w| of order 10; at
-    the reference's step 1e-2 that takes thousands of steps, at the default a few hundred
-    (measured on planted witnesses, C = 3 … 1000).
-
-    Args:
-        key: PRNG key for the initial w.
-        probs: ``(N, C)`` predictions p̂.
-        residual: ``(N, C)`` one-hot labels minus ``probs``.
-        weights: ``(N,)`` sample weights summing to 1.
-        action_mask: optional ``(n_actions,)`` bool; False rows are padding (fewer actions).
-        init: optional ``(n_restarts, n_actions, C)`` starting witnesses (replaces the random
-            start; ``key`` is then unused).
-        n_actions: K (rows of w).
-        n_restarts: independent starts R.
-        n_steps: Adam steps.
-        learning_rate: initial Adam learning rate (for v; ×0.8 every 500 steps); traced.
-        scale: w = scale · v (see above); 1 recovers the reference parametrisation; traced.
-        squared: ascend Σ_a ‖m_a‖₂² (reference code) instead of Σ_a ‖m_a‖₂ (Eq. 9).
-        unroll: Adam steps per iteration of the compiled loop (an int ≥ 1; ``None``: the
-            backend's default, :func:`jcalib.core.optim.default_unroll`); static. The same
-            steps, compiled differently: witnesses agree with ``unroll=1`` up to float rounding.
-
-    Returns:
-        :class:`SearchResult` with every restart's final witness and its soft and hard values.
-    """
-    n_classes = probs.shape[1]
-    learning_rate = jnp.asarray(learning_rate, probs.dtype)
-    scale = jnp.asarray(scale, probs.dtype)
-    bound = 1.0 / jnp.sqrt(jnp.asarray(n_classes, probs.dtype))
-    # Departure from the reference: Adam optimises v with w = scale · v, i.e. its step in w is
-    # scale × learning_rate (Adam is invariant to gradient scale). The start w is the
-    # reference's U(±1/√C) whatever the scale.
-    if init is None:
-        init = jax.random.uniform(
-            key, (n_restarts, n_actions, n_classes), probs.dtype, minval=-bound, maxval=bound
-        )
-    v0 = init.astype(probs.dtype) / scale
-    if action_mask is not None:
-        v0 = jnp.where(action_mask[None, :, None], v0, 0.0)
-
-    def objective(v):
-        w = scale * v
-        return decision_objective(w, probs, residual, weights, action_mask, squared=squared)
-
-    def loss(vs):
-        return -jnp.sum(jax.vmap(objective)(vs))
-
-    schedule = optax.exponential_decay(
-        learning_rate, transition_steps=500, decay_rate=0.8, staircase=True
-    )
-    vs = optimise(loss, v0, optax.adam(schedule), n_steps, unroll=unroll).params
-    ws = scale * vs
+    """Eq. (9) (softmax cells) and Eq. (8) (argmax cells) of every witness in ``ws``: the
+    values of a given family of partitions, in the layout of a search's result."""
 
     def values(w):
         return tuple(
@@ -296,11 +232,117 @@ def partition_search(
     return SearchResult(ws, soft, hard)
 
 
+@partial(jax.jit, static_argnames=("n_actions",))
+def partition_search(
+    probs: Float[Array, "N C"],
+    residual: Float[Array, "N C"],
+    weights: Float[Array, " N"],
+    action_mask: Bool[Array, " K"] | None = None,
+    init: Float[Array, "R K C"] | None = None,
+    *,
+    key: PRNGKeyArray | None,
+    n_actions: int,
+    search: PartitionSearch = PartitionSearch(),
+) -> SearchResult:
+    """Gradient ascent on the relaxed objective (Eq. 9) from ``search.n_restarts`` random starts.
+
+    All restarts are one ``(R, K, C)`` parameter array: the objective is summed over restarts
+    (each restart's gradient only involves its own w) and Adam is coordinatewise, so this is
+    exactly R independent Adam runs, batched into one matmul per step. The step count is fixed
+    (one :func:`jcalib.core.optimise` scan), so the search vmaps over datasets and over action
+    masks. The search's ``learning_rate`` and ``scale`` are leaves of ``search``, traced: one
+    compilation serves every value, and the search vmaps over them too.
+
+    Settings of the public reference code (TorchUQ ``CriticDecision``): w initialised like a
+    bias-free ``nn.Linear`` (uniform in ±1/√C), Adam with learning rate 1e-2, decayed ×0.8
+    every 500 steps; the reference runs one restart of 5000 steps. Departure: Adam moves
+    v with w = ``scale`` · v, so each step moves w by up to ``scale`` × ``learning_rate``
+    (1.0 by default). Near-hard cells need logit gaps of order 10, i.e. |w| of order 10; at
+    the reference's step 1e-2 that takes thousands of steps, at the default a few hundred
+    (measured on planted witnesses, C = 3 … 1000).
+
+    A pure building block (traced; its inputs are not validated): the public metric is
+    :func:`decision_calibration_error`.
+
+    Args:
+        probs: ``(N, C)`` predictions p̂.
+        residual: ``(N, C)`` one-hot labels minus ``probs``.
+        weights: ``(N,)`` sample weights summing to 1.
+        action_mask: optional ``(n_actions,)`` bool; False rows are padding (fewer actions).
+        init: optional ``(search.n_restarts, n_actions, C)`` starting witnesses (replaces the
+            random start; then nothing is drawn and ``key`` may be ``None``).
+        key: PRNG key for the random starts (keyword-only).
+        n_actions: K (rows of w); static.
+        search: :class:`jcalib.metrics.PartitionSearch`, the search's settings.
+
+    Returns:
+        :class:`SearchResult` with every restart's final witness and its soft and hard values.
+    """
+    n_classes = probs.shape[1]
+    learning_rate = jnp.asarray(search.learning_rate, probs.dtype)
+    scale = jnp.asarray(search.scale, probs.dtype)
+    bound = 1.0 / jnp.sqrt(jnp.asarray(n_classes, probs.dtype))
+    # Departure from the reference: Adam optimises v with w = scale · v, i.e. its step in w is
+    # scale × learning_rate (Adam is invariant to gradient scale). The start w is the
+    # reference's U(±1/√C) whatever the scale.
+    if init is None:
+        init = jax.random.uniform(
+            key, (search.n_restarts, n_actions, n_classes), probs.dtype, minval=-bound, maxval=bound
+        )
+    v0 = init.astype(probs.dtype) / scale
+    if action_mask is not None:
+        v0 = jnp.where(action_mask[None, :, None], v0, 0.0)
+    squared = search.objective == "squared"
+
+    def objective(v):
+        w = scale * v
+        return decision_objective(w, probs, residual, weights, action_mask, squared=squared)
+
+    def loss(vs):
+        return -jnp.sum(jax.vmap(objective)(vs))
+
+    schedule = optax.exponential_decay(
+        learning_rate, transition_steps=500, decay_rate=0.8, staircase=True
+    )
+    vs = optimise(loss, v0, optax.adam(schedule), search.n_steps, unroll=search.unroll).params
+    return family_values(scale * vs, probs, residual, weights, action_mask)
+
+
 # --------------------------------------------------------------------------------------------
 # Public metrics (validate at the boundary, then call jitted cores)
 
 
 _validate = check_multiclass_inputs  # probs (n, C), int32 labels, weights (ones by default)
+
+
+def check_loss_matrices(losses, n_classes: int, name: str = "losses", *, min_actions: int = 2) -> jax.Array:
+    """A decision maker's loss matrices as a float ``(L, n_actions, C)`` array (one ``(n_actions,
+    C)`` matrix gains a leading axis): entry ``[l, a, c]`` is the loss of action a under outcome
+    c. Concrete values must be finite; ``n_actions >= min_actions``, ``C == n_classes``."""
+    arr = as_float_array(losses, name)
+    if arr.ndim == 2:
+        arr = arr[None]
+    if arr.ndim != 3 or arr.shape[0] < 1 or arr.shape[2] != n_classes or arr.shape[1] < min_actions:
+        raise ValueError(
+            f"{name} must have shape (n_actions, {n_classes}) or (L, n_actions, {n_classes}) with "
+            f"n_actions >= {min_actions} and L >= 1 (the loss of action a under outcome c), "
+            f"got shape {tuple(jnp.shape(losses))}"
+        )
+    check_finite(arr, name)
+    return arr
+
+
+def _given_actions(n_actions, losses):
+    # With given losses K is their second axis; an explicit n_actions must agree.
+    k = losses.shape[1]
+    if n_actions is not None and (isinstance(n_actions, (tuple, list)) or check_positive_int(n_actions, "n_actions") != k):
+        raise ValueError(f"n_actions must be None or {k} (the losses' number of actions), got {n_actions!r}")
+    return k
+
+
+def _no_key(key, what="losses"):
+    if key is not None:
+        raise TypeError(f"with {what} given nothing is drawn at random; do not pass a key")
 
 
 def _action_tuple(n_actions) -> tuple[int, ...]:
@@ -311,10 +353,15 @@ def _action_tuple(n_actions) -> tuple[int, ...]:
     return (check_positive_int(n_actions, "n_actions"),)
 
 
-@partial(jax.jit, static_argnames=("actions", "n_restarts", "n_steps", "single", "unroll"))
-def _dce_core(
-    key, probs, labels, sample_weight, *, actions, n_restarts, n_steps, learning_rate, scale, single, unroll
-):
+def _check_search(search, cls=None):
+    cls = PartitionSearch if cls is None else cls
+    if not isinstance(search, cls):
+        raise TypeError(f"search must be a jcalib.metrics.{cls.__name__}, got {type(search).__name__}")
+    return search
+
+
+@partial(jax.jit, static_argnames=("actions", "single"))
+def _dce_core(key, probs, labels, sample_weight, search, *, actions, single):
     n, c = probs.shape
     residual = jax.nn.one_hot(labels, c, dtype=probs.dtype) - probs
     weights = normalised_weights(sample_weight, n, probs.dtype)
@@ -323,20 +370,8 @@ def _dce_core(
     keys = jax.random.split(key, len(actions))
 
     def one(k, mask):
-        res = partition_search(
-            k, probs, residual, weights, mask,
-            n_actions=k_max, n_restarts=n_restarts, n_steps=n_steps,
-            learning_rate=learning_rate, scale=scale, squared=False, unroll=unroll,
-        )
-        best = jnp.argmax(res.value)
-        return DecisionCalibrationResult(
-            value=res.value[best],
-            soft_value=res.soft_value[best],
-            witness=res.witness[best],
-            action_mask=mask,
-            restart_values=res.value,
-            restart_soft_values=res.soft_value,
-        )
+        res = partition_search(probs, residual, weights, mask, key=k, n_actions=k_max, search=search)
+        return _best(res, mask)
 
     # Every K runs padded to K_max with masked actions, so all K share one compiled search and
     # are vmapped together (cost per K is that of K_max).
@@ -346,18 +381,37 @@ def _dce_core(
     return out
 
 
+def _best(res: SearchResult, mask) -> DecisionCalibrationResult:
+    best = jnp.argmax(res.value)
+    return DecisionCalibrationResult(
+        value=res.value[best],
+        soft_value=res.soft_value[best],
+        witness=res.witness[best],
+        action_mask=mask,
+        restart_values=res.value,
+        restart_soft_values=res.soft_value,
+    )
+
+
+@jax.jit
+def _dce_losses_core(losses, probs, labels, sample_weight):
+    n, c = probs.shape
+    residual = jax.nn.one_hot(labels, c, dtype=probs.dtype) - probs
+    weights = normalised_weights(sample_weight, n, probs.dtype)
+    # The Bayes rule of L, argmin_a ⟨L_a, q⟩ (Definition 1), is the argmax partition of w = −L.
+    res = family_values(-losses, probs, residual, weights)
+    return _best(res, jnp.ones(losses.shape[1], bool))
+
+
 def decision_calibration_error(
     probs: Float[Array, "N C"],
     labels: Int[Array, " N"],
-    n_actions: int | Sequence[int] = 2,
-    key: PRNGKeyArray | None = None,
+    n_actions: int | Sequence[int] | None = None,
     *,
-    n_restarts: int = 16,
-    n_steps: int = 300,
-    learning_rate: float = 1e-2,
-    scale: float = 100.0,
+    key: PRNGKeyArray | None = None,
+    losses: Float[Array, "L K C"] | None = None,
+    search: PartitionSearch = PartitionSearch(),
     sample_weight: Float[Array, " N"] | None = None,
-    unroll: int | None = None,
 ) -> DecisionCalibrationResult:
     """Worst-case decision miscalibration over K-action decision makers (paper 004, Prop. 2).
 
@@ -368,71 +422,86 @@ def decision_calibration_error(
     and true expected loss of any Bayes decision rule with K actions, divided by
     max_a ‖ℓ(·, a)‖₂ (Eq. 3, 4). The value is not normalised further (it lies in [0, √2]).
 
-    The supremum is estimated by Adam on the softmax relaxation (Eq. 9) from ``n_restarts``
-    random starts (:func:`partition_search`); the reported witness is the restart with the
-    largest hard value, so ``value`` is a lower bound on the supremum up to sampling error.
+    Random search (``losses=None``): the supremum is estimated by Adam on the softmax
+    relaxation (Eq. 9) from ``search.n_restarts`` random starts (:func:`partition_search`); the
+    reported witness is the restart with the largest hard value, so ``value`` is a lower bound
+    on the supremum up to sampling error.
+
+    A decision maker's own losses (``losses`` given, one ``(K, C)`` matrix or a stack
+    ``(L, K, C)``, entry ``[a, c]`` the loss of action a under outcome c): the supremum runs
+    over the Bayes-decision partitions of the given losses only, δ_L(q) = argmin_a ⟨L_a, q⟩
+    (Definition 1), i.e. the argmax cells of w = −L, and is exact (a maximum over the L
+    matrices; nothing is searched or drawn, so no ``key``). In the terms of Definitions 2 and
+    4 it is the smallest ε for which p̂ is (L^K; Δ_𝓛, ε)-decision calibrated, Δ_𝓛 the Bayes
+    rules of the given class 𝓛: every K-action loss, scored under those decision rules, has a
+    normalised gap ≤ the value. In particular each gap of :func:`decision_loss_gap` on the
+    same matrices is at most its matrix's ``restart_values`` entry.
 
     Args:
         probs: ``(N, C)`` predicted class probabilities (rows on the simplex).
         labels: ``(N,)`` integer labels in [0, C).
-        n_actions: K, or a tuple of K values: all are searched in one compiled, vmapped run,
-            padded to max(K) rows with masked actions (so each K costs as much as max(K)).
-        key: PRNG key for the random starts; ``None`` uses ``jax.random.key(0)``.
-        n_restarts: random starts, run together.
-        n_steps: Adam steps per start (fixed; the search is one ``lax.scan``).
-        learning_rate: Adam learning rate (reference setting 1e-2, ×0.8 every 500 steps). A
-            float or a scalar array, traced: new values reuse the compiled search, and a
-            ``jax.vmap`` over learning rates is one program.
-        scale: the search optimises v with w = scale · v, so Adam's step in w is
-            ``scale * learning_rate``; ``scale=1`` is the reference parametrisation, which
-            needs about ten times more steps (see :func:`partition_search`). Traced, like
-            ``learning_rate``.
+        n_actions: K (default 2), or a tuple of K values: all are searched in one compiled,
+            vmapped run, padded to max(K) rows with masked actions (so each K costs as much as
+            max(K)). With ``losses`` it is their number of actions (``None`` or that number).
+        key: PRNG key for the random starts (keyword-only; required unless ``losses`` is
+            given, and refused then).
+        losses: optional loss matrices ``(K, C)`` or ``(L, K, C)``, K ≥ 2, finite.
+        search: the search's settings, :class:`jcalib.metrics.PartitionSearch` (restarts, Adam
+            steps, learning rate, scale, objective, unroll); unused with ``losses``.
         sample_weight: optional ``(N,)`` non-negative weights (weighted means replace means).
-        unroll: Adam steps per iteration of the search's compiled loop (an int ≥ 1; ``None``:
-            the backend's default); see :func:`partition_search`. Each value compiles anew.
 
     Returns:
         :class:`DecisionCalibrationResult` (``.value``, ``.soft_value``, ``.witness``, …);
-        with a tuple ``n_actions`` every field has a leading axis over the K values.
+        with a tuple ``n_actions`` every field has a leading axis over the K values. With
+        ``losses`` the "restarts" are the given matrices: ``restart_values`` ``(L,)`` holds
+        each one's Eq. (8) value and ``witness`` is −L of the worst one.
 
     Raises:
         ValueError: probabilities off the simplex, NaN, labels out of range, length mismatch,
-            a non-positive ``n_actions``, or a concrete ``learning_rate`` or ``scale`` that is
-            not a positive finite scalar, or an ``unroll`` that is not an int ≥ 1.
+            a non-positive ``n_actions``, loss matrices of the wrong shape or not finite.
+        TypeError: a missing key (or an int or None) without ``losses``, a key with
+            ``losses``, or a ``search`` that is not a :class:`PartitionSearch`.
 
     Examples:
         >>> import jax, jax.numpy as jnp
         >>> probs = jax.nn.softmax(jax.random.normal(jax.random.key(1), (1000, 4)), axis=1)
         >>> labels = jax.random.categorical(jax.random.key(2), jnp.log(probs))
-        >>> res = decision_calibration_error(probs, labels, n_actions=2, n_steps=100)
+        >>> res = decision_calibration_error(probs, labels, n_actions=2, key=jax.random.key(0),
+        ...                                  search=PartitionSearch(n_steps=100))
         >>> bool(res.value < 0.2)
+        True
+        >>> L = jnp.array([[0.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.0, 0.0]])  # 2 actions, 4 outcomes
+        >>> bool(decision_calibration_error(probs, labels, losses=L).value < 0.2)
         True
 
     References:
-        Zhao, Kim, Sahoo, Ma, Ermon (2021), Definition 4, Eq. (5)–(9), Propositions 2 and 3.
+        Zhao, Kim, Sahoo, Ma, Ermon (2021), Definitions 1–4, Eq. (5)–(9), Propositions 2 and 3.
     """
     probs, labels, sample_weight = _validate(probs, labels, sample_weight)
-    actions = _action_tuple(n_actions)
+    if losses is not None:
+        _no_key(key)
+        losses = check_loss_matrices(losses, probs.shape[1]).astype(probs.dtype)
+        _given_actions(n_actions, losses)
+        return _dce_losses_core(losses, probs, labels, sample_weight)
+    key = check_key(key)
+    search = _check_search(search)
+    n_actions = 2 if n_actions is None else n_actions
     return _dce_core(
-        jax.random.key(0) if key is None else key,
+        key,
         probs,
         labels,
         sample_weight,
-        actions=actions,
-        n_restarts=check_positive_int(n_restarts, "n_restarts"),
-        n_steps=check_positive_int(n_steps, "n_steps"),
-        learning_rate=check_float_scalar(learning_rate, "learning_rate", probs.dtype, positive=True),
-        scale=check_float_scalar(scale, "scale", probs.dtype, positive=True),
+        search,
+        actions=_action_tuple(n_actions),
         single=not isinstance(n_actions, (tuple, list)),
-        unroll=None if unroll is None else check_positive_int(unroll, "unroll"),
     )
 
 
-@partial(jax.jit, static_argnames=("n_losses", "n_actions", "chunk"))
-def _loss_gap_core(key, probs, labels, true_probs, sample_weight, *, n_losses, n_actions, chunk):
+@partial(jax.jit, static_argnames=("chunk",))
+def _loss_gap_core(losses, probs, labels, true_probs, sample_weight, *, chunk):
     n, c = probs.shape
+    n_actions = losses.shape[1]
     weights = normalised_weights(sample_weight, n, probs.dtype)
-    losses = jax.random.normal(key, (n_losses, n_actions, c), probs.dtype)
     onehot = jax.nn.one_hot(labels, c, dtype=probs.dtype)
     target = onehot if true_probs is None else true_probs.astype(probs.dtype)
     # Weighted predicted and true class distributions side by side: (N, 2C).
@@ -449,7 +518,8 @@ def _loss_gap_core(key, probs, labels, true_probs, sample_weight, *, n_losses, n
         return predicted, true, scale
 
     predicted, true, scale = jax.lax.map(one, losses, batch_size=chunk)
-    gaps = jnp.abs(predicted - true) / scale
+    # A loss matrix of zeros has no gap; 0/0 would be NaN.
+    gaps = jnp.where(scale > 0, jnp.abs(predicted - true) / jnp.where(scale > 0, scale, 1.0), 0.0)
     accuracy = jnp.sum(weights * (jnp.argmax(probs, axis=1).astype(labels.dtype) == labels).astype(probs.dtype))
     l2 = jnp.sum(weights * jnp.sum((probs - onehot) ** 2, axis=1))
     return DecisionLossGapResult(
@@ -467,31 +537,41 @@ def _loss_gap_core(key, probs, labels, true_probs, sample_weight, *, n_losses, n
 def decision_loss_gap(
     probs: Float[Array, "N C"],
     labels: Int[Array, " N"],
-    n_losses: int = 500,
-    n_actions: int = 2,
-    key: PRNGKeyArray | None = None,
+    n_losses: int | None = None,
+    n_actions: int | None = None,
     *,
+    key: PRNGKeyArray | None = None,
+    losses: Float[Array, "L K C"] | None = None,
     true_probs: Float[Array, "N C"] | None = None,
     sample_weight: Float[Array, " N"] | None = None,
     chunk: int | None = None,
 ) -> DecisionLossGapResult:
-    """Loss-estimation gap of Bayes decisions on random losses (paper 004, Section 5, Eq. 10).
+    """Loss-estimation gap of Bayes decisions (paper 004, Section 5, Eq. 10).
 
-    Draws ``n_losses`` loss matrices L ∈ R^{K×C} with i.i.d. N(0, 1) entries (ℓ(y, a) = L_{a,y}).
-    For each, the Bayes action under p̂ is a*(i) = argmin_a ⟨L_a, p̂_i⟩ (Definition 1) and
+    For each loss matrix L ∈ R^{K×C} (ℓ(y, a) = L_{a,y}) the Bayes action under p̂ is
+    a*(i) = argmin_a ⟨L_a, p̂_i⟩ (Definition 1, first minimiser on ties) and
 
         gap(L) = | mean_i ⟨L_{a*(i)}, p̂_i⟩ − mean_i L_{a*(i), y_i} | / max_a ‖L_a‖₂      (Eq. 10)
 
     (predicted minus true loss of the Bayes rule, normalised by the loss's 2-norm as in
-    Definition 4). By Eq. (5), every gap is at most the decision calibration error DCE_K.
+    Definition 4; 0 for an all-zero matrix). By Eq. (5), every gap is at most the decision
+    calibration error DCE_K.
+
+    The loss matrices are a decision maker's own (``losses``: one ``(K, C)`` matrix or a stack
+    ``(L, K, C)``; nothing is drawn, no key) or, as in the paper's evaluation, ``n_losses``
+    random ones with i.i.d. N(0, 1) entries, drawn as
+    ``jax.random.normal(key, (n_losses, n_actions, C), probs.dtype)`` — passing those as
+    ``losses`` gives the same result.
 
     Args:
         probs: ``(N, C)`` predicted class probabilities.
         labels: ``(N,)`` integer labels.
-        n_losses: number of random loss matrices (the paper uses 500).
-        n_actions: K.
-        key: PRNG key for the loss matrices; ``None`` uses the fixed ``jax.random.key(0)`` so
-            that different predictors are compared on the same losses.
+        n_losses: number of random loss matrices (default 500, the paper's); with ``losses``,
+            ``None`` or their number.
+        n_actions: K of the random losses (default 2); with ``losses``, ``None`` or theirs.
+        key: PRNG key for the random loss matrices (keyword-only; required unless ``losses``
+            is given, and refused then). Use one key to compare predictors on the same losses.
+        losses: optional loss matrices ``(K, C)`` or ``(L, K, C)``, K ≥ 2, finite.
         true_probs: optional ``(N, C)`` known conditional distributions p*(x_i) (synthetic
             studies): the true loss is then its expectation mean_i ⟨L_{a*(i)}, p*_i⟩, free of
             label noise. Accuracy and L2 error still use ``labels``.
@@ -504,15 +584,20 @@ def decision_loss_gap(
         unnormalised predicted and true losses, the decision loss, accuracy and L2 error.
 
     Raises:
-        ValueError: invalid probabilities or labels, length mismatch, bad counts.
+        ValueError: invalid probabilities or labels, length mismatch, bad counts, loss
+            matrices of the wrong shape or not finite, counts that contradict ``losses``.
+        TypeError: a missing key (or an int or None) without ``losses``, a key with ``losses``.
 
     Examples:
         >>> import jax, jax.numpy as jnp
         >>> probs = jax.nn.softmax(jax.random.normal(jax.random.key(1), (2000, 5)), axis=1)
         >>> labels = jax.random.categorical(jax.random.key(2), jnp.log(probs))
-        >>> res = decision_loss_gap(probs, labels, n_losses=100)
+        >>> res = decision_loss_gap(probs, labels, n_losses=100, key=jax.random.key(0))
         >>> bool(res.mean_gap < 0.05)
         True
+        >>> L = jnp.array([[0.0, 1.0, 1.0, 1.0, 1.0], [0.3, 0.3, 0.3, 0.3, 0.3]])  # act or abstain
+        >>> decision_loss_gap(probs, labels, losses=L).gaps.shape
+        (1,)
 
     References:
         Zhao, Kim, Sahoo, Ma, Ermon (2021), Definition 1, Definition 4, Eq. (10), Section 5.
@@ -522,18 +607,20 @@ def decision_loss_gap(
         true_probs = check_simplex_probs(true_probs, "true_probs")
         if true_probs.shape != probs.shape:
             raise ValueError(f"true_probs must have shape {tuple(probs.shape)}, got {tuple(true_probs.shape)}")
-    n_losses = check_positive_int(n_losses, "n_losses")
-    n_actions = check_positive_int(n_actions, "n_actions")
+    if losses is not None:
+        _no_key(key)
+        losses = check_loss_matrices(losses, probs.shape[1]).astype(probs.dtype)
+        _given_actions(n_actions, losses)
+        if n_losses is not None and check_positive_int(n_losses, "n_losses") != losses.shape[0]:
+            raise ValueError(f"n_losses must be None or {losses.shape[0]} (the number of losses given), got {n_losses!r}")
+    else:
+        key = check_key(key)
+        n_losses = 500 if n_losses is None else check_positive_int(n_losses, "n_losses")
+        n_actions = 2 if n_actions is None else check_positive_int(n_actions, "n_actions")
+        # The paper's evaluation losses (Section 5): i.i.d. N(0, 1) entries, ℓ(y, a) = L[a, y].
+        losses = jax.random.normal(key, (n_losses, n_actions, probs.shape[1]), probs.dtype)
+    n_losses, n_actions = losses.shape[:2]
     if chunk is None:
         chunk = max(1, min(n_losses, int(2e7) // max(1, probs.shape[0] * n_actions)))
     chunk = check_positive_int(chunk, "chunk")
-    return _loss_gap_core(
-        jax.random.key(0) if key is None else key,
-        probs,
-        labels,
-        true_probs,
-        sample_weight,
-        n_losses=n_losses,
-        n_actions=n_actions,
-        chunk=min(chunk, n_losses),
-    )
+    return _loss_gap_core(losses, probs, labels, true_probs, sample_weight, chunk=min(chunk, n_losses))

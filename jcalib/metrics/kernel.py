@@ -29,10 +29,12 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from .. import _kernels
-from .._kernels import kernel_matmul, multinomial_kernel
+from .._kernels import GaussianKernel, LaplacianKernel, MultinomialKernel, kernel_matmul
 from .._validation import check_hyper, check_multiclass_inputs, check_positive_int, check_simplex_probs
 
-__all__ = ["KernelAudit", "KernelWitness", "kernel_audit", "kernel_quadratic", "kernel_scale"]
+# The kernels live in a module shared with jcalib.losses, jcalib.stats and
+# jcalib.recalibration; they are public here, next to the audit that takes them.
+__all__ = ["GaussianKernel", "KernelAudit", "KernelWitness", "LaplacianKernel", "MultinomialKernel", "kernel_audit"]
 
 Kernel = _kernels.Kernel
 _DEFAULT_TILE = _kernels.DEFAULT_TILE
@@ -42,7 +44,7 @@ def kernel_quadratic(kernel: Kernel, points: Float[Array, "n d"], coef: Float[Ar
     r"""$\big(\sum_{i,j} c_{i\ell} c_{j\ell} \ker(x_i, x_j)\big)_\ell$ and the products $K C$.
 
     Returns ``(quad, KC)`` with ``quad`` of shape ``(m,)`` and ``KC`` $= \ker(X, X)\,C$ of
-    shape ``(n, m)``, through :func:`~jcalib.recalibration.kernel_matmul` (row tiles of
+    shape ``(n, m)``, through ``kernel_matmul`` (row tiles of
     ``tile``, each block rematerialised in reverse mode), so value and gradient need
     $O(\mathrm{tile}\cdot n + nm)$ memory, never $n \times n$.
     """
@@ -164,7 +166,7 @@ def kernel_audit(
         probs: ``(n, k)`` predictions on the simplex.
         labels: ``(n,)`` integer labels in ``[0, k)``.
         kernel: positive-definite kernel ``ker(A, B) -> (len(A), len(B))`` Gram block;
-            default :func:`multinomial_kernel` of degree 2. A kernel object may carry
+            default :class:`MultinomialKernel` of degree 2. A kernel object may carry
             ``diag_bound`` ($\sup_{v\in\Delta_k} \ker(v,v)$); a plain function needs ``s``.
         s: scale with $s^2 \ge \sup_{v\in\Delta_k}\ker(v, v)$; default
             ``sqrt(kernel.diag_bound)`` ($\sqrt{d+1}$ for the multinomial kernel).
@@ -181,14 +183,14 @@ def kernel_audit(
     Examples:
         >>> import jax, jax.numpy as jnp
         >>> v = jnp.array([[0.9, 0.1], [0.8, 0.2], [0.7, 0.3], [0.6, 0.4]])
-        >>> res = kernel_audit(v, jnp.array([1, 1, 0, 1]), multinomial_kernel(1))
+        >>> res = kernel_audit(v, jnp.array([1, 1, 0, 1]), MultinomialKernel(1))
         >>> bool(res.value > 0), res.witness(v).shape
         (True, (4, 2))
 
     References:
         Gopalan, Hu, Rothblum (2024), Algorithm 2, Theorem 6.2, Lemma 6.4.
     """
-    kernel = multinomial_kernel(2) if kernel is None else kernel
+    kernel = MultinomialKernel(2) if kernel is None else kernel
     if not callable(kernel):
         raise ValueError(f"kernel must be callable ker(A, B) -> Gram block, got {type(kernel).__name__}")
     v, y = audit_inputs(probs, labels)

@@ -297,8 +297,11 @@ def classwise_ece(
     (paper 003, §2). The mean over classes (not the sum) follows Kull et al.'s definition of
     classwise-ECE, $\frac1k\sum_j\sum_i \frac{|B_{i,j}|}{n}|y_j(B_{i,j}) -
     \hat p_j(B_{i,j})|$ over $k$ classes and bins $B_{i,j}$; multiply by $C$ for the sum. Each class gets its own bins (equal-mass
-    ones with ``strategy="quantile"``); with ``p > 1`` each class's ECE is an $\ell_p$ average and
-    the classes are still averaged arithmetically.
+    ones with ``strategy="quantile"``); with ``order > 1`` each class's ECE is an $\ell_p$ average and
+    the classes are still averaged arithmetically. The worst class instead, the weighted
+    calibration error of the class-wise family (paper 003, §2), is
+    :func:`jcalib.metrics.max_classwise_calibration_error`: this mean $\le$ that max
+    $\le C\,\cdot$ this mean.
 
     Args:
         probs: predictions on the simplex, shape ``(n, C)``.

@@ -14,9 +14,9 @@ and ``per_class`` reports the terms.
 | family | definition | function | what is computed |
 | --- | --- | --- | --- |
 | finite / user-supplied | Def. 2.2 | :func:`weighted_calibration_error` | exact max over the family |
-| class-wise | §2 | :func:`classwise_calibration_error` | exact for $\phi$ constant on bins: $\max_\ell$ binned ECE$_\ell$ |
-| confidence | §2 | :func:`jcalib.metrics.confidence_ece` | exact for binned $\phi$ (``p=1``) |
-| top-label | §2 | :func:`jcalib.metrics.top_label_ece` | exact for binned $\phi$ (``p=1``) |
+| class-wise | §2 | :func:`max_classwise_calibration_error` | exact for $\phi$ constant on bins: $\max_\ell$ binned ECE$_\ell$ |
+| confidence | §2 | :func:`jcalib.metrics.confidence_ece` | exact for binned $\phi$ (``order=1``) |
+| top-label | §2 | :func:`jcalib.metrics.top_label_ece` | exact for binned $\phi$ (``order=1``) |
 | decision, two actions | Def. 2.3 | :func:`two_action_decision_calibration_error` | lower bound (search) |
 | $m$-subset smooth | Def. 2.4 | :func:`subset_smooth_calibration_error` | exact over the subsets enumerated |
 | $m$-projected smooth | Def. 2.5 | :func:`projected_smooth_calibration_error` | lower bound (exact per direction); exact for $k=2$ |
@@ -58,19 +58,21 @@ from .._validation import (
     as_float_array,
     check_finite,
     check_hyper,
+    check_key,
     check_multiclass_inputs,
     check_positive_int,
     is_concrete,
 )
 from ..core.optim import optimise
 from .binary import binned_ece
-from .decision import decision_calibration_error
+from .decision import _check_search, decision_calibration_error
+from .search import PartitionSearch, SigmoidSearch
 from .smooth import smooth_calibration_error
 
 __all__ = [
     "WeightedCE",
     "weighted_calibration_error",
-    "classwise_calibration_error",
+    "max_classwise_calibration_error",
     "two_action_decision_calibration_error",
     "subset_smooth_calibration_error",
     "projected_smooth_calibration_error",
@@ -174,7 +176,7 @@ def weighted_calibration_error(
 # Class-wise, confidence, top-label (§2), decision (Def. 2.3)
 
 
-def classwise_calibration_error(
+def max_classwise_calibration_error(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
     n_bins: int = 15,
@@ -192,7 +194,7 @@ def classwise_calibration_error(
     reports the *mean* over classes instead, so
     ``classwise_ece`` $\le$ this $\le k\cdot$``classwise_ece``. The confidence and top-label
     families of §2 are exactly :func:`jcalib.metrics.confidence_ece` and
-    :func:`jcalib.metrics.top_label_ece` (with ``p=1``), so they are not repeated here.
+    :func:`jcalib.metrics.top_label_ece` (with ``order=1``), so they are not repeated here.
 
     Returns:
         Scalar array, or :class:`WeightedCE` with ``per_class`` the binned ECE of every class
@@ -219,8 +221,10 @@ def _per_class_ece(v, y, w, n_bins, strategy):
 def two_action_decision_calibration_error(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
-    key: PRNGKeyArray | None = None,
-    **search,
+    *,
+    key: PRNGKeyArray,
+    search: PartitionSearch = PartitionSearch(),
+    sample_weight: Float[Array, " n"] | None = None,
 ):
     r"""Two-action decision calibration error (paper 003, Definition 2.3), **normalised**:
 
@@ -236,15 +240,15 @@ def two_action_decision_calibration_error(
 
     Args:
         probs, labels: as usual.
-        key: PRNG key for the restarts.
-        **search: forwarded (``n_restarts``, ``n_steps``, ``learning_rate``,
-            ``sample_weight``, ``unroll``).
+        key: PRNG key for the restarts (keyword-only, required).
+        search: the search's settings, :class:`jcalib.metrics.PartitionSearch`.
+        sample_weight: optional ``(n,)`` weights.
 
     Returns:
         :class:`jcalib.metrics.decision.DecisionCalibrationResult` (``.value``, ``.witness``
         the two rows $w_1, w_2$; the half-space normal is $a = w_1 - w_2$).
     """
-    return decision_calibration_error(probs, labels, n_actions=2, key=key, **search)
+    return decision_calibration_error(probs, labels, n_actions=2, key=key, search=search, sample_weight=sample_weight)
 
 
 # --------------------------------------------------------------------------------------------
@@ -338,7 +342,7 @@ def _subset_values(v, y, w, masks, batch):
         mf = mask.astype(v.dtype)
         p_t = jnp.clip(v @ mf, 0.0, 1.0)  # ⟨1_T, v⟩; clip float round-off above 1
         y_t = (onehot @ mf > 0.5).astype(jnp.int32)  # 1[label ∈ T]
-        return smooth_calibration_error(p_t, y_t, w)
+        return smooth_calibration_error(p_t, y_t, sample_weight=w)
 
     return lax.map(one, masks, batch_size=batch)
 
@@ -346,7 +350,7 @@ def _subset_values(v, y, w, masks, batch):
 def subset_smooth_calibration_error(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
-    m: int | None = None,
+    max_subset_size: int | None = None,
     *,
     subsets=None,
     sample_weight: Float[Array, " n"] | None = None,
@@ -368,7 +372,7 @@ def subset_smooth_calibration_error(
 
     Args:
         probs, labels: as usual.
-        m: largest subset size (default $k$).
+        max_subset_size: the paper's $m$, the largest subset size $|T|$ (default $k$).
         subsets: optional candidate subsets: boolean ``(S, k)`` masks, or a 1-D array of class
             indices for a single subset.
         sample_weight: optional ``(n,)`` weights.
@@ -382,11 +386,11 @@ def subset_smooth_calibration_error(
     """
     v, y, z, w = _inputs(probs, labels, sample_weight)
     k = v.shape[1]
-    m = k if m is None else check_positive_int(m, "m")
+    m = k if max_subset_size is None else check_positive_int(max_subset_size, "max_subset_size")
     masks = _all_subsets(k, min(m, k), check_positive_int(max_subsets, "max_subsets")) if subsets is None else _as_masks(subsets, k)
     masks = masks[(masks.sum(1) >= 1) & (masks.sum(1) <= m)]
     if len(masks) == 0:
-        raise ValueError(f"no candidate subset has between 1 and m={m} classes")
+        raise ValueError(f"no candidate subset has between 1 and max_subset_size={m} classes")
     values = _subset_values(v, y, w, jnp.asarray(masks), batch=min(len(masks), 4))
     value = jnp.max(values)
     if not return_witness:
@@ -417,7 +421,7 @@ def _default_directions(k, m, max_directions):
 def projected_smooth_calibration_error(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
-    m: float | None = None,
+    max_sq_norm: float | None = None,
     *,
     directions=None,
     sample_weight: Float[Array, " n"] | None = None,
@@ -446,7 +450,8 @@ def projected_smooth_calibration_error(
 
     Args:
         probs, labels: as usual.
-        m: bound on $\|a\|_2^2$ (default $k$: every $a \in [-1, 1]^k$).
+        max_sq_norm: the paper's $m$, the bound on $\|a\|_2^2$ (default $k$: every
+            $a \in [-1, 1]^k$).
         directions: optional ``(D, k)`` candidate directions in $[-1, 1]^k$ (those with
             $\|a\|_2^2 > m$ are rejected).
         sample_weight: optional ``(n,)`` weights.
@@ -459,9 +464,7 @@ def projected_smooth_calibration_error(
     """
     v, z, w = _host_inputs(probs, labels, sample_weight)
     k = v.shape[1]
-    m = float(k) if m is None else float(m)
-    if not m >= 1:
-        raise ValueError(f"m must be >= 1, got {m!r}")
+    m = float(k) if max_sq_norm is None else float(check_hyper(max_sq_norm, "max_sq_norm", 1.0))
     if directions is None:
         cand = _default_directions(k, int(math.floor(m + 1e-9)), check_positive_int(max_directions, "max_directions"))
     else:
@@ -469,7 +472,7 @@ def projected_smooth_calibration_error(
         if cand.shape[1] != k or not np.all(np.isfinite(cand)) or np.any(np.abs(cand) > 1):
             raise ValueError(f"directions must be a (D, {k}) array with entries in [-1, 1]")
         if np.any(np.sum(cand**2, 1) > m + 1e-9):
-            raise ValueError(f"every direction needs ||a||^2 <= m = {m}")
+            raise ValueError(f"every direction needs ||a||^2 <= max_sq_norm = {m}")
     per = np.zeros(k)
     arg = np.zeros((k, k))
     phis = [None] * k
@@ -538,9 +541,11 @@ def full_smooth_calibration_error(
 # Sigmoid family (Def. 7.7)
 
 
-@functools.partial(jax.jit, static_argnames=("n_restarts", "n_steps", "unroll"))
-def _sigmoid_search(key, v, z, w, L, lr, *, n_restarts, n_steps, unroll=None):
+@jax.jit
+def _sigmoid_search(key, v, z, w, L, search):
     k = v.shape[1]
+    n_restarts = search.n_restarts
+    lr = jnp.asarray(search.learning_rate, v.dtype)
     ka, kb = jax.random.split(key)
     a0 = jax.random.uniform(ka, (k, n_restarts, k), v.dtype, minval=-1.0, maxval=1.0)
     b0 = jax.random.uniform(kb, (k, n_restarts), v.dtype, minval=-1.0, maxval=1.0) * L
@@ -553,8 +558,8 @@ def _sigmoid_search(key, v, z, w, L, lr, *, n_restarts, n_steps, unroll=None):
 
     # Projected ascent: a is clipped back into [−1, 1]^k after every Adam step.
     params = optimise(
-        lambda p: -jnp.sum(corr(*p)), (a0, b0), optax.adam(lr), n_steps,
-        project=lambda p: (jnp.clip(p[0], -1.0, 1.0), p[1]), unroll=unroll,
+        lambda p: -jnp.sum(corr(*p)), (a0, b0), optax.adam(lr), search.n_steps,
+        project=lambda p: (jnp.clip(p[0], -1.0, 1.0), p[1]), unroll=search.unroll,
     ).params
     c = corr(*params)
     best = jnp.argmax(c, axis=1)
@@ -568,14 +573,11 @@ def sigmoid_calibration_error(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
     L: float = 4.0,
-    key: PRNGKeyArray | None = None,
     *,
-    n_restarts: int = 16,
-    n_steps: int = 300,
-    learning_rate: float = 0.05,
+    key: PRNGKeyArray,
+    search: SigmoidSearch = SigmoidSearch(),
     sample_weight: Float[Array, " n"] | None = None,
     return_witness: bool = False,
-    unroll: int | None = None,
 ):
     r"""Sigmoid calibration error $CE_{\Sigma_L^k}$ (paper 003, Definition 7.7), **normalised**,
     a lower bound from projected gradient ascent:
@@ -584,29 +586,31 @@ def sigmoid_calibration_error(
       E\big[(y_\ell - v_\ell)\tanh(L\langle a, v\rangle + b)\big]$$
 
     (the family is closed under negation, so the absolute value is not needed). For each class,
-    ``n_restarts`` starts ($a$ uniform in $[-1,1]^k$, $b$ uniform in $[-L, L]$) are ascended by
-    Adam for ``n_steps`` fixed steps (one ``lax.scan``, all classes and restarts at once) with
+    ``search.n_restarts`` starts ($a$ uniform in $[-1,1]^k$, $b$ uniform in $[-L, L]$) are
+    ascended by Adam for ``search.n_steps`` fixed steps (one ``lax.scan``, all classes and restarts at once) with
     $a$ clipped to the box after each step; the best restart per class is kept. The value is a
     **lower bound** (the objective is not concave). $\Sigma_L$ is $L$-Lipschitz in
     $\|\cdot\|_1$, so $CE_{\Sigma_L^k} \le L\cdot fsCE$ (Lemma 8.2's argument).
-    jit/vmap-able (L and the learning rate may be traced). ``unroll`` (an int ≥ 1, static;
-    ``None``: the backend's default, :func:`jcalib.core.optim.default_unroll`) runs that many
-    Adam steps per iteration of the compiled loop: the same steps, so the same value up to float
-    rounding.
+    jit/vmap-able (L and the search's learning rate may be traced).
+
+    Args:
+        probs, labels: as usual.
+        L: slope $L \ge 1$.
+        key: PRNG key for the random starts (keyword-only, required).
+        search: the ascent's settings, :class:`jcalib.metrics.SigmoidSearch` (restarts, Adam
+            steps, learning rate, unroll).
+        sample_weight: optional ``(n,)`` weights.
+        return_witness: return :class:`WeightedCE`.
 
     Returns:
         Scalar array, or :class:`WeightedCE` with ``witness = (a, b)``, ``a`` ``(k, k)`` (row
         ℓ for class ℓ) and ``b`` ``(k,)``.
     """
+    key = check_key(key)
+    search = _check_search(search, SigmoidSearch)
     v, _, z, w = _inputs(probs, labels, sample_weight)
     check_hyper(L, "L", 1.0)
-    check_hyper(learning_rate, "learning_rate", 0.0, open_lo=True)
-    value, per, a, b = _sigmoid_search(
-        jax.random.key(0) if key is None else key, v, z, w,
-        jnp.asarray(L, v.dtype), jnp.asarray(learning_rate, v.dtype),
-        n_restarts=check_positive_int(n_restarts, "n_restarts"), n_steps=check_positive_int(n_steps, "n_steps"),
-        unroll=None if unroll is None else check_positive_int(unroll, "unroll"),
-    )
+    value, per, a, b = _sigmoid_search(key, v, z, w, jnp.asarray(L, v.dtype), search)
     return WeightedCE(value, per, (a, b)) if return_witness else value
 
 

@@ -17,6 +17,18 @@ Appendix A, as in the public reference code, TorchUQ ``DecisionCalibrator``). D_
 (the "without degrading" half of Theorem 2.2). At prediction time the stages are applied in
 order and the result is clipped to [1e-7, 1 − 1e-7] and renormalised.
 
+`DecisionCalibration` holds the settings (the witness search as one
+:class:`jcalib.metrics.PartitionSearch`); its ``fit`` is one jitted ``lax.scan`` over stages
+and returns a `FittedDecisionCalibration`, which applies the stages to new predictions.
+``fit_with_history`` runs the same stages one by one with a progress bar and records, after
+every stage, the loss gap and accuracy of validation sets.
+
+A decision maker's own losses (``losses=``, one ``(n_actions, C)`` matrix or a stack
+``(L, n_actions, C)``) replace the search: each stage corrects the Bayes-decision partition of
+the given loss whose Eq. (8) value (Eq. 9 with soft cells) is largest, i.e. Algorithm 1 for
+the finite loss class (Definition 2's calibration with respect to those losses). Nothing is
+drawn at random then: the fit's key is unused (``None`` is accepted).
+
 Departure (``projection="simplex"``, the default): after every stage the predictions are
 projected (Euclidean) onto the simplex, in fitting and at prediction time alike, so every
 stage searches and corrects valid probability vectors. Algorithm 1, line 5 allows "projecting
@@ -32,7 +44,7 @@ the simplex, a convex set, so projecting onto it cannot move a prediction away f
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Mapping, NamedTuple
+from typing import Any, ClassVar, Mapping, NamedTuple
 
 import equinox as eqx
 import jax
@@ -41,50 +53,37 @@ import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 from tqdm.auto import tqdm
 
+from .._simplex import project_simplex
 from .._validation import (
-    check_key,
+    as_float_array,
+    as_int,
     check_class_labels,
+    check_finite,
     check_float_scalar,
+    check_key,
+    check_multiclass_inputs,
     check_positive_int,
     check_same_length,
     check_simplex_probs,
-    check_weights,
 )
-from .._simplex import project_simplex
 from .._weights import normalised_weights
-from ..metrics.decision import decision_loss_gap, partition_search, partition_weights
-from .base import Recalibrator
+from ..metrics.decision import (
+    check_loss_matrices,
+    decision_loss_gap,
+    family_values,
+    partition_search,
+    partition_weights,
+)
+from ..metrics.search import PartitionSearch
+from .base import AbstractFittedRecalibrator, AbstractRecalibrator
 
-__all__ = [
-    "DecisionCalibrationParams",
-    "DecisionCalibrator",
-    "StageInfo",
-    "decision_calibration_apply",
-    "decision_calibration_fit",
-    "decision_calibration_stage",
-]
+__all__ = ["DecisionCalibration", "FittedDecisionCalibration", "StageInfo"]
 
 _CLIP = 1e-7  # Final clip of the reference code, before renormalising.
 
 
-class DecisionCalibrationParams(eqx.Module):
-    """Stacked stages of a fitted decision recalibration.
-
-    Attributes:
-        witness: ``(S, K, C)`` the partition w_t of every stage.
-        adjustment: ``(S, K, C)`` the correction D_t of every stage.
-        hard: argmax cells (Algorithm 1) instead of softmax cells (soft version); static.
-        project: project onto the simplex after every stage (see module docstring); static.
-    """
-
-    witness: Float[Array, "S K C"]
-    adjustment: Float[Array, "S K C"]
-    hard: bool = eqx.field(static=True, default=False)
-    project: bool = eqx.field(static=True, default=True)
-
-
 class StageInfo(NamedTuple):
-    """Diagnostics of one stage (stacked over stages by :func:`decision_calibration_fit`).
+    """Diagnostics of one stage (stacked over stages in `FittedDecisionCalibration.info`).
 
     Attributes:
         value: Eq. (8) (argmax cells) of the stage's witness on the predictions it corrects.
@@ -123,40 +122,36 @@ def _solve_adjustment(cells, residual, weights, ridge):
     return jnp.linalg.lstsq(gram + lam * jnp.eye(k, dtype=gram.dtype), cw.T @ residual)[0]
 
 
-# learning_rate, scale and ridge are traced arguments (one compilation for all their values).
-@partial(
-    jax.jit,
-    static_argnames=("n_actions", "n_restarts", "n_steps", "hard", "squared", "project", "unroll"),
-)
-def _stage(key, current, onehot, weights, *, n_actions, n_restarts, n_steps, learning_rate,
-           scale, hard, squared, ridge, project, unroll=None):
+# The search's learning rate and scale, the ridge and the losses are traced (one compilation
+# for all their values); the search's counts are static fields of `search`.
+@partial(jax.jit, static_argnames=("n_actions", "hard", "project"))
+def _stage(key, current, onehot, weights, search, ridge, losses, *, n_actions, hard, project):
     residual = onehot - current
-    search = partition_search(
-        key, current, residual, weights,
-        n_actions=n_actions, n_restarts=n_restarts, n_steps=n_steps,
-        learning_rate=learning_rate, scale=scale, squared=squared, unroll=unroll,
-    )
-    # Keep the restart that is best for the cells the update uses.
-    best = jnp.argmax(search.value if hard else search.soft_value)
-    w = search.witness[best]
+    if losses is None:
+        found = partition_search(current, residual, weights, key=key, n_actions=n_actions, search=search)
+    else:
+        # The Bayes rule of L, argmin_a ⟨L_a, q⟩ (Definition 1), is the argmax partition of −L.
+        found = family_values(-losses, current, residual, weights)
+    # Keep the candidate that is best for the cells the update uses.
+    best = jnp.argmax(found.value if hard else found.soft_value)
+    w = found.witness[best]
     cells = partition_weights(w, current, hard=hard)
     d = _solve_adjustment(cells, residual, weights, ridge)
     new = _project(current + cells @ d, project)
     l2 = jnp.sum(weights * jnp.sum((new - onehot) ** 2, axis=1))
-    return new, w, d, StageInfo(search.value[best], search.soft_value[best], l2)
+    return new, w, d, StageInfo(found.value[best], found.soft_value[best], l2)
 
 
-@partial(
-    jax.jit,
-    static_argnames=("n_actions", "n_restarts", "n_steps", "hard", "squared", "project", "unroll"),
-)
-def _fit_stages(keys, probs, onehot, weights, **settings):
+@partial(jax.jit, static_argnames=("n_stages", "n_actions", "hard", "project"))
+def _fit_stages(key, probs, onehot, weights, search, ridge, losses, *, n_stages, n_actions, hard, project):
     # All stages in one compiled scan (a scan outside jit would compile its body on every call).
     def body(current, k):
-        new, w, d, info = _stage(k, current, onehot, weights, **settings)
+        new, w, d, info = _stage(k, current, onehot, weights, search, ridge, losses,
+                                 n_actions=n_actions, hard=hard, project=project)
         return new, (w, d, info)
 
-    return jax.lax.scan(body, probs, keys)[1]
+    keys = None if key is None else jax.random.split(key, n_stages)
+    return jax.lax.scan(body, probs, keys, length=n_stages)[1]
 
 
 @partial(jax.jit, static_argnames=("hard", "project"))
@@ -165,387 +160,298 @@ def _next(w, d, current, *, hard, project):
     return _project(current + partition_weights(w, current, hard=hard) @ d, project)
 
 
-def _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective,
-                    projection="simplex", unroll=None):
-    check_positive_int(n_actions, "n_actions")
-    check_positive_int(n_stages, "n_stages")
-    check_positive_int(n_restarts, "n_restarts")
-    check_positive_int(n_steps, "n_steps")
-    _unroll(unroll)
-    if partition not in ("soft", "hard"):
-        raise ValueError(f"partition must be 'soft' or 'hard', got {partition!r}")
-    if objective not in ("squared", "norm"):
-        raise ValueError(f"objective must be 'squared' or 'norm', got {objective!r}")
-    if projection not in ("simplex", "none"):
-        raise ValueError(f"projection must be 'simplex' or 'none', got {projection!r}")
-
-
-def _unroll(unroll):
-    # a static argument of the jitted stages, checked; NumPy integers become Python ints
-    return None if unroll is None else check_positive_int(unroll, "unroll")
-
-
-def _traced_settings(learning_rate, scale, ridge, dtype):
-    """The float settings as arrays of ``dtype`` (traced by ``_stage``: no recompilation per
-    value), checked where concrete."""
-    return dict(
-        learning_rate=check_float_scalar(learning_rate, "learning_rate", dtype, positive=True),
-        scale=check_float_scalar(scale, "scale", dtype, positive=True),
-        ridge=check_float_scalar(ridge, "ridge", dtype, non_negative=True),
-    )
-
-
-def decision_calibration_stage(
-    key: PRNGKeyArray,
-    probs: Float[Array, "N C"],
-    labels: Int[Array, " N"],
-    *,
-    n_actions: int = 2,
-    n_restarts: int = 4,
-    n_steps: int = 300,
-    learning_rate: float = 1e-2,
-    scale: float = 100.0,
-    partition: str = "soft",
-    objective: str = "squared",
-    ridge: float = 1e-6,
-    projection: str = "simplex",
-    sample_weight: Float[Array, " N"] | None = None,
-    unroll: int | None = None,
-) -> tuple[Float[Array, "N C"], Float[Array, "K C"], Float[Array, "K C"], StageInfo]:
-    """One stage of Algorithm 1 on the current predictions ``probs`` (for a custom loop).
-
-    ``probs`` need not lie on the simplex (with ``projection="none"`` intermediate stages leave
-    it, exactly as at prediction time); only shapes and labels are checked. The settings are
-    those of :func:`decision_calibration_fit`.
-
-    Returns:
-        ``(new_probs, w, D, info)``: the corrected predictions P̂ + W D (projected onto the
-        simplex unless ``projection="none"``), the stage's witness
-        ``(K, C)``, its adjustment ``(K, C)`` and :class:`StageInfo`.
-    """
-    _check_settings(n_actions, 1, n_restarts, n_steps, partition, objective, projection, unroll)
-    current = jnp.asarray(probs)
-    if current.ndim != 2 or not jnp.issubdtype(current.dtype, jnp.floating):
-        raise ValueError(f"probs must be a float (n, C) array, got {current.dtype} {current.shape}")
-    labels = check_class_labels(labels, current.shape[1])
-    n = check_same_length(probs=current, labels=labels)
-    sample_weight = check_weights(sample_weight, n, positive_total=True)
-    onehot = jax.nn.one_hot(labels, current.shape[1], dtype=current.dtype)
-    return _stage(
-        key, current, onehot, normalised_weights(sample_weight, n, current.dtype),
-        n_actions=n_actions, n_restarts=n_restarts, n_steps=n_steps, hard=partition == "hard",
-        squared=objective == "squared", project=projection == "simplex", unroll=_unroll(unroll),
-        **_traced_settings(learning_rate, scale, ridge, current.dtype),
-    )
-
-
-def decision_calibration_fit(
-    key: PRNGKeyArray,
-    probs: Float[Array, "N C"],
-    labels: Int[Array, " N"],
-    n_actions: int = 2,
-    n_stages: int = 20,
-    *,
-    n_restarts: int = 4,
-    n_steps: int = 300,
-    learning_rate: float = 1e-2,
-    scale: float = 100.0,
-    partition: str = "soft",
-    objective: str = "squared",
-    ridge: float = 1e-6,
-    projection: str = "simplex",
-    sample_weight: Float[Array, " N"] | None = None,
-    return_info: bool = False,
-    unroll: int | None = None,
-) -> DecisionCalibrationParams | tuple[DecisionCalibrationParams, StageInfo]:
-    """Fit ``n_stages`` stages of decision recalibration (Algorithm 1 / soft version).
-
-    One jitted ``lax.scan`` over stages, each running the vmapped multi-restart partition search
-    (itself a ``lax.scan`` of Adam steps): jit- and vmap-friendly (vmap over keys, datasets or
-    the float settings).
-
-    Args:
-        key: PRNG key; stage t uses the t-th split for its random restarts.
-        probs: ``(N, C)`` held-out predictions on the simplex.
-        labels: ``(N,)`` integer labels.
-        n_actions: K, the number of cells (actions) per stage; the reference uses 2 or 3.
-        n_stages: T, the number of stages (reference code: 20–100).
-        n_restarts: random restarts of the witness search per stage (reference: 1).
-        n_steps: Adam steps of the witness search (reference: 5000 at step 1e-2; see
-            ``scale``).
-        learning_rate: Adam learning rate of the search (reference 1e-2).
-        scale: the search's w = scale · v reparametrisation (step in w = scale ×
-            learning_rate); see :func:`jcalib.metrics.decision.partition_search`.
-            ``learning_rate``, ``scale`` and ``ridge`` are traced (floats or scalar arrays):
-            new values reuse the compiled fit, and a ``jax.vmap`` over them is one program.
-        partition: ``"soft"`` (softmax cells; the paper's experiments and the reference
-            code) or ``"hard"`` (argmax cells, Algorithm 1 as printed).
-        objective: ``"squared"`` ascends Σ_a ‖E[(Y − P̂) b(a)]‖₂² (reference code) or
-            ``"norm"`` the unsquared Eq. (9).
-        ridge: relative ridge in the least-squares solve for D (see module docstring).
-        projection: ``"simplex"`` projects onto the simplex after every stage (default; see
-            module docstring) or ``"none"`` (reference code: only the final clip).
-        sample_weight: optional ``(N,)`` non-negative weights (weighted means throughout).
-        return_info: also return the stacked per-stage :class:`StageInfo`.
-        unroll: Adam steps per iteration of the search's compiled loop (an int ≥ 1; ``None``:
-            the backend's default); see :func:`jcalib.metrics.decision.partition_search`.
-
-    Returns:
-        :class:`DecisionCalibrationParams` (and :class:`StageInfo` with a leading stage axis if
-        ``return_info``).
-
-    Raises:
-        ValueError: invalid probabilities/labels/weights or settings (a concrete
-            ``learning_rate`` or ``scale`` that is not positive, a negative ``ridge``).
-
-    Examples:
-        >>> import jax, jax.numpy as jnp
-        >>> logits = jax.random.normal(jax.random.key(0), (2000, 4))
-        >>> labels = jax.random.categorical(jax.random.key(1), logits)
-        >>> probs = jax.nn.softmax(2.0 * logits, axis=1)  # over-confident
-        >>> params = decision_calibration_fit(jax.random.key(2), probs, labels, n_stages=3)
-        >>> decision_calibration_apply(params, probs).shape
-        (2000, 4)
-
-    References:
-        Zhao, Kim, Sahoo, Ma, Ermon (2021), Algorithm 1, Theorem 2.2, Section 4.4.
-    """
-    check_key(key)
-    _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective, projection, unroll)
-    probs = check_simplex_probs(probs)
-    labels = check_class_labels(labels, probs.shape[1])
-    n = check_same_length(probs=probs, labels=labels)
-    if n == 0:
-        raise ValueError("probs and labels are empty; fitting needs at least one sample")
-    sample_weight = check_weights(sample_weight, n, positive_total=True)
-    onehot = jax.nn.one_hot(labels, probs.shape[1], dtype=probs.dtype)
-    weights = normalised_weights(sample_weight, n, probs.dtype)
-    hard, project = partition == "hard", projection == "simplex"
-    ws, ds, info = _fit_stages(
-        jax.random.split(key, n_stages), probs, onehot, weights,
-        n_actions=n_actions, n_restarts=n_restarts, n_steps=n_steps, hard=hard,
-        squared=objective == "squared", project=project, unroll=_unroll(unroll),
-        **_traced_settings(learning_rate, scale, ridge, probs.dtype),
-    )
-    params = DecisionCalibrationParams(ws, ds, hard, project)
-    return (params, info) if return_info else params
-
-
-def decision_calibration_apply(
-    params: DecisionCalibrationParams,
-    probs: Float[Array, "N C"],
-    n_stages: int | Int[Array, ""] | None = None,
-) -> Float[Array, "N C"]:
-    """Apply fitted stages in order (projecting onto the simplex after each if the params say
-    so), then clip to [1e-7, 1 − 1e-7] and renormalise.
-
-    Args:
-        params: from :func:`decision_calibration_fit`.
-        probs: ``(N, C)`` predictions of the same model on new data.
-        n_stages: apply only the first ``n_stages`` stages (may be traced: later stages are
-            masked, not sliced, so every prefix shares one compilation); ``None`` for all.
-
-    Returns:
-        ``(N, C)`` recalibrated probabilities on the simplex.
-    """
-    probs = check_simplex_probs(probs)
-    if probs.shape[1] != params.witness.shape[2]:
-        raise ValueError(
-            f"params were fitted on {params.witness.shape[2]} classes, got {probs.shape[1]}"
-        )
-    total = params.witness.shape[0]
-    return _apply(params, probs, jnp.asarray(total if n_stages is None else n_stages))
-
-
 @jax.jit
-def _apply(params, probs, n_stages):
-    active = jnp.arange(params.witness.shape[0]) < n_stages
+def _apply(fitted, probs, n_stages):
+    active = jnp.arange(fitted.witness.shape[0]) < n_stages
 
     def body(current, stage):
         w, d, on = stage
-        new = _next(w, d, current, hard=params.hard, project=params.project)
+        new = _next(w, d, current, hard=fitted.hard, project=fitted.project)
         return jnp.where(on, new, current), None
 
-    out, _ = jax.lax.scan(body, probs, (params.witness, params.adjustment, active))
+    out, _ = jax.lax.scan(body, probs, (fitted.witness, fitted.adjustment, active))
     return _finalise(out)
 
 
-class DecisionCalibrator(Recalibrator):
-    """Decision recalibration (paper 004, Algorithm 1 / soft version) as a fit/predict object.
-
-    Args:
-        n_actions: K, cells per stage (the decision makers' number of actions).
-        n_stages: number of stages T.
-        n_restarts, n_steps, learning_rate, scale, unroll: witness search settings (see
-            :func:`decision_calibration_fit`).
-        partition: ``"soft"`` (default) or ``"hard"`` cells.
-        objective: ``"squared"`` (reference code) or ``"norm"`` search objective.
-        ridge: relative ridge of the least-squares adjustment.
-        projection: ``"simplex"`` (default) or ``"none"``; see the module docstring.
-        n_losses: random loss matrices for the validation loss gap in ``history_``.
-        progress: show a tqdm bar over stages.
+class FittedDecisionCalibration(AbstractFittedRecalibrator):
+    """Stacked stages of a fitted decision recalibration; calling it applies them.
 
     Attributes:
-        params_: :class:`DecisionCalibrationParams` after ``fit``.
-        history_: dict of NumPy arrays of length ``n_stages + 1`` (row s = after s stages;
-            row 0 = input): ``stage``; ``witness_value`` and ``witness_soft_value`` (Eq. 8 and
-            Eq. 9 of the witness found at stage s on the predictions it corrected; NaN at
-            s = 0); ``l2_error`` on the fitting data (before the final clip; non-increasing);
-            and for each
-            validation set ``<name>_mean_gap``, ``<name>_max_gap`` (Eq. 10),
-            ``<name>_decision_loss``, ``<name>_accuracy``, ``<name>_l2_error`` of the
-            clipped, renormalised predictions after s stages (plus ``<name>_pop_mean_gap``,
-            ``<name>_pop_max_gap`` for sets given with true probabilities).
+        witness: ``(S, K, C)`` the partition w_t of every stage.
+        adjustment: ``(S, K, C)`` the correction D_t of every stage.
+        info: :class:`StageInfo` of every stage (fields of shape ``(S,)``), on the fitting
+            data.
+        hard: argmax cells (Algorithm 1) instead of softmax cells (soft version); static.
+        project: project onto the simplex after every stage (see the module docstring);
+            static.
+    """
+
+    witness: Float[Array, "S K C"]
+    adjustment: Float[Array, "S K C"]
+    info: StageInfo
+    hard: bool = eqx.field(static=True, default=False)
+    project: bool = eqx.field(static=True, default=True)
+
+    def __call__(self, probs: Float[Array, "N C"], *, n_stages: int | Int[Array, ""] | None = None) -> Float[Array, "N C"]:
+        """Apply the stages in order (projecting onto the simplex after each if ``project``),
+        then clip to [1e-7, 1 − 1e-7] and renormalise.
+
+        Args:
+            probs: ``(N, C)`` predictions of the same model on new data.
+            n_stages: apply only the first ``n_stages`` stages (may be traced: later stages
+                are masked, not sliced, so every prefix shares one compilation); ``None`` for
+                all.
+
+        Returns:
+            ``(N, C)`` recalibrated probabilities on the simplex.
+        """
+        probs = check_simplex_probs(probs)
+        if probs.shape[1] != self.witness.shape[2]:
+            raise ValueError(f"probs must have {self.witness.shape[2]} columns (the classes seen in fit), got {probs.shape[1]}")
+        total = self.witness.shape[0]
+        if n_stages is not None and not isinstance(n_stages, jax.core.Tracer):
+            n_stages = as_int(n_stages)
+            if isinstance(n_stages, bool) or not isinstance(n_stages, int) or not 0 <= n_stages <= total:
+                raise ValueError(f"n_stages must be None or an int in [0, {total}], got {n_stages!r}")
+        return _apply(self, probs, jnp.asarray(total if n_stages is None else n_stages))
+
+
+def _check_validation(validation, n_classes):
+    if validation is None:
+        sets = {}
+    elif isinstance(validation, Mapping):
+        sets = dict(validation)
+    else:
+        sets = {"val": validation}
+    monitor = {}
+    for name, pair in sets.items():
+        if not isinstance(pair, (tuple, list)) or len(pair) not in (2, 3):
+            raise ValueError(f"validation set {name!r} must be a (probs, labels) pair "
+                             "or a (probs, labels, true_probs) triple")
+        vp = check_simplex_probs(pair[0], f"{name} probs")
+        if vp.shape[1] != n_classes:
+            raise ValueError(f"validation set {name!r} has {vp.shape[1]} classes, expected {n_classes}")
+        vl = check_class_labels(pair[1], vp.shape[1], f"{name} labels")
+        check_same_length(probs=vp, labels=vl)
+        vt = None
+        if len(pair) == 3:
+            vt = check_simplex_probs(pair[2], f"{name} true_probs")
+            if vt.shape != vp.shape:
+                raise ValueError(f"{name} true_probs must have shape {tuple(vp.shape)}, got {tuple(vt.shape)}")
+        monitor[name] = (vp, vl, vt)
+    return monitor
+
+
+class DecisionCalibration(AbstractRecalibrator):
+    """Decision recalibration (paper 004, Algorithm 1 and its soft version), ``n_stages`` stages.
+
+    ``fit`` is one jitted ``lax.scan`` over stages, each running the vmapped multi-restart
+    partition search (itself a ``lax.scan`` of Adam steps): it jits and vmaps (over keys,
+    datasets, sample weights, the float settings ``ridge``, ``search.learning_rate`` and
+    ``search.scale``, or given losses).
+
+    Attributes:
+        n_actions: K, cells per stage (the decision makers' number of actions); default 2, or
+            the number of actions of ``losses`` (static).
+        n_stages: T, the number of stages (reference code: 20–100) (static).
+        search: the witness search's settings, :class:`jcalib.metrics.PartitionSearch`; the
+            default has 4 restarts (reference: 1) and ascends the squared objective
+            Σ_a ‖E[(Y − P̂) b(a)]‖₂² (the reference code's). Steps: reference 5000 at step 1e-2,
+            here 300 with ``scale`` 100 (see :func:`jcalib.metrics.decision.partition_search`).
+        partition: ``"soft"`` (softmax cells; the paper's experiments and the reference code)
+            or ``"hard"`` (argmax cells, Algorithm 1 as printed) (static).
+        ridge: relative ridge in the least-squares solve for D (see the module docstring); a
+            leaf.
+        projection: ``"simplex"`` projects onto the simplex after every stage (default; see
+            the module docstring) or ``"none"`` (reference code: only the final clip)
+            (static).
+        losses: optional loss matrices ``(n_actions, C)`` or ``(L, n_actions, C)`` (the loss of
+            action a under outcome c; n_actions ≥ 2, finite): each stage then corrects the
+            worst of their Bayes-decision partitions instead of searching (with soft cells the
+            softmax of −⟨L_a, q⟩ at temperature 1, in the units of the losses); the fit then
+            draws nothing and its ``key`` is unused (``None`` is accepted).
 
     Examples:
         >>> import jax
         >>> logits = jax.random.normal(jax.random.key(0), (2000, 4))
         >>> labels = jax.random.categorical(jax.random.key(1), logits)
-        >>> probs = jax.nn.softmax(2.0 * logits, axis=1)
-        >>> cal = DecisionCalibrator(n_actions=2, n_stages=3, progress=False)
-        >>> cal.fit(probs, labels).predict_proba(probs).shape
+        >>> probs = jax.nn.softmax(2.0 * logits, axis=1)  # over-confident
+        >>> fitted = DecisionCalibration(n_stages=3).fit(probs, labels, key=jax.random.key(2))
+        >>> fitted(probs).shape
         (2000, 4)
+
+    References:
+        Zhao, Kim, Sahoo, Ma, Ermon (2021), *Calibrating Predictions to Decisions*,
+        Definition 2, Algorithm 1, Theorem 2.2, Section 4.4.
     """
 
-    def __init__(
-        self,
-        n_actions: int = 2,
-        n_stages: int = 20,
-        *,
-        n_restarts: int = 4,
-        n_steps: int = 300,
-        learning_rate: float = 1e-2,
-        scale: float = 100.0,
-        partition: str = "soft",
-        objective: str = "squared",
-        ridge: float = 1e-6,
-        projection: str = "simplex",
-        n_losses: int = 500,
-        progress: bool = True,
-        unroll: int | None = None,
-    ):
-        _check_settings(n_actions, n_stages, n_restarts, n_steps, partition, objective, projection, unroll)
-        _traced_settings(learning_rate, scale, ridge, jnp.result_type(float))
-        self.n_actions = n_actions
-        self.n_stages = n_stages
-        self.n_restarts = n_restarts
-        self.n_steps = n_steps
-        self.learning_rate = learning_rate
-        self.scale = scale
-        self.partition = partition
-        self.objective = objective
-        self.ridge = ridge
-        self.projection = projection
-        self.n_losses = check_positive_int(n_losses, "n_losses")
-        self.progress = progress
-        self.unroll = unroll
-        self._monitor: dict[str, tuple[Any, Any]] = {}
+    n_actions: int | None = eqx.field(static=True, default=None, converter=as_int)
+    n_stages: int = eqx.field(static=True, default=20, converter=as_int)
+    search: PartitionSearch = PartitionSearch(n_restarts=4, objective="squared")
+    partition: str = eqx.field(static=True, default="soft")
+    ridge: float | Float[Array, ""] = 1e-6
+    projection: str = eqx.field(static=True, default="simplex")
+    losses: Float[Array, "L K C"] | None = None
+
+    needs_key: ClassVar[bool] = True
+
+    def __check_init__(self):
+        if self.n_actions is not None:
+            check_positive_int(self.n_actions, "n_actions")
+        check_positive_int(self.n_stages, "n_stages")
+        if not isinstance(self.search, PartitionSearch):
+            raise TypeError(f"search must be a jcalib.metrics.PartitionSearch, got {type(self.search).__name__}")
+        if self.partition not in ("soft", "hard"):
+            raise ValueError(f"partition must be 'soft' or 'hard', got {self.partition!r}")
+        if self.projection not in ("simplex", "none"):
+            raise ValueError(f"projection must be 'simplex' or 'none', got {self.projection!r}")
+        check_float_scalar(self.ridge, "ridge", jnp.result_type(float), non_negative=True)
+        if self.losses is not None:
+            arr = as_float_array(self.losses, "losses")
+            if arr.ndim not in (2, 3) or arr.shape[-2] < 2 or arr.shape[-1] < 1 or (arr.ndim == 3 and arr.shape[0] < 1):
+                raise ValueError(
+                    "losses must have shape (n_actions, C) or (L, n_actions, C) with n_actions >= 2 "
+                    f"(the loss of action a under outcome c), got shape {tuple(arr.shape)}"
+                )
+            check_finite(arr, "losses")
+            if self.n_actions is not None and self.n_actions != arr.shape[-2]:
+                raise ValueError(f"n_actions must be None or {arr.shape[-2]} (the losses' number of actions), got {self.n_actions!r}")
+
+    def _prepare(self, probs, labels, key, sample_weight):
+        # With given losses nothing is drawn: the key may be None and is not used.
+        if self.losses is None:
+            key = check_key(key)
+        else:
+            check_key(key, optional=True)
+            key = None
+        probs, labels, sample_weight = check_multiclass_inputs(probs, labels, sample_weight)
+        n, c = probs.shape
+        if n == 0:
+            raise ValueError("probs and labels are empty; fitting needs at least one sample")
+        losses = None if self.losses is None else check_loss_matrices(self.losses, c).astype(probs.dtype)
+        onehot = jax.nn.one_hot(labels, c, dtype=probs.dtype)
+        weights = normalised_weights(sample_weight, n, probs.dtype)
+        settings = dict(
+            n_actions=2 if self.n_actions is None else self.n_actions,
+            hard=self.partition == "hard",
+            project=self.projection == "simplex",
+        )
+        traced = (self.search, check_float_scalar(self.ridge, "ridge", probs.dtype, non_negative=True), losses)
+        return key, probs, labels, onehot, weights, traced, settings
 
     def fit(
         self,
-        probs,
-        labels,
+        probs: Float[Array, "N C"],
+        labels: Int[Array, " N"],
         *,
-        key: PRNGKeyArray | None = None,
-        validation: tuple[Any, Any] | Mapping[str, tuple[Any, Any]] | None = None,
-    ) -> "DecisionCalibrator":
-        """Fit on held-out ``probs`` (n, C) and ``labels`` (n,).
+        key: PRNGKeyArray | None,
+        sample_weight: Float[Array, " N"] | None = None,
+    ) -> FittedDecisionCalibration:
+        """Fit the stages on held-out predictions (one jitted ``lax.scan`` over stages).
 
         Args:
-            probs, labels: the recalibration data.
-            key: PRNG key for the searches (default ``jax.random.key(0)``).
-            validation: optional ``(probs, labels)`` (recorded as ``val_*``) or a dict
-                ``name -> (probs, labels)``, monitored after every stage in ``history_``
-                (monitoring only: nothing is selected on it). A triple
-                ``(probs, labels, true_probs)`` with known p* (synthetic data) also records
-                ``<name>_pop_mean_gap`` / ``<name>_pop_max_gap``: Eq. (10) with the true loss
-                in expectation under p* (``decision_loss_gap(..., true_probs=...)``).
-        """
-        if validation is None:
-            sets = {}
-        elif isinstance(validation, Mapping):
-            sets = dict(validation)
-        else:
-            sets = {"val": validation}
-        monitor = {}
-        for name, pair in sets.items():
-            if not isinstance(pair, (tuple, list)) or len(pair) not in (2, 3):
-                raise ValueError(f"validation set {name!r} must be a (probs, labels) pair "
-                                 "or a (probs, labels, true_probs) triple")
-            vp = check_simplex_probs(pair[0], f"{name} probs")
-            vl = check_class_labels(pair[1], vp.shape[1], f"{name} labels")
-            check_same_length(probs=vp, labels=vl)
-            vt = None
-            if len(pair) == 3:
-                vt = check_simplex_probs(pair[2], f"{name} true_probs")
-                if vt.shape != vp.shape:
-                    raise ValueError(f"{name} true_probs must have shape {tuple(vp.shape)}")
-            monitor[name] = (vp, vl, vt)
-        self._monitor = monitor
-        try:
-            super().fit(probs, labels, key=key)
-        finally:
-            self._monitor = {}
-        return self
+            probs: ``(N, C)`` held-out predictions on the simplex.
+            labels: ``(N,)`` integer labels.
+            key: PRNG key (keyword-only, required); stage t draws its random restarts from the
+                t-th of ``jax.random.split(key, n_stages)``. Unused with ``losses`` (where
+                ``None`` is accepted).
+            sample_weight: optional ``(N,)`` non-negative weights (weighted means throughout).
 
-    def _fit(self, key, probs, labels):
-        for name, (vp, _, _) in self._monitor.items():
-            if vp.shape[1] != probs.shape[1]:
-                raise ValueError(f"validation set {name!r} has {vp.shape[1]} classes, "
-                                 f"expected {probs.shape[1]}")
-        onehot = jax.nn.one_hot(labels, probs.shape[1], dtype=probs.dtype)
-        weights = normalised_weights(None, probs.shape[0], probs.dtype)
-        hard, project = self.partition == "hard", self.projection == "simplex"
-        settings = dict(
-            n_actions=self.n_actions, n_restarts=self.n_restarts, n_steps=self.n_steps, hard=hard,
-            squared=self.objective == "squared", project=project, unroll=_unroll(self.unroll),
-            **_traced_settings(self.learning_rate, self.scale, self.ridge, probs.dtype),
-        )
+        Returns:
+            :class:`FittedDecisionCalibration`, with the per-stage :class:`StageInfo`.
+
+        Raises:
+            ValueError: invalid probabilities, labels, weights, or losses whose number of
+                classes is not C.
+            TypeError: a key that is not a PRNG key (an int, or None without ``losses``).
+        """
+        key, probs, _, onehot, weights, traced, settings = self._prepare(probs, labels, key, sample_weight)
+        ws, ds, info = _fit_stages(key, probs, onehot, weights, *traced, n_stages=self.n_stages, **settings)
+        return FittedDecisionCalibration(ws, ds, info, settings["hard"], settings["project"])
+
+    def fit_with_history(
+        self,
+        probs: Float[Array, "N C"],
+        labels: Int[Array, " N"],
+        *,
+        key: PRNGKeyArray | None,
+        sample_weight: Float[Array, " N"] | None = None,
+        validation: tuple[Any, ...] | Mapping[str, tuple[Any, ...]] | None = None,
+        monitor_losses: Float[Array, "L K C"] | None = None,
+        progress: bool = True,
+    ) -> tuple[FittedDecisionCalibration, dict[str, np.ndarray]]:
+        """``fit``, one stage at a time with a progress bar, recording every stage.
+
+        The same stages as :meth:`fit` (same keys, same fitted result up to float rounding),
+        run from Python so that a tqdm bar advances and validation sets are evaluated after
+        every stage (monitoring only: nothing is selected on them).
+
+        Args:
+            probs, labels, key, sample_weight: as in :meth:`fit`.
+            validation: optional ``(probs, labels)`` (recorded as ``val_*``) or a dict
+                ``name -> (probs, labels)``. A triple ``(probs, labels, true_probs)`` with
+                known p* (synthetic data) also records ``<name>_pop_mean_gap`` /
+                ``<name>_pop_max_gap``: Eq. (10) with the true loss in expectation under p*
+                (``decision_loss_gap(..., true_probs=...)``).
+            monitor_losses: the loss matrices ``(L, K, C)`` of the recorded gaps; default the
+                recalibrator's ``losses`` if given, else 500 matrices with i.i.d. N(0, 1)
+                entries drawn from ``jax.random.fold_in(key, 1)`` (the same at every stage).
+            progress: show the progress bar.
+
+        Returns:
+            ``(fitted, history)``: the :class:`FittedDecisionCalibration` and a dict of NumPy
+            arrays of length ``n_stages + 1`` (row s = after s stages; row 0 = the input):
+            ``stage``; ``witness_value`` and ``witness_soft_value`` (Eq. 8 and Eq. 9 of the
+            witness of stage s on the predictions it corrected; NaN at s = 0); ``l2_error``
+            on the fitting data (before the final clip; non-increasing); and for each
+            validation set ``<name>_mean_gap``, ``<name>_max_gap`` (Eq. 10),
+            ``<name>_decision_loss``, ``<name>_accuracy``, ``<name>_l2_error`` of the
+            clipped, renormalised predictions after s stages.
+        """
+        key, probs, _, onehot, weights, traced, settings = self._prepare(probs, labels, key, sample_weight)
+        monitor = _check_validation(validation, probs.shape[1])
+        if monitor_losses is not None:
+            monitor_losses = check_loss_matrices(monitor_losses, probs.shape[1], "monitor_losses")
+        elif traced[2] is not None:
+            monitor_losses = traced[2]
+        elif monitor:
+            monitor_losses = jax.random.normal(
+                jax.random.fold_in(key, 1), (500, settings["n_actions"], probs.shape[1]), probs.dtype
+            )
+        hard, project = settings["hard"], settings["project"]
         history: dict[str, list[float]] = {
             "stage": [0], "witness_value": [np.nan], "witness_soft_value": [np.nan],
-            "l2_error": [float(jnp.mean(jnp.sum((probs - onehot) ** 2, axis=1)))],
+            "l2_error": [float(jnp.sum(weights * jnp.sum((probs - onehot) ** 2, axis=1)))],
         }
-        running = {name: vp for name, (vp, _, _) in self._monitor.items()}
+        running = {name: vp for name, (vp, _, _) in monitor.items()}
 
         def record(name, p, y, p_true):
             p = _finalise(p)
-            g = decision_loss_gap(p, y, self.n_losses, self.n_actions)
+            g = decision_loss_gap(p, y, losses=monitor_losses)
             for field in ("mean_gap", "max_gap", "decision_loss", "accuracy", "l2_error"):
                 history.setdefault(f"{name}_{field}", []).append(float(getattr(g, field)))
             if p_true is not None:
-                g = decision_loss_gap(p, y, self.n_losses, self.n_actions, true_probs=p_true)
+                g = decision_loss_gap(p, y, losses=monitor_losses, true_probs=p_true)
                 history.setdefault(f"{name}_pop_mean_gap", []).append(float(g.mean_gap))
                 history.setdefault(f"{name}_pop_max_gap", []).append(float(g.max_gap))
 
-        for name, (vp, vl, vt) in self._monitor.items():
+        for name, (vp, vl, vt) in monitor.items():
             record(name, vp, vl, vt)
         current = probs
-        ws, ds = [], []
-        keys = jax.random.split(key, self.n_stages)
-        for t in tqdm(range(self.n_stages), desc="decision calibration", disable=not self.progress):
-            current, w, d, info = _stage(keys[t], current, onehot, weights, **settings)
+        ws, ds, infos = [], [], []
+        keys = [None] * self.n_stages if key is None else jax.random.split(key, self.n_stages)
+        for t in tqdm(range(self.n_stages), desc="decision calibration", disable=not progress):
+            current, w, d, info = _stage(keys[t], current, onehot, weights, *traced, **settings)
             ws.append(w)
             ds.append(d)
+            infos.append(info)
             history["stage"].append(t + 1)
             history["witness_value"].append(float(info.value))
             history["witness_soft_value"].append(float(info.soft_value))
             history["l2_error"].append(float(info.l2_error))
-            for name, (_, vl, vt) in self._monitor.items():
+            for name, (_, vl, vt) in monitor.items():
                 running[name] = _next(w, d, running[name], hard=hard, project=project)
                 record(name, running[name], vl, vt)
-        self.history_ = {k: np.asarray(v) for k, v in history.items()}
-        return DecisionCalibrationParams(jnp.stack(ws), jnp.stack(ds), hard, project)
-
-    def _apply(self, params, probs):
-        return decision_calibration_apply(params, probs)
-
-    def predict_proba(self, probs, n_stages: int | None = None) -> jax.Array:
-        """Recalibrated probabilities for ``probs`` (n, C), using the first ``n_stages``
-        stages (all by default)."""
-        if n_stages is None:
-            return super().predict_proba(probs)
-        if self.params_ is None:
-            raise ValueError(f"{type(self).__name__} is not fitted; call fit(probs, labels) first")
-        if not (isinstance(n_stages, (int, np.integer)) and 0 <= n_stages <= self.n_stages):
-            raise ValueError(f"n_stages must be an int in [0, {self.n_stages}], got {n_stages!r}")
-        return decision_calibration_apply(self.params_, probs, int(n_stages))
+        info = jax.tree.map(lambda *xs: jnp.stack(xs), *infos)
+        fitted = FittedDecisionCalibration(jnp.stack(ws), jnp.stack(ds), info, hard, project)
+        return fitted, {k: np.asarray(v) for k, v in history.items()}

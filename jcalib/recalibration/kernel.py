@@ -27,11 +27,12 @@ and accelerators.
 
 Contents:
 
-* :func:`multinomial_kernel` — $\ker_d(v, v') = \sum_{i=0}^d (v\cdot v')^i$ (Definition 6.3).
-* :func:`kernel_audit` — Algorithm 2, a metric living in :mod:`jcalib.metrics.kernel` and
-  re-exported here (Algorithm 1 is its one-coordinate case, :func:`kernel_weak_learner`).
-* :func:`kernel_calibration_fit` / :func:`kernel_calibration_apply` / :class:`KernelCalibrator`
-  — post-processing by repeated auditing (Lemma 4.2, following GKSZ22 Lemma 33).
+* :class:`jcalib.metrics.MultinomialKernel` — $\ker_d(v, v') = \sum_{i=0}^d (v\cdot v')^i$
+  (Definition 6.3), and :func:`jcalib.metrics.kernel_audit` — Algorithm 2, a metric, in
+  :mod:`jcalib.metrics.kernel` (Algorithm 1 is its one-coordinate case,
+  :func:`kernel_weak_learner`, here).
+* :class:`KernelCalibration` / :class:`FittedKernelCalibration` — post-processing by repeated
+  auditing (Lemma 4.2, following GKSZ22 Lemma 33).
 * :func:`projected_smooth_auditor`, :func:`sigmoid_auditor` — the auditors of Theorems 7.1
   and 7.9 with their degree (and guaranteed witness value) derived from $\alpha$ (and $L$).
 """
@@ -40,67 +41,54 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jaxtyping import Array, Float, Int, PRNGKeyArray
+from jaxtyping import Array, Float, Int
 from tqdm.auto import tqdm
 
 from .. import _kernels
-from .._kernels import GaussianKernel, MultinomialKernel, gaussian_kernel, kernel_matmul, multinomial_kernel
+from .._kernels import MultinomialKernel, kernel_matmul
 from .._simplex import project_simplex
 from .._validation import (
-    check_key,
+    as_int,
+    check_hyper,
     check_multiclass_inputs,
     check_positive_int,
     check_simplex_probs,
     is_concrete,
 )
+from .._weights import normalised_weights
 from ..metrics.kernel import (
     KernelAudit,
     KernelWitness,
     audit_core as _audit_core,
-    audit_inputs as _audit_inputs,
     kernel_audit,
-    kernel_audit_jit as _kernel_audit_jit,
     kernel_scale as _resolve_scale,
 )
-from .base import Recalibrator
+from .base import AbstractFittedRecalibrator, AbstractRecalibrator
 
 __all__ = [
-    "MultinomialKernel",
-    "multinomial_kernel",
-    "GaussianKernel",
-    "gaussian_kernel",
-    "kernel_matmul",
-    "KernelWitness",
-    "KernelAudit",
-    "kernel_audit",
-    "kernel_weak_learner",
-    "project_simplex",
-    "KernelCalibrationParams",
-    "kernel_calibration_fit",
-    "kernel_calibration_apply",
-    "KernelCalibrator",
+    "FittedKernelCalibration",
+    "KernelCalibration",
     "TheoremAuditor",
+    "kernel_weak_learner",
     "projected_smooth_auditor",
     "sigmoid_auditor",
 ]
 
 # The kernels, the tiled Gram product and the simplex projection live in modules shared with
-# jcalib.metrics (which must not import this subpackage), and the audit itself — a metric, the
-# RKHS-ball calibration error — lives in jcalib.metrics.kernel; they are re-exported here, next
-# to the post-processing built on them.
+# jcalib.metrics (which must not import this subpackage); the audit itself — a metric, the
+# RKHS-ball calibration error — lives in jcalib.metrics.kernel, with the kernels.
 Kernel = _kernels.Kernel
 _DEFAULT_TILE = _kernels.DEFAULT_TILE
 
 
 # --------------------------------------------------------------------------------------------
-# Algorithm 2 (and Algorithm 1)
+# Algorithm 1
 
 
 def kernel_weak_learner(
@@ -122,7 +110,7 @@ def kernel_weak_learner(
     Returns:
         ``(correlation, witness)``; ``witness(u)`` has shape ``(m, 1)``.
     """
-    kernel = multinomial_kernel(2) if kernel is None else kernel
+    kernel = MultinomialKernel(2) if kernel is None else kernel
     v = check_simplex_probs(points, "points")
     z = jnp.asarray(targets, v.dtype)
     if z.shape != (v.shape[0],):
@@ -139,12 +127,13 @@ def kernel_weak_learner(
 # Post-processing (Lemma 4.2 / GKSZ22 Lemma 33)
 
 
-class KernelCalibrationParams(eqx.Module):
-    r"""Fitted post-processing: the witnesses of every step, replayed in order at apply time.
+class FittedKernelCalibration(AbstractFittedRecalibrator):
+    r"""Fitted post-processing: the witnesses of every step, replayed in order when called.
 
     Step $t$ maps $u \mapsto \Pi_\Delta(u + \eta_t w_t(u))$ with
     $w_t(u) = \ker(u, V_t)\,C_t$. Steps with $\eta_t = 0$ are inactive (the audit's value was
-    below $\beta$) and are skipped.
+    below $\beta$) and are skipped. On the training predictions, calling it reproduces the
+    fitted trajectory (up to float round-off).
 
     Memory: ``support`` and ``coef`` are ``(T, n, k)`` each, i.e. $2Tnk$ floats
     (e.g. $T = 50$, $n = 10^4$, $k = 10$: 40 MB in float32); applying to $m$ points costs
@@ -152,10 +141,11 @@ class KernelCalibrationParams(eqx.Module):
 
     Attributes:
         support: ``(T, n, k)`` the training predictions at the start of each step.
-        coef: ``(T, n, k)`` witness coefficients $z_{i\ell}/(\lambda_\ell s)$ of each step.
+        coef: ``(T, n, k)`` witness coefficients $\omega_i n z_{i\ell}/(\lambda_\ell s)$ of
+            each step ($z_{i\ell}/(\lambda_\ell s)$ without sample weights).
         eta: ``(T,)`` step sizes (0 for inactive steps).
         audit_value: ``(T,)`` the audit's value (normalised witness correlation) before step t.
-        sq_loss: ``(T + 1,)`` mean squared loss $\frac1n\sum_i\|v_i - y_i\|_2^2$ before step
+        sq_loss: ``(T + 1,)`` mean squared loss $\sum_i\omega_i\|v_i - y_i\|_2^2$ before step
             t, and after the last step.
         kernel: kernel (static).
         tile: rows per Gram block (static).
@@ -174,68 +164,84 @@ class KernelCalibrationParams(eqx.Module):
         """Number of steps that changed the predictions."""
         return jnp.sum(self.eta > 0)
 
+    def __call__(self, probs: Float[Array, "m k"]) -> Float[Array, "m k"]:
+        r"""Replay the fitted witnesses on new predictions: $u \leftarrow \Pi_\Delta(u + \eta_t
+        w_t(u))$ for every active step $t$ in order.
 
-def _sq_loss(v, onehot):
-    return jnp.mean(jnp.sum((v - onehot) ** 2, axis=1))
+        Args:
+            probs: ``(m, k)`` predictions on the simplex.
+
+        Returns:
+            ``(m, k)`` post-processed predictions on the simplex.
+        """
+        u = check_simplex_probs(probs)
+        if u.shape[1] != self.support.shape[-1]:
+            raise ValueError(f"probs must have {self.support.shape[-1]} columns (the classes seen in fit), got {u.shape[1]}")
+        if self.eta.shape[0] == 0:
+            return u
+        return _apply_jit(self, u.astype(self.coef.dtype))
 
 
-def _fit_steps(kernel, s, tile, v, onehot, beta, eta, n_steps):
-    """``n_steps`` audit-and-update steps from predictions v; returns (v_final, per-step arrays)."""
+def _apply_core(fitted: FittedKernelCalibration, u):
+    def step(u, xs):
+        supp, coef, eta = xs
+        w = kernel_matmul(fitted.kernel, u, supp, coef, fitted.tile)
+        return jnp.where(eta > 0, project_simplex(u + eta * w), u), None
+
+    u, _ = lax.scan(step, u, (fitted.support, fitted.coef, fitted.eta.astype(u.dtype)))
+    return u
+
+
+_apply_jit = jax.jit(_apply_core)
+
+
+def _mean(x, weights):
+    return jnp.mean(x) if weights is None else jnp.sum(weights * x)
+
+
+def _fit_steps(kernel, s, tile, v, onehot, weights, beta, eta, n_steps):
+    """``n_steps`` audit-and-update steps from predictions v; returns (v_final, per-step arrays).
+
+    ``weights``: ``None`` (plain means) or normalised sample weights ω (weighted means)."""
+    n = v.shape[0]
 
     def step(v, _):
-        value, _, _, coef, w = _audit_core(kernel, s, tile, v, onehot - v)
+        z = onehot - v
+        # The weighted audit is the plain one on n·ω·z: λ_ℓ and the witness then carry ω.
+        zw = z if weights is None else (n * weights)[:, None] * z
+        value, _, _, coef, w = _audit_core(kernel, s, tile, v, zw)
         active = value >= beta
         if eta is None:
             # Minimiser of the bound  L(v') ≤ L(v) − 2η·value + η²·E‖w‖²  (GKSZ22 Lemma 33):
             # guarantees a decrease of value²/E‖w‖² ≥ β²/k per active step.
-            norm2 = jnp.mean(jnp.sum(w**2, axis=1))
+            norm2 = _mean(jnp.sum(w**2, axis=1), weights)
             step_size = value / jnp.where(norm2 > 0, norm2, 1.0)
         else:
             step_size = jnp.asarray(eta, v.dtype)
         step_size = jnp.where(active, step_size, 0.0)
         v_new = jnp.where(active, project_simplex(v + step_size * w), v)
-        return v_new, (v, coef, step_size, value, _sq_loss(v, onehot))
+        return v_new, (v, coef, step_size, value, _mean(jnp.sum(z**2, axis=1), weights))
 
     return lax.scan(step, v, None, length=n_steps)
 
 
-@functools.partial(jax.jit, static_argnames=("kernel", "s", "tile", "eta_none", "n_steps"))
-def _fit_jit(v, y, beta, eta, *, kernel, s, tile, eta_none, n_steps):
+@functools.partial(jax.jit, static_argnames=("kernel", "s", "tile", "n_steps"))
+def _fit_jit(v, y, weights, beta, eta, *, kernel, s, tile, n_steps):
     onehot = jax.nn.one_hot(y, v.shape[1], dtype=v.dtype)
     v_final, (supp, coef, etas, values, losses) = _fit_steps(
-        kernel, s, tile, v, onehot, jnp.asarray(beta, v.dtype), None if eta_none else eta, n_steps
+        kernel, s, tile, v, onehot, weights, jnp.asarray(beta, v.dtype), eta, n_steps
     )
-    return v_final, supp, coef, etas, values, jnp.append(losses, _sq_loss(v_final, onehot))
+    last = _mean(jnp.sum((v_final - onehot) ** 2, axis=1), weights)
+    return v_final, supp, coef, etas, values, jnp.append(losses, last)
 
 
-def _fit_settings(kernel, beta, eta, max_steps, tile, s):
-    kernel = multinomial_kernel(2) if kernel is None else kernel
-    if not callable(kernel):
-        raise ValueError(f"kernel must be callable ker(A, B) -> Gram block, got {type(kernel).__name__}")
-    if is_concrete(beta) and not float(beta) >= 0:
-        raise ValueError(f"beta must be a non-negative number, got {beta!r}")
-    if eta is not None and is_concrete(eta) and not float(eta) > 0:
-        raise ValueError(f"eta must be positive or None (adaptive), got {eta!r}")
-    return kernel, _resolve_scale(kernel, s), check_positive_int(max_steps, "max_steps"), check_positive_int(tile, "tile")
+class KernelCalibration(AbstractRecalibrator):
+    r"""Post-processing until the kernel auditor finds no witness reaching ``beta`` (paper 003,
+    Lemma 4.2, following GKSZ22 Lemma 33).
 
-
-def kernel_calibration_fit(
-    key: PRNGKeyArray | None,
-    probs: Float[Array, "n k"],
-    labels: Int[Array, " n"],
-    *,
-    kernel: Kernel | None = None,
-    beta: float = 0.01,
-    eta: float | None = None,
-    max_steps: int = 50,
-    tile: int = _DEFAULT_TILE,
-    s: float | None = None,
-) -> KernelCalibrationParams:
-    r"""Post-process predictions until the kernel auditor finds no witness reaching ``beta``.
-
-    Lemma 4.2 (following GKSZ22 Lemma 33): repeat for ``max_steps`` steps (fixed, one
-    ``lax.scan``): audit the current training predictions with :func:`kernel_audit`; if its
-    witness $w'$ has correlation $E_n\langle y - v, w'(v)\rangle \ge \beta$, update
+    Repeat for ``max_steps`` steps (fixed, one ``lax.scan``): audit the current training
+    predictions with :func:`jcalib.metrics.kernel_audit`; if its witness $w'$ has correlation
+    $E_n\langle y - v, w'(v)\rangle \ge \beta$, update
 
     $$v \leftarrow \Pi_\Delta\big(v + \eta\, w'(v)\big)$$
 
@@ -250,127 +256,120 @@ def kernel_calibration_fit(
     a safe fixed choice). The squared loss starts
     $\le 2$, so at most $2k/\beta^2$ steps can be active: with
     ``max_steps`` $\ge 2k/\beta^2$ the final audit value is $< \beta$, i.e. (audit exactness)
-    $CE_{B_\Gamma(r)^k}(\hat D_n) < r s\beta$ on the training sample.
+    $CE_{B_\Gamma(r)^k}(\hat D_n) < r s\beta$ on the training sample. With sample weights
+    $\omega$ every mean $E_n$ is the weighted one.
 
-    Args:
-        key: unused (the procedure is deterministic); kept first for the common
-            ``fit(key, probs, labels)`` signature. ``None`` is accepted.
-        probs: ``(n, k)`` training predictions.
-        labels: ``(n,)`` integer labels.
-        kernel: as in :func:`kernel_audit` (static); default multinomial of degree 2.
-        beta: stop threshold on the audit's (normalised) witness correlation; may be traced
-            (vmap over it).
-        eta: fixed step size, or ``None`` for the adaptive step above (static choice).
-        max_steps: number of audit steps (static).
-        tile: rows per Gram block (static).
-        s: kernel scale (see :func:`kernel_audit`).
-
-    Returns:
-        :class:`KernelCalibrationParams`; apply with :func:`kernel_calibration_apply`.
-
-    References:
-        Gopalan, Hu, Rothblum (2024), Lemma 4.2, Definition 4.1; Gopalan, Kalai, Sharan,
-        Wieder (2022, GKSZ22), Lemma 33.
-    """
-    check_key(key, optional=True)  # deterministic: None or a key
-    del key  # deterministic
-    kernel, s_, n_steps, tile = _fit_settings(kernel, beta, eta, max_steps, tile, s)
-    v, y = _audit_inputs(probs, labels)
-    _, supp, coef, etas, values, losses = _fit_jit(
-        v, y, beta, 0.0 if eta is None else eta,
-        kernel=kernel, s=s_, tile=tile, eta_none=eta is None, n_steps=n_steps,
-    )
-    return KernelCalibrationParams(supp, coef, etas, values, losses, kernel, tile)
-
-
-def _apply_core(params: KernelCalibrationParams, u):
-    def step(u, xs):
-        supp, coef, eta = xs
-        w = kernel_matmul(params.kernel, u, supp, coef, params.tile)
-        return jnp.where(eta > 0, project_simplex(u + eta * w), u), None
-
-    u, _ = lax.scan(step, u, (params.support, params.coef, params.eta.astype(u.dtype)))
-    return u
-
-
-_apply_jit = jax.jit(_apply_core)
-
-
-def kernel_calibration_apply(params: KernelCalibrationParams, probs: Float[Array, "m k"]) -> Float[Array, "m k"]:
-    r"""Replay the fitted witnesses on new predictions: $u \leftarrow \Pi_\Delta(u + \eta_t
-    w_t(u))$ for every active step $t$ in order. On the training predictions this reproduces
-    the fitted trajectory (up to float round-off)."""
-    u = check_simplex_probs(probs)
-    if u.shape[1] != params.support.shape[-1]:
-        raise ValueError(f"params are for {params.support.shape[-1]} classes, got probs with {u.shape[1]}")
-    return _apply_jit(params, u.astype(params.coef.dtype))
-
-
-class KernelCalibrator(Recalibrator):
-    r"""Scikit-learn-style wrapper of :func:`kernel_calibration_fit` (paper 003, Lemma 4.2).
-
-    Fits in chunks of ``chunk`` steps with a tqdm progress bar (audit value and squared loss
-    in the postfix) and stops at the first chunk boundary after the audit value falls below
-    ``beta`` (every later step would be inactive); the stored parameters keep only the active
-    steps, so ``predict_proba`` replays exactly those.
-
-    Args:
-        kernel: positive-definite kernel (default multinomial, degree 2).
-        beta: stop threshold on the audit's witness correlation.
-        eta: fixed step size or ``None`` (adaptive, see :func:`kernel_calibration_fit`).
-        max_steps: maximum number of audit steps.
-        tile: rows per Gram block.
-        s: kernel scale (default from ``kernel.diag_bound``).
-        chunk: steps per compiled chunk between progress updates.
-        progress: show the progress bar.
+    The procedure is deterministic: ``fit`` takes no key.
 
     Attributes:
-        params_: :class:`KernelCalibrationParams` of the active steps.
-        history_: dict with ``sq_loss`` (steps + 1,) and ``audit_value`` (steps,) as NumPy
-            arrays, including the final (inactive) audit when the fit converged.
+        kernel: as in :func:`jcalib.metrics.kernel_audit` (static); default
+            :class:`jcalib.metrics.MultinomialKernel` of degree 2.
+        beta: stop threshold on the audit's (normalised) witness correlation; a leaf (vmap
+            over it).
+        eta: fixed step size, or ``None`` for the adaptive step above.
+        max_steps: number of audit steps (static).
+        tile: rows per Gram block (static).
+        s: kernel scale, $s^2 \ge \sup_v \ker(v, v)$ (static; default from
+            ``kernel.diag_bound``).
 
     Examples:
         >>> import jax, jax.numpy as jnp
         >>> v = jax.nn.softmax(2 * jax.random.normal(jax.random.key(0), (200, 3)), axis=1)
         >>> y = jax.random.categorical(jax.random.key(1), jnp.log(v ** 0.5))
-        >>> cal = KernelCalibrator(beta=0.02, max_steps=20, progress=False).fit(v, y)
-        >>> cal.predict_proba(v).shape
+        >>> fitted = KernelCalibration(beta=0.02, max_steps=20).fit(v, y)
+        >>> fitted(v).shape
         (200, 3)
+
+    References:
+        Gopalan, Hu, Rothblum (2024), Lemma 4.2, Definition 4.1; Gopalan, Kalai, Sharan,
+        Wieder (2022, GKSZ22), Lemma 33.
     """
 
-    def __init__(
+    kernel: Kernel = eqx.field(static=True, default=MultinomialKernel(2))
+    beta: float | Float[Array, ""] = 0.01
+    eta: float | Float[Array, ""] | None = None
+    max_steps: int = eqx.field(static=True, default=50, converter=as_int)
+    tile: int = eqx.field(static=True, default=_DEFAULT_TILE, converter=as_int)
+    s: float | None = eqx.field(static=True, default=None)
+
+    def __check_init__(self):
+        if not callable(self.kernel):
+            raise ValueError(f"kernel must be callable ker(A, B) -> Gram block, got {type(self.kernel).__name__}")
+        if is_concrete(self.beta) and not float(self.beta) >= 0:
+            raise ValueError(f"beta must be a non-negative number, got {self.beta!r}")
+        if self.eta is not None and is_concrete(self.eta) and not float(self.eta) > 0:
+            raise ValueError(f"eta must be positive or None (adaptive), got {self.eta!r}")
+        check_positive_int(self.max_steps, "max_steps")
+        check_positive_int(self.tile, "tile")
+        _resolve_scale(self.kernel, self.s)
+
+    def _prepare(self, probs, labels, sample_weight):
+        v, y, w = check_multiclass_inputs(probs, labels, sample_weight)
+        if v.shape[0] == 0:
+            raise ValueError("probs and labels are empty; fitting needs at least one sample")
+        weights = None if sample_weight is None else normalised_weights(w, v.shape[0], v.dtype)
+        eta = None if self.eta is None else jnp.asarray(self.eta, v.dtype)
+        return v, y, weights, eta, dict(kernel=self.kernel, s=_resolve_scale(self.kernel, self.s), tile=self.tile)
+
+    def fit(
         self,
-        kernel: Kernel | None = None,
-        beta: float = 0.01,
-        eta: float | None = None,
-        max_steps: int = 100,
-        tile: int = _DEFAULT_TILE,
-        s: float | None = None,
+        probs: Float[Array, "n k"],
+        labels: Int[Array, " n"],
+        *,
+        sample_weight: Float[Array, " n"] | None = None,
+    ) -> FittedKernelCalibration:
+        """Run the ``max_steps`` audit-and-update steps (one jitted ``lax.scan``).
+
+        Args:
+            probs: ``(n, k)`` training predictions on the simplex.
+            labels: ``(n,)`` integer labels.
+            sample_weight: optional ``(n,)`` non-negative weights (weighted means throughout).
+
+        Returns:
+            :class:`FittedKernelCalibration` with every step (inactive ones have ``eta = 0``).
+        """
+        v, y, weights, eta, static = self._prepare(probs, labels, sample_weight)
+        _, supp, coef, etas, values, losses = _fit_jit(v, y, weights, self.beta, eta, n_steps=self.max_steps, **static)
+        return FittedKernelCalibration(supp, coef, etas, values, losses, self.kernel, self.tile)
+
+    def fit_with_history(
+        self,
+        probs: Float[Array, "n k"],
+        labels: Int[Array, " n"],
+        *,
+        sample_weight: Float[Array, " n"] | None = None,
         chunk: int = 10,
         progress: bool = True,
-    ):
-        self.kernel, self.s, self.max_steps, self.tile = _fit_settings(kernel, beta, eta, max_steps, tile, s)
-        self.beta = float(beta)
-        self.eta = eta
-        self.chunk = check_positive_int(chunk, "chunk")
-        self.progress = progress
+    ) -> tuple[FittedKernelCalibration, dict[str, np.ndarray]]:
+        """``fit`` in compiled chunks of ``chunk`` steps with a tqdm bar, stopping early.
 
-    def _fit(self, key, probs, labels):
-        v = probs
+        The bar shows the audit value and the squared loss; the fit stops at the first chunk
+        boundary after the audit value falls below ``beta`` (every later step would be
+        inactive), and the fitted map keeps only the active steps (it applies as ``fit``'s).
+
+        Args:
+            probs, labels, sample_weight: as in :meth:`fit`.
+            chunk: steps per compiled chunk between progress updates.
+            progress: show the progress bar.
+
+        Returns:
+            ``(fitted, history)``: the :class:`FittedKernelCalibration` of the active steps and
+            a dict with ``sq_loss`` ``(steps + 1,)`` and ``audit_value`` ``(steps,)`` as NumPy
+            arrays (including the final, inactive audit when the fit converged), and
+            ``converged`` (a bool: the audit value fell below ``beta`` within ``max_steps``).
+        """
+        chunk = check_positive_int(chunk, "chunk")
+        v, y, weights, eta, static = self._prepare(probs, labels, sample_weight)
         parts, done, converged = [], 0, False
-        with tqdm(total=self.max_steps, disable=not self.progress, desc="kernel calibration") as bar:
+        with tqdm(total=self.max_steps, disable=not progress, desc="kernel calibration") as bar:
             while done < self.max_steps:
-                n = min(self.chunk, self.max_steps - done)
-                v, supp, coef, etas, values, losses = _fit_jit(
-                    v, labels, self.beta, 0.0 if self.eta is None else self.eta,
-                    kernel=self.kernel, s=self.s, tile=self.tile, eta_none=self.eta is None, n_steps=n,
-                )
-                active = np.asarray(etas) > 0
+                n = min(chunk, self.max_steps - done)
+                v, supp, coef, etas, values, losses = _fit_jit(v, y, weights, self.beta, eta, n_steps=n, **static)
                 parts.append((supp, coef, etas, values, losses))
                 done += n
                 bar.update(n)
                 bar.set_postfix(audit=f"{float(values[-1]):.4f}", sq_loss=f"{float(losses[-1]):.4f}")
-                if not active[-1]:
+                if not bool(etas[-1] > 0):
                     converged = True
                     break
         supp = jnp.concatenate([p[0] for p in parts])
@@ -379,26 +378,22 @@ class KernelCalibrator(Recalibrator):
         values = jnp.concatenate([p[3] for p in parts])
         losses = jnp.concatenate([p[4][:-1] for p in parts] + [parts[-1][4][-1:]])
         n_act = int(np.sum(np.asarray(etas) > 0))  # active steps form a prefix (see _fit_steps)
-        self.history_ = {
+        history = {
             "sq_loss": np.asarray(losses[: n_act + 1]),
             "audit_value": np.asarray(values[: n_act + converged]),
+            "converged": converged,
         }
-        self.converged_ = converged
-        return KernelCalibrationParams(
+        fitted = FittedKernelCalibration(
             supp[:n_act], coef[:n_act], etas[:n_act], values[:n_act], losses[: n_act + 1], self.kernel, self.tile
         )
-
-    def _apply(self, params, probs):
-        if params.eta.shape[0] == 0:
-            return probs
-        return _apply_jit(params, probs.astype(params.coef.dtype))
+        return fitted, history
 
 
 # --------------------------------------------------------------------------------------------
 # Ready-made auditors (Theorems 7.1 and 7.9)
 
 
-class TheoremAuditor(NamedTuple):
+class TheoremAuditor(eqx.Module):
     r"""An auditor with parameters derived from a theorem of paper 003.
 
     Calling it runs :func:`kernel_audit` with its kernel. Decision rule of Definition 4.1: if
@@ -407,10 +402,10 @@ class TheoremAuditor(NamedTuple):
     size); so ``audit.value < beta`` certifies error $\le$ ``alpha``. The theorem's $\beta$ is
     astronomically small for moderate ``alpha`` (it is a worst case over all Lipschitz
     functions), which is why it is kept as a base-10 logarithm; in practice the witness value
-    is compared with a chosen threshold, as in :class:`KernelCalibrator`.
+    is compared with a chosen threshold, as in :class:`KernelCalibration`.
 
     Attributes:
-        kernel: :class:`MultinomialKernel` of the derived degree.
+        kernel: :class:`jcalib.metrics.MultinomialKernel` of the derived degree.
         degree: $d$.
         alpha: target error.
         log10_beta: $\log_{10}$ of the guaranteed witness correlation $\beta$.
@@ -418,14 +413,16 @@ class TheoremAuditor(NamedTuple):
         theorem: which statement the parameters come from.
     """
 
-    kernel: MultinomialKernel
-    degree: int
-    alpha: float
-    log10_beta: float
-    log10_radius: float
-    theorem: str
+    kernel: MultinomialKernel = eqx.field(static=True)
+    degree: int = eqx.field(static=True)
+    alpha: float = eqx.field(static=True)
+    log10_beta: float = eqx.field(static=True)
+    log10_radius: float = eqx.field(static=True)
+    theorem: str = eqx.field(static=True)
 
-    def __call__(self, probs, labels, *, tile: int = _DEFAULT_TILE) -> KernelAudit:
+    def __call__(self, probs: Float[Array, "n k"], labels: Int[Array, " n"], *, tile: int = _DEFAULT_TILE) -> KernelAudit:
+        """Audit ``probs`` ``(n, k)`` and ``labels`` ``(n,)`` with this auditor's kernel
+        (:func:`jcalib.metrics.kernel_audit`)."""
         return kernel_audit(probs, labels, self.kernel, tile=tile)
 
 
@@ -435,7 +432,7 @@ def _check_alpha(alpha):
     return float(alpha)
 
 
-def projected_smooth_auditor(alpha: float, m: float = 2.0, degree: int | None = None) -> TheoremAuditor:
+def projected_smooth_auditor(alpha: float, max_sq_norm: float = 2.0, degree: int | None = None) -> TheoremAuditor:
     r"""Kernel auditor for $m$-projected smooth calibration (paper 003, Theorem 7.1).
 
     Theorem 7.1: for $\alpha, \delta \in (0, 1/2)$ and $m \in [2, k]$ there is an
@@ -457,7 +454,9 @@ def projected_smooth_auditor(alpha: float, m: float = 2.0, degree: int | None = 
 
     Args:
         alpha: target error in $(0, 1/2)$.
-        m: bound on $\|a\|_2^2$ (subset size for subset smooth calibration), $\ge 1$.
+        max_sq_norm: the paper's $m$, the bound on $\|a\|_2^2$ of the projections (the
+            subset size for subset smooth calibration), $\ge 1$; as in
+            :func:`jcalib.metrics.projected_smooth_calibration_error`.
         degree: override the derived degree (e.g. a cheaper practical choice).
 
     Returns:
@@ -467,12 +466,11 @@ def projected_smooth_auditor(alpha: float, m: float = 2.0, degree: int | None = 
         Gopalan, Hu, Rothblum (2024), Theorem 7.1, Lemmas 7.2–7.5, Corollary 7.6, Lemma 6.4.
     """
     alpha = _check_alpha(alpha)
-    if not float(m) >= 1:
-        raise ValueError(f"m must be >= 1, got {m!r}")
+    m = float(check_hyper(max_sq_norm, "max_sq_norm", 1.0))
     d = max(0, math.ceil(4 * math.pi / alpha) - 1) if degree is None else int(degree)
     log10_r = d * math.log10(4 * max(1.0, math.sqrt(float(m))))
     log10_beta = math.log10(alpha / 6.0) - log10_r - 0.5 * math.log10(d + 1)
-    return TheoremAuditor(multinomial_kernel(d), d, alpha, log10_beta, log10_r, "Theorem 7.1")
+    return TheoremAuditor(MultinomialKernel(d), d, alpha, log10_beta, log10_r, "Theorem 7.1")
 
 
 def _tanh_interpolants(L: float, d: int) -> tuple[float, float]:
@@ -543,4 +541,4 @@ def sigmoid_auditor(alpha: float, L: float, k: int | None = None, degree: int | 
     # Lemma 7.3: ‖p_a‖² ≤ Σ_i η_i² ‖a‖^{2i} ≤ ‖a‖^{2d} Σ_i η_i² for ‖a‖ ≥ 1 (‖a‖² ≤ k)
     log10_r = 0.5 * (log10_r2 + d * math.log10(max(a2, 1.0)))
     log10_beta = math.log10(alpha / 6.0) - log10_r - 0.5 * math.log10(d + 1)
-    return TheoremAuditor(multinomial_kernel(d), d, alpha, log10_beta, log10_r, "Theorem 7.9")
+    return TheoremAuditor(MultinomialKernel(d), d, alpha, log10_beta, log10_r, "Theorem 7.9")

@@ -105,7 +105,7 @@ def _skce(kernel, P, R, w, estimator, block_size, tile):
 
 def _check_options(kernel, estimator, block_size, tile, n, weighted):
     if not callable(kernel):
-        raise TypeError(f"kernel must be callable, e.g. jcalib.recalibration.gaussian_kernel(0.5), got {type(kernel).__name__}")
+        raise TypeError(f"kernel must be callable, e.g. jcalib.metrics.GaussianKernel(0.5), got {type(kernel).__name__}")
     if estimator not in _ESTIMATORS:
         raise ValueError(f"estimator must be one of {_ESTIMATORS}, got {estimator!r}")
     block_size = check_positive_int(block_size, "block_size")
@@ -144,7 +144,7 @@ def skce(
         probs: binary forecasts ``(n,)`` or multi-class predictions ``(n, C)``.
         labels: outcomes ``(n,)``.
         kernel: scalar kernel on forecast vectors, e.g. ``GaussianKernel(0.5)`` (default) or
-            :func:`jcalib.losses.laplacian_kernel`; any ``ker(A, B) -> Gram block``.
+            :class:`jcalib.metrics.LaplacianKernel`; any ``ker(A, B) -> Gram block``.
         estimator: ``"unbiased"`` (default), ``"biased"`` or ``"block"`` (static).
         block_size: rows per block of the block estimator (static, $\ge 2$).
         sample_weight: optional non-negative weights (quadratic estimators only).
@@ -493,7 +493,7 @@ def ucme(
     """
     P, R, w, _ = _vectors(probs, labels, sample_weight)
     if not callable(kernel):
-        raise TypeError(f"kernel must be callable, e.g. jcalib.recalibration.gaussian_kernel(0.5), got {type(kernel).__name__}")
+        raise TypeError(f"kernel must be callable, e.g. jcalib.metrics.GaussianKernel(0.5), got {type(kernel).__name__}")
     Pt, yt = _test_locations(test_probs, test_labels, P.shape[1], jnp.ndim(probs) == 1, P.dtype)
     return _ucme(kernel, P, R, w, Pt, yt)
 
@@ -602,7 +602,7 @@ def cme_test(
         features with maximum testing power*, NeurIPS.
     """
     if not callable(kernel):
-        raise TypeError(f"kernel must be callable, e.g. jcalib.recalibration.gaussian_kernel(0.5), got {type(kernel).__name__}")
+        raise TypeError(f"kernel must be callable, e.g. jcalib.metrics.GaussianKernel(0.5), got {type(kernel).__name__}")
     P, R, _, y = _vectors(probs, labels, None)
     n = P.shape[0]
     J = check_positive_int(n_test, "n_test")

@@ -10,8 +10,10 @@ import pytest
 from conformance import count_compilations
 from reference import decision as ref
 
-from jcalib.metrics import decision_calibration_error, decision_loss_gap
+from jcalib.metrics import PartitionSearch, decision_calibration_error, decision_loss_gap
 from jcalib.metrics.decision import decision_objective, partition_search, partition_weights
+
+K0 = jax.random.key(0)
 
 
 def _calibrated(key, n, c, sharpness=1.5):
@@ -90,10 +92,10 @@ def test_loss_gap_with_true_probs_matches_reference(x64):
     np.testing.assert_allclose(np.asarray(res.true_loss), want[:, 1], rtol=1e-10)
     np.testing.assert_allclose(np.asarray(res.gaps), want[:, 2], rtol=1e-10)
     # Predictions equal to the truth: the expected gap is exactly zero.
-    exact = decision_loss_gap(p_true, labels, n_losses=6, n_actions=2, true_probs=p_true)
+    exact = decision_loss_gap(p_true, labels, n_losses=6, n_actions=2, key=K0, true_probs=p_true)
     np.testing.assert_allclose(np.asarray(exact.gaps), 0.0, atol=1e-15)
     with pytest.raises(ValueError, match="true_probs"):
-        decision_loss_gap(probs, labels, 6, 2, true_probs=p_true[:, :3] / p_true[:, :3].sum(1, keepdims=True))
+        decision_loss_gap(probs, labels, 6, 2, key=K0, true_probs=p_true[:, :3] / p_true[:, :3].sum(1, keepdims=True))
 
 
 def test_integer_weights_equal_repeated_rows(x64):
@@ -103,8 +105,8 @@ def test_integer_weights_equal_repeated_rows(x64):
     reps = rng.integers(0, 4, size=40)
     w = rng.normal(size=(2, 3))
     rep_p, rep_y = np.repeat(probs, reps, axis=0), np.repeat(labels, reps)
-    a = decision_loss_gap(probs, labels, 20, 2, sample_weight=reps.astype(float))
-    b = decision_loss_gap(rep_p, rep_y, 20, 2)
+    a = decision_loss_gap(probs, labels, 20, 2, key=K0, sample_weight=reps.astype(float))
+    b = decision_loss_gap(rep_p, rep_y, 20, 2, key=K0)
     np.testing.assert_allclose(np.asarray(a.gaps), np.asarray(b.gaps), rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(
         ref.objective(w, probs, labels, True, sample_weight=reps), ref.objective(w, rep_p, rep_y, True), rtol=1e-12
@@ -185,7 +187,7 @@ def test_search_finds_planted_witness():
     probs, labels, w_star, region = _planted(6000, 6)
     resid = jax.nn.one_hot(labels, 6, dtype=jnp.float32) - probs
     planted = float(decision_objective(jnp.asarray(w_star), jnp.asarray(probs), resid, _weights(6000, jnp.float32), hard=True))
-    res = decision_calibration_error(probs, labels, n_actions=2, key=jax.random.key(0), n_restarts=4, n_steps=150)
+    res = decision_calibration_error(probs, labels, n_actions=2, key=K0, search=PartitionSearch(n_restarts=4, n_steps=150))
     assert float(res.value) >= 0.95 * planted
     found = np.asarray(jnp.argmax(jnp.asarray(probs) @ res.witness.T, axis=1)) == 0
     agreement = max(np.mean(found == region), np.mean(found != region))  # up to relabelling
@@ -207,7 +209,7 @@ def test_calibrated_error_shrinks_like_inverse_sqrt_n():
     masks = (jnp.arange(n_max)[None, :] < jnp.asarray(sizes)[:, None]).astype(jnp.float32)
 
     def value(p, y, m):
-        return decision_calibration_error(p, y, 2, jax.random.key(0), n_restarts=2, n_steps=60, sample_weight=m).value
+        return decision_calibration_error(p, y, 2, key=K0, search=PartitionSearch(n_restarts=2, n_steps=60), sample_weight=m).value
 
     vals = jax.vmap(lambda m: jax.vmap(lambda p, y: value(p, y, m))(probs, labels))(masks)
     mean = np.asarray(vals).mean(axis=1)
@@ -218,7 +220,7 @@ def test_calibrated_error_shrinks_like_inverse_sqrt_n():
 
 def test_tuple_of_actions_runs_padded():
     probs, labels, _, _ = _planted(3000, 5)
-    res = decision_calibration_error(probs, labels, n_actions=(1, 2, 3), n_restarts=2, n_steps=100)
+    res = decision_calibration_error(probs, labels, n_actions=(1, 2, 3), key=K0, search=PartitionSearch(n_restarts=2, n_steps=100))
     assert res.value.shape == (3,) and res.witness.shape == (3, 3, 5)
     np.testing.assert_array_equal(np.asarray(res.action_mask), np.tril(np.ones((3, 3), bool)))
     assert np.all(np.asarray(res.witness)[~np.asarray(res.action_mask)] == 0)
@@ -244,10 +246,9 @@ def test_batched_restarts_equal_separate_runs():
     resid = jax.nn.one_hot(labels, 4, dtype=jnp.float32) - probs
     wts = _weights(500, jnp.float32)
     init = jax.random.normal(jax.random.key(2), (3, 2, 4)) * 0.5
-    kw = dict(n_actions=2, n_steps=40)
-    batched = partition_search(jax.random.key(0), probs, resid, wts, None, init, n_restarts=3, **kw)
+    batched = partition_search(probs, resid, wts, None, init, key=None, n_actions=2, search=PartitionSearch(3, 40))
     for r in range(3):
-        single = partition_search(jax.random.key(0), probs, resid, wts, None, init[r : r + 1], n_restarts=1, **kw)
+        single = partition_search(probs, resid, wts, None, init[r : r + 1], key=None, n_actions=2, search=PartitionSearch(1, 40))
         # float32 Adam over 40 steps; batched and single matmuls round differently.
         np.testing.assert_allclose(np.asarray(single.witness[0]), np.asarray(batched.witness[r]), rtol=1e-3, atol=1e-3)
         np.testing.assert_allclose(float(single.value[0]), float(batched.value[r]), rtol=1e-4)
@@ -260,26 +261,26 @@ def test_jit_vmap_over_datasets_and_keys_without_retracing():
     @jax.jit
     @chex.assert_max_traces(n=1)
     def batched(p, y, k):
-        res = decision_calibration_error(p, y, 2, k, n_restarts=2, n_steps=20)
+        res = decision_calibration_error(p, y, 2, key=k, search=PartitionSearch(n_restarts=2, n_steps=20))
         return res.value, res.soft_value, res.witness
 
     v1, s1, w1 = jax.vmap(batched, in_axes=(0, 0, None))(probs, labels, jax.random.key(0))
     chex.assert_shape(w1, (3, 2, 3))
-    eager = decision_calibration_error(probs[1], labels[1], 2, jax.random.key(0), n_restarts=2, n_steps=20)
+    eager = decision_calibration_error(probs[1], labels[1], 2, key=K0, search=PartitionSearch(n_restarts=2, n_steps=20))
     np.testing.assert_allclose(float(v1[1]), float(eager.value), rtol=1e-4)
     # New data and new keys: same shapes, so no new trace (assert_max_traces would raise).
     probs2, labels2 = jax.vmap(lambda k: _calibrated(k, 300, 3))(jax.random.split(jax.random.key(4), 3))
     jax.vmap(batched, in_axes=(0, 0, None))(probs2, labels2, jax.random.key(1))
     v_keys = jax.vmap(batched, in_axes=(None, None, 0))(probs[0], labels[0], keys)
     chex.assert_shape(v_keys[0], (3,))
-    gap = jax.jit(lambda p, y: decision_loss_gap(p, y, 50, 2).mean_gap)
+    gap = jax.jit(lambda p, y: decision_loss_gap(p, y, 50, 2, key=K0).mean_gap)
     chex.assert_shape(jax.vmap(gap)(probs, labels), (3,))
 
 
 def test_loss_gap_chunking_does_not_change_values(x64):
     probs, labels = _calibrated(jax.random.key(5), 400, 6)
-    a = decision_loss_gap(probs, labels, 37, 3, chunk=37)
-    b = decision_loss_gap(probs, labels, 37, 3, chunk=5)
+    a = decision_loss_gap(probs, labels, 37, 3, key=K0, chunk=37)
+    b = decision_loss_gap(probs, labels, 37, 3, key=K0, chunk=5)
     # atol: a gap is a difference of O(1) means, so round-off is absolute (~1e-16).
     np.testing.assert_allclose(np.asarray(a.gaps), np.asarray(b.gaps), rtol=1e-12, atol=1e-14)
 
@@ -287,9 +288,12 @@ def test_loss_gap_chunking_does_not_change_values(x64):
 def test_float64_dtype_is_kept(x64):
     probs, labels = _calibrated(jax.random.key(6), 200, 3)
     assert probs.dtype == jnp.float64
-    res = decision_calibration_error(probs, labels, 2, n_restarts=1, n_steps=5)
+    res = decision_calibration_error(probs, labels, 2, key=K0, search=PartitionSearch(n_restarts=1, n_steps=5))
     assert res.value.dtype == jnp.float64 and res.witness.dtype == jnp.float64
-    assert decision_loss_gap(probs, labels, 10).mean_gap.dtype == jnp.float64
+    assert decision_loss_gap(probs, labels, 10, key=K0).mean_gap.dtype == jnp.float64
+    L = np.ones((2, 3))
+    assert decision_calibration_error(probs, labels, losses=L).value.dtype == jnp.float64
+    assert decision_loss_gap(probs, labels, losses=L).gaps.dtype == jnp.float64
 
 
 # ------------------------------------------------------------------------------- bad input
@@ -313,18 +317,32 @@ _GOOD_Y = np.array([1, 0, 0])
 )
 def test_bad_input_raises(probs, labels, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        decision_calibration_error(probs, labels, **{"n_steps": 2, **kwargs})
+        decision_calibration_error(probs, labels, key=K0, search=PartitionSearch(n_steps=2), **kwargs)
     with pytest.raises(ValueError, match=match):
-        decision_loss_gap(probs, labels, 5, **kwargs)
+        decision_loss_gap(probs, labels, 5, key=K0, **kwargs)
 
 
 def test_bad_counts_raise():
     with pytest.raises(ValueError, match="n_actions"):
-        decision_calibration_error(_GOOD_P, _GOOD_Y, n_actions=(2, 0))
+        decision_calibration_error(_GOOD_P, _GOOD_Y, n_actions=(2, 0), key=K0)
     with pytest.raises(ValueError, match="n_restarts"):
-        decision_calibration_error(_GOOD_P, _GOOD_Y, n_restarts=0)
+        PartitionSearch(n_restarts=0)
     with pytest.raises(ValueError, match="n_losses"):
-        decision_loss_gap(_GOOD_P, _GOOD_Y, n_losses=0)
+        decision_loss_gap(_GOOD_P, _GOOD_Y, n_losses=0, key=K0)
+    with pytest.raises(TypeError, match="PartitionSearch"):
+        decision_calibration_error(_GOOD_P, _GOOD_Y, key=K0, search=dict(n_steps=2))
+
+
+@pytest.mark.parametrize("key", [None, 0, 1.5])
+def test_keys_are_required_and_keyword_only(key):
+    """Random searches and random losses need a key, keyword-only, with no default."""
+    for f in (decision_calibration_error, decision_loss_gap):
+        with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
+            f(_GOOD_P, _GOOD_Y, key=key)
+    with pytest.raises(TypeError):
+        decision_calibration_error(_GOOD_P, _GOOD_Y, 2, K0)  # no fourth positional argument
+    with pytest.raises(TypeError):
+        decision_loss_gap(_GOOD_P, _GOOD_Y, 5, 2, K0)
 
 
 def test_new_learning_rates_and_scales_reuse_one_compilation():
@@ -333,16 +351,15 @@ def test_new_learning_rates_and_scales_reuse_one_compilation():
     learning rates is one program that agrees with the separate calls."""
     probs, labels = _calibrated(jax.random.key(21), 200, 3)
     kw = dict(n_restarts=2, n_steps=15)
-    decision_calibration_error(probs, labels, 2, learning_rate=1e-2, scale=100.0, **kw)
+    decision_calibration_error(probs, labels, 2, key=K0, search=PartitionSearch(learning_rate=1e-2, scale=100.0, **kw))
     with count_compilations() as c:
         for lr, scale in [(2e-2, 100.0), (5e-2, 30.0), (1e-3, 7.0)]:
-            decision_calibration_error(probs, labels, 2, learning_rate=lr, scale=scale, **kw)
+            decision_calibration_error(probs, labels, 2, key=K0, search=PartitionSearch(learning_rate=lr, scale=scale, **kw))
     assert c.n == 0
     residual = jax.nn.one_hot(labels, 3, dtype=probs.dtype) - probs
     weights = jnp.full((200,), 1.0 / 200, probs.dtype)
     search = lambda lr: partition_search(  # noqa: E731
-        jax.random.key(0), probs, residual, weights, n_actions=2, n_restarts=2, n_steps=15,
-        learning_rate=lr,
+        probs, residual, weights, key=K0, n_actions=2, search=PartitionSearch(learning_rate=lr, **kw)
     ).value
     lrs = jnp.array([1e-3, 1e-2, 1e-1], probs.dtype)
     batched = jax.jit(jax.vmap(search))(lrs)
@@ -350,9 +367,9 @@ def test_new_learning_rates_and_scales_reuse_one_compilation():
         # batched and single float32 matmuls round differently over 15 Adam steps
         np.testing.assert_allclose(np.asarray(batched[i]), np.asarray(search(lr)), rtol=1e-4)
     with pytest.raises(ValueError, match="learning_rate"):
-        decision_calibration_error(probs, labels, 2, learning_rate=-1.0, **kw)
+        PartitionSearch(learning_rate=-1.0, **kw)
     with pytest.raises(ValueError, match="scale"):
-        decision_calibration_error(probs, labels, 2, scale=0.0, **kw)
+        PartitionSearch(scale=0.0, **kw)
 
 
 # ---------------------------------------------------------------------------------- unroll
@@ -363,9 +380,9 @@ def test_unrolled_search_equals_the_rolled_one_and_compiles_once_per_value():
     values; each value is one compilation, reused by calls with new data of the same shape."""
     probs, labels = _calibrated(jax.random.key(7), 300, 4)
     kw = dict(n_restarts=3, n_steps=45)  # 45 steps: not a multiple of 2 or 4
-    rolled = decision_calibration_error(probs, labels, (2, 3), jax.random.key(0), unroll=1, **kw)
+    rolled = decision_calibration_error(probs, labels, (2, 3), key=K0, search=PartitionSearch(unroll=1, **kw))
     for unroll in (2, 4):
-        got = decision_calibration_error(probs, labels, (2, 3), jax.random.key(0), unroll=unroll, **kw)
+        got = decision_calibration_error(probs, labels, (2, 3), key=K0, search=PartitionSearch(unroll=unroll, **kw))
         # float32 Adam over 45 steps: XLA fuses the unrolled copies of a step differently, an ulp
         # a step at most, amplified by Adam's normalised steps (measured: below 1e-5)
         np.testing.assert_allclose(np.asarray(got.witness), np.asarray(rolled.witness), rtol=1e-4, atol=1e-4)
@@ -373,11 +390,85 @@ def test_unrolled_search_equals_the_rolled_one_and_compiles_once_per_value():
                                    rtol=1e-4, atol=1e-6)
     probs2, labels2 = _calibrated(jax.random.key(8), 300, 4)
     with count_compilations() as c:
-        decision_calibration_error(probs2, labels2, (2, 3), jax.random.key(1), unroll=np.int32(4), **kw)
+        decision_calibration_error(probs2, labels2, (2, 3), key=jax.random.key(1), search=PartitionSearch(unroll=np.int32(4), **kw))
     assert c.n == 0  # a NumPy integer is the same static value as the Python int
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 2.5, "2"])
 def test_bad_unroll_is_refused(bad):
     with pytest.raises(ValueError, match="unroll"):
-        decision_calibration_error(_GOOD_P, _GOOD_Y, n_steps=2, unroll=bad)
+        PartitionSearch(n_steps=2, unroll=bad)
+
+
+# ------------------------------------------------------------- a decision maker's own losses
+
+
+def test_given_losses_match_the_reference(x64):
+    """With given losses the gap is Eq. (10) of those matrices and the decision calibration
+    error is the maximum of Eq. (8) over their Bayes partitions (w = −L), as the slow
+    reference computes them; no key is needed, and each gap is at most its matrix's value."""
+    rng = np.random.default_rng(31)
+    probs = rng.dirichlet(np.ones(4) * 0.7, size=120)
+    labels = rng.integers(0, 4, size=120)
+    sw = rng.random(120)
+    L = rng.normal(size=(6, 3, 4))
+    gap = decision_loss_gap(probs, labels, losses=L, sample_weight=sw)
+    want = ref.loss_gap(probs, labels, L, sample_weight=sw)
+    np.testing.assert_allclose(np.asarray(gap.gaps), want[:, 2], rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(gap.predicted_loss), want[:, 0], rtol=1e-10)
+    res = decision_calibration_error(probs, labels, losses=L, sample_weight=sw)
+    values = np.array([ref.dce_for_losses(probs, labels, Lm[None], sample_weight=sw) for Lm in L])
+    np.testing.assert_allclose(np.asarray(res.restart_values), values, rtol=1e-10)
+    np.testing.assert_allclose(float(res.value), ref.dce_for_losses(probs, labels, L, sample_weight=sw), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(res.witness), -L[int(np.argmax(values))])
+    assert res.action_mask.shape == (3,) and bool(np.all(np.asarray(res.action_mask)))
+    assert np.all(np.asarray(gap.gaps) <= np.asarray(res.restart_values) + 1e-12)
+    # one (K, C) matrix is a stack of one; n_actions may restate K
+    one = decision_calibration_error(probs, labels, 3, losses=L[2], sample_weight=sw)
+    np.testing.assert_allclose(float(one.value), values[2], rtol=1e-10)
+    assert decision_loss_gap(probs, labels, 1, 3, losses=L[2]).gaps.shape == (1,)
+
+
+def test_given_random_losses_reproduce_the_random_loss_results(x64):
+    """A user's matrices equal to the random ones give the random-loss result exactly."""
+    rng = np.random.default_rng(32)
+    probs = rng.dirichlet(np.ones(5), size=90)
+    labels = rng.integers(0, 5, size=90)
+    p_true = rng.dirichlet(np.ones(5), size=90)
+    key = jax.random.key(7)
+    drawn = jax.random.normal(key, (40, 3, 5), jnp.float64)
+    for kw in ({}, {"true_probs": p_true}, {"sample_weight": rng.random(90)}):
+        random = decision_loss_gap(probs, labels, 40, 3, key=key, **kw)
+        given = decision_loss_gap(probs, labels, losses=drawn, **kw)
+        for a, b in zip(random, given):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # the search over all partitions dominates the maximum over the random losses' partitions
+    res = decision_calibration_error(probs, labels, 3, key=key, search=PartitionSearch(n_restarts=4, n_steps=200))
+    assert float(res.value) >= float(decision_calibration_error(probs, labels, losses=drawn).value) - 1e-6
+
+
+def test_given_losses_are_validated():
+    key_err = "do not pass a key"
+    for f in (decision_calibration_error, decision_loss_gap):
+        for bad, match in [
+            (np.ones((1, 2)), "n_actions >= 2"),  # one action
+            (np.ones((2, 3)), "shape"),  # C = 3 ≠ 2
+            (np.ones(2), "shape"),
+            (np.ones((2, 2, 2, 2)), "shape"),
+            (np.zeros((0, 2, 2)), "shape"),
+            (np.array([[0.0, np.nan], [1.0, 0.0]]), "losses"),
+            (np.array([[0.0, np.inf], [1.0, 0.0]]), "losses"),
+            ("abc", "losses"),
+        ]:
+            with pytest.raises(ValueError, match=match):
+                f(_GOOD_P, _GOOD_Y, losses=bad)
+        with pytest.raises(TypeError, match=key_err):
+            f(_GOOD_P, _GOOD_Y, losses=np.eye(2), key=K0)
+        with pytest.raises(ValueError, match="n_actions"):
+            f(_GOOD_P, _GOOD_Y, n_actions=3, losses=np.eye(2))
+    with pytest.raises(ValueError, match="n_actions"):
+        decision_calibration_error(_GOOD_P, _GOOD_Y, (2, 3), losses=np.eye(2))
+    with pytest.raises(ValueError, match="n_losses"):
+        decision_loss_gap(_GOOD_P, _GOOD_Y, 4, losses=np.eye(2))
+    # a zero matrix has no gap (not NaN)
+    assert float(decision_loss_gap(_GOOD_P, _GOOD_Y, losses=np.zeros((2, 2))).max_gap) == 0.0

@@ -17,25 +17,30 @@ from reference.weighted import (
 )
 
 from jcalib.metrics import (
+    MultinomialKernel,
+    PartitionSearch,
+    SigmoidSearch,
     binned_ece,
     classwise_ece,
     confidence_ece,
     projected_smooth_calibration_error,
     subset_smooth_calibration_error,
+    kernel_audit,
     top_label_ece,
 )
 from jcalib.metrics.decision import decision_calibration_error
 from jcalib.metrics.weighted import (
     _sigmoid_search,
-    classwise_calibration_error,
     full_smooth_calibration_error,
     lipschitz_correlation,
     low_degree_calibration_error,
+    max_classwise_calibration_error,
     sigmoid_calibration_error,
     two_action_decision_calibration_error,
     weighted_calibration_error,
 )
-from jcalib.recalibration import kernel_audit, multinomial_kernel
+
+K0 = jax.random.key(0)
 
 
 def _data(seed, n, k, eps=0.0, conc=1.0):
@@ -70,7 +75,7 @@ def test_generic_matches_loop_reference(x64):
 def test_kernel_witness_is_an_accepted_weight_function():
     """A callable family: the audit's witness has correlation audit.value (Algorithm 2)."""
     v, y = _data(1, 200, 4, eps=0.4)
-    audit = kernel_audit(v, y, multinomial_kernel(2))
+    audit = kernel_audit(v, y, MultinomialKernel(2))
     got = float(weighted_calibration_error(v, y, audit.witness))
     assert got == pytest.approx(float(audit.value), rel=1e-4)  # float32 Gram products
 
@@ -109,7 +114,7 @@ def test_confidence_and_top_label_families_equal_the_ece_module(x64):
 
 def test_classwise_family_is_max_of_per_class_eces(x64):
     v, y = _data(3, 500, 5, eps=0.4)
-    res = classwise_calibration_error(v, y, n_bins=10, return_witness=True)
+    res = max_classwise_calibration_error(v, y, n_bins=10, return_witness=True)
     per = np.array([float(binned_ece(v[:, ell], (y == ell).astype(int), n_bins=10)) for ell in range(5)])
     np.testing.assert_allclose(np.asarray(res.per_class), per, rtol=1e-12)
     # classwise_ece (Kull et al.) is the mean of the same per-class terms
@@ -128,8 +133,8 @@ def test_classwise_family_is_max_of_per_class_eces(x64):
 def test_two_action_decision_matches_definition_2_3(x64):
     v, y = _data(4, 300, 4, eps=0.5)
     key = jax.random.key(3)
-    res = two_action_decision_calibration_error(v, y, key, n_steps=60, n_restarts=4)
-    same = decision_calibration_error(v, y, n_actions=2, key=key, n_steps=60, n_restarts=4)
+    res = two_action_decision_calibration_error(v, y, key=key, search=PartitionSearch(n_steps=60, n_restarts=4))
+    same = decision_calibration_error(v, y, n_actions=2, key=key, search=PartitionSearch(n_steps=60, n_restarts=4))
     assert float(res.value) == float(same.value)
     # Def. 2.3 evaluated directly at the half-space a = w1 − w2, b = 0 (normalised means)
     a = np.asarray(res.witness[0] - res.witness[1])
@@ -213,13 +218,13 @@ def test_lemma_2_7_chain(seed, k, eps):
 def test_sigmoid_matches_grid_for_two_classes_and_is_bounded():
     v, y = _data(13, 60, 2, eps=0.5)
     L = 3.0
-    got = float(sigmoid_calibration_error(v, y, L, n_steps=300))
+    got = float(sigmoid_calibration_error(v, y, L, key=K0))
     grid = sigmoid_grid_two_classes(v, y, L, n_grid=401)
     # the search and the grid are both lower bounds of the same sup; 2e-3 covers the grid's step
     assert got == pytest.approx(grid, abs=2e-3)
     # Σ_L is L-Lipschitz in ℓ1 (Lemma 8.2's argument): CE_Σ ≤ L · fsCE
     assert got <= L * float(full_smooth_calibration_error(v, y)) + 1e-6
-    res = sigmoid_calibration_error(v, y, L, n_steps=300, return_witness=True)
+    res = sigmoid_calibration_error(v, y, L, key=K0, return_witness=True)
     a, b = res.witness
     assert np.all(np.abs(np.asarray(a)) <= 1)
     z = np.eye(2)[y] - v
@@ -236,7 +241,7 @@ def test_low_degree_exact_and_kernel_bound(x64):
         # s·value of Algorithm 2
         upper = float(low_degree_calibration_error(v, y, d, method="kernel"))
         assert exact <= upper + 1e-12
-        audit = kernel_audit(v, y, multinomial_kernel(d))
+        audit = kernel_audit(v, y, MultinomialKernel(d))
         assert upper == pytest.approx(float(audit.value) * np.sqrt(d + 1), rel=1e-9)
     res = low_degree_calibration_error(v, y, 2, return_witness=True)
     mono, sign = res.witness
@@ -261,7 +266,7 @@ def test_conformance_jit_vmap_no_retrace():
         return (
             low_degree_calibration_error(p, y, 2),
             subset_smooth_calibration_error(p, y, 2),
-            classwise_calibration_error(p, y, n_bins=5),
+            max_classwise_calibration_error(p, y, n_bins=5),
             weighted_calibration_error(p, y, lambda q: jnp.tanh(3 * q - 1)),
         )
 
@@ -269,13 +274,13 @@ def test_conformance_jit_vmap_no_retrace():
     for i in range(3):
         np.testing.assert_allclose(float(out[0][i]), float(low_degree_calibration_error(P[i], Y[i], 2)), rtol=1e-5)
         np.testing.assert_allclose(float(out[1][i]), float(subset_smooth_calibration_error(P[i], Y[i], 2)), rtol=1e-5)
-        np.testing.assert_allclose(float(out[2][i]), float(classwise_calibration_error(P[i], Y[i], n_bins=5)), rtol=1e-5)
+        np.testing.assert_allclose(float(out[2][i]), float(max_classwise_calibration_error(P[i], Y[i], n_bins=5)), rtol=1e-5)
     many(P[0], Y[0])  # same shapes: no retrace
     # sigmoid search: vmap over the slope L (a hyperparameter) on one compiled search
     v, y = P[0], Y[0]
     z = jax.nn.one_hot(y, 3, dtype=v.dtype) - v
     w = jnp.full((40,), 1 / 40, v.dtype)
-    vals = jax.vmap(lambda L: _sigmoid_search(jax.random.key(0), v, z, w, L, 0.05, n_restarts=4, n_steps=20)[0])(
+    vals = jax.vmap(lambda L: _sigmoid_search(K0, v, z, w, L, SigmoidSearch(4, 20))[0])(
         jnp.array([1.0, 2.0, 4.0])
     )
     chex.assert_shape(vals, (3,))
@@ -292,15 +297,19 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="lie in"):
         low_degree_calibration_error(v, np.array([0, 5]))
     with pytest.raises(ValueError, match="mismatched"):
-        sigmoid_calibration_error(v, np.array([0, 1, 1]))
+        sigmoid_calibration_error(v, np.array([0, 1, 1]), key=K0)
     with pytest.raises(ValueError, match=r"\[-1, 1\]"):
         weighted_calibration_error(v, y, np.full((2, 2), 2.0))
     with pytest.raises(ValueError, match="shape"):
         weighted_calibration_error(v, y, np.zeros((3, 2)))
     with pytest.raises(ValueError, match="directions"):
         projected_smooth_calibration_error(v, y, directions=np.array([[2.0, 0.0]]))
-    with pytest.raises(ValueError, match="m = "):
-        projected_smooth_calibration_error(v, y, m=1, directions=np.array([[1.0, 1.0]]))
+    with pytest.raises(ValueError, match="max_sq_norm = "):
+        projected_smooth_calibration_error(v, y, max_sq_norm=1, directions=np.array([[1.0, 1.0]]))
+    with pytest.raises(ValueError, match="max_sq_norm"):
+        projected_smooth_calibration_error(v, y, max_sq_norm=0.5)
+    with pytest.raises(ValueError, match="max_subset_size"):
+        subset_smooth_calibration_error(v, y, max_subset_size=0)
     with pytest.raises(ValueError, match="max_subsets"):
         subset_smooth_calibration_error(np.full((2, 20), 0.05), y, max_subsets=100)
     with pytest.raises(ValueError, match="max_points"):
@@ -310,30 +319,38 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="method"):
         low_degree_calibration_error(v, y, 2, method="fast")
     with pytest.raises(ValueError, match="L must"):
-        sigmoid_calibration_error(v, y, L=0.5)
+        sigmoid_calibration_error(v, y, L=0.5, key=K0)
+    for key in (None, 0):
+        with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
+            sigmoid_calibration_error(v, y, key=key)
+        with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
+            two_action_decision_calibration_error(v, y, key=key)
+    with pytest.raises(TypeError, match="SigmoidSearch"):
+        sigmoid_calibration_error(v, y, key=K0, search=PartitionSearch())
+    with pytest.raises(ValueError, match="learning_rate"):
+        SigmoidSearch(learning_rate=0.0)
     with pytest.raises(ValueError, match="outside jit"):
         jax.jit(lambda p: projected_smooth_calibration_error(p, y))(jnp.asarray(v))
 
 
 def test_unrolled_sigmoid_search_equals_the_rolled_one():
     v, y = _data(17, 80, 3, eps=0.3)
-    rolled = sigmoid_calibration_error(v, y, 4.0, n_restarts=4, n_steps=50, unroll=1, return_witness=True)
-    got = sigmoid_calibration_error(v, y, 4.0, n_restarts=4, n_steps=50, unroll=4, return_witness=True)  # 4 ∤ 50
+    rolled = sigmoid_calibration_error(v, y, 4.0, key=K0, search=SigmoidSearch(4, 50, unroll=1), return_witness=True)
+    got = sigmoid_calibration_error(v, y, 4.0, key=K0, search=SigmoidSearch(4, 50, unroll=4), return_witness=True)  # 4 ∤ 50
     # float32 Adam: the unrolled copies of a step fuse differently (an ulp per step)
     np.testing.assert_allclose(float(got.value), float(rolled.value), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(got.witness[0]), np.asarray(rolled.witness[0]), atol=1e-4)
     # the two-action decision error forwards unroll to the partition search
-    two = two_action_decision_calibration_error(v, y, n_steps=10, n_restarts=2, unroll=4)
-    one = two_action_decision_calibration_error(v, y, n_steps=10, n_restarts=2, unroll=1)
+    two = two_action_decision_calibration_error(v, y, key=K0, search=PartitionSearch(n_steps=10, n_restarts=2, unroll=4))
+    one = two_action_decision_calibration_error(v, y, key=K0, search=PartitionSearch(n_steps=10, n_restarts=2, unroll=1))
     np.testing.assert_allclose(float(two.value), float(one.value), rtol=1e-4)  # as above
     z = jax.nn.one_hot(jnp.asarray(y), 3, dtype=jnp.float32) - jnp.asarray(v, jnp.float32)
     w = jnp.full((80,), 1 / 80, jnp.float32)
     chex.clear_trace_counter()
     search = jax.jit(chex.assert_max_traces(
-        lambda L: _sigmoid_search(jax.random.key(0), jnp.asarray(v, jnp.float32), z, w, L, 0.05, n_restarts=2,
-                                  n_steps=10, unroll=4)[0], n=1))
+        lambda L: _sigmoid_search(K0, jnp.asarray(v, jnp.float32), z, w, L, SigmoidSearch(2, 10, unroll=4))[0], n=1))
     for L in (1.0, 2.0, 3.0):  # new slopes, the same unroll: one trace
         search(jnp.asarray(L))
     for bad in (0, False, 2.0):
         with pytest.raises(ValueError, match="unroll"):
-            sigmoid_calibration_error(v, y, unroll=bad)
+            SigmoidSearch(unroll=bad)

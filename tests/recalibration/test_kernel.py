@@ -11,23 +11,19 @@ import pytest
 from reference.kernel import audit as ref_audit
 from reference.kernel import multinomial_features, multinomial_gram, post_process, project_simplex
 
+from jcalib._kernels import kernel_matmul
+from jcalib._simplex import project_simplex as jax_project_simplex
+from jcalib.metrics import GaussianKernel, MultinomialKernel, kernel_audit
+from jcalib.metrics.kernel import kernel_audit_jit as _kernel_audit_jit
 from jcalib.recalibration import (
-    KernelCalibrator,
-    gaussian_kernel,
-    kernel_audit,
-    kernel_calibration_apply,
-    kernel_calibration_fit,
-    multinomial_kernel,
-)
-from jcalib.recalibration.kernel import (
-    _kernel_audit_jit,
-    _tanh_interpolants,
-    kernel_matmul,
+    FittedKernelCalibration,
+    KernelCalibration,
+    SklearnRecalibrator,
     kernel_weak_learner,
-    project_simplex as jax_project_simplex,
     projected_smooth_auditor,
     sigmoid_auditor,
 )
+from jcalib.recalibration.kernel import _tanh_interpolants
 
 
 def _dirichlet(rng, n, k, conc=1.0):
@@ -54,11 +50,11 @@ def test_multinomial_kernel_equals_explicit_feature_map(x64):
     for k, d in [(2, 4), (3, 3), (4, 2)]:
         u, v = _dirichlet(rng, 5, k), _dirichlet(rng, 6, k)
         explicit = multinomial_features(u, d) @ multinomial_features(v, d).T
-        got = np.asarray(multinomial_kernel(d)(jnp.asarray(u), jnp.asarray(v)))
+        got = np.asarray(MultinomialKernel(d)(jnp.asarray(u), jnp.asarray(v)))
         np.testing.assert_allclose(got, explicit, rtol=1e-12)
         # s² = d + 1 is the supremum of ker(v, v) on the simplex, attained at a vertex.
-        assert multinomial_kernel(d).diag_bound == d + 1
-        assert float(multinomial_kernel(d)(jnp.eye(k)[:1], jnp.eye(k)[:1])[0, 0]) == d + 1
+        assert MultinomialKernel(d).diag_bound == d + 1
+        assert float(MultinomialKernel(d)(jnp.eye(k)[:1], jnp.eye(k)[:1])[0, 0]) == d + 1
         assert np.all(np.diag(multinomial_gram(v, v, d)) <= d + 1)
 
 
@@ -66,7 +62,7 @@ def test_tiled_and_untiled_gram_products_agree(x64):
     rng = np.random.default_rng(1)
     u, v = _dirichlet(rng, 23, 4), _dirichlet(rng, 17, 4)
     c = rng.normal(size=(17, 3))
-    ker = multinomial_kernel(3)
+    ker = MultinomialKernel(3)
     full = multinomial_gram(u, v, 3) @ c
     for tile in (1, 5, 7, 23, 100):
         got = kernel_matmul(ker, jnp.asarray(u), jnp.asarray(v), jnp.asarray(c), tile)
@@ -82,7 +78,7 @@ def test_audit_matches_reference(x64, degree):
     rng = np.random.default_rng(2)
     v = _dirichlet(rng, 60, 3)
     y = _sample_labels(rng, _sharpened(v, 0.3))
-    res = kernel_audit(v, y, multinomial_kernel(degree), tile=16)
+    res = kernel_audit(v, y, MultinomialKernel(degree), tile=16)
     value, lam, _, witness = ref_audit(v, y, lambda a, b: multinomial_gram(a, b, degree), math.sqrt(degree + 1))
     np.testing.assert_allclose(float(res.value), value, rtol=1e-10)
     np.testing.assert_allclose(np.asarray(res.lam), lam, rtol=1e-10)
@@ -109,7 +105,7 @@ def test_audit_with_a_generic_kernel(x64):
     def gauss_np(a, b):
         return np.exp(-((a[:, None, :] - b[None, :, :]) ** 2).sum(-1) / (2 * 0.5**2))
 
-    for ker, ref, s in ((laplace, laplace_np, 1.0), (gaussian_kernel(0.5), gauss_np, None)):
+    for ker, ref, s in ((laplace, laplace_np, 1.0), (GaussianKernel(0.5), gauss_np, None)):
         res = kernel_audit(v, y, ker, s=s, tile=8)
         value, lam, _, _ = ref_audit(v, y, ref, 1.0)
         np.testing.assert_allclose(float(res.value), value, rtol=1e-9)
@@ -122,8 +118,8 @@ def test_weak_learner_is_one_coordinate_audit(x64):
     v = _dirichlet(rng, 30, 3)
     y = _sample_labels(rng, v)
     z = np.eye(3)[y] - v
-    corr, w = kernel_weak_learner(v, z[:, 1], multinomial_kernel(2))
-    res = kernel_audit(v, y, multinomial_kernel(2))
+    corr, w = kernel_weak_learner(v, z[:, 1], MultinomialKernel(2))
+    res = kernel_audit(v, y, MultinomialKernel(2))
     np.testing.assert_allclose(float(corr), float(res.per_class[1]), rtol=1e-12)
     np.testing.assert_allclose(np.asarray(w(v))[:, 0], np.asarray(res.witness(v))[:, 1], rtol=1e-10, atol=1e-14)
 
@@ -146,7 +142,7 @@ def test_planted_violation_is_found(x64):
     alpha = eps * np.mean(np.max(big, 1) - np.sum(big**2, 1))
     v = _dirichlet(rng, 2000, k)
     y = _sample_labels(rng, _sharpened(v, eps))
-    res = kernel_audit(v, y, multinomial_kernel(d))
+    res = kernel_audit(v, y, MultinomialKernel(d))
     z = np.eye(k)[y] - v
     # On the audited sample the bound is deterministic (Cauchy–Schwarz in the RKHS):
     assert float(res.value) >= np.mean(np.sum(z * v, 1)) / (r * s) - 1e-12
@@ -166,7 +162,7 @@ def test_calibrated_data_value_shrinks_like_inverse_sqrt_n():
         for _ in range(6):
             v = _dirichlet(rng, int(n), 3).astype(np.float32)
             y = _sample_labels(rng, v)
-            vals.append(float(kernel_audit(v, y, multinomial_kernel(2), tile=1024).value))
+            vals.append(float(kernel_audit(v, y, MultinomialKernel(2), tile=1024).value))
         means.append(np.mean(vals))
     slope = np.polyfit(np.log(ns), np.log(means), 1)[0]
     # 6 seeds per n give a slope standard error of about 0.03; ±0.12 keeps false failures rare.
@@ -180,7 +176,7 @@ def test_auditor_dominates_low_degree_monomials(x64):
     v = _dirichlet(rng, 300, 3)
     y = _sample_labels(rng, _sharpened(v, 0.4))
     d = 3
-    res = kernel_audit(v, y, multinomial_kernel(d))
+    res = kernel_audit(v, y, MultinomialKernel(d))
     feats = multinomial_features(v, d)
     z = np.eye(3)[y] - v
     best = np.max(np.abs(feats.T @ z / len(v)), axis=0)
@@ -202,25 +198,26 @@ def test_post_processing_matches_reference_and_never_raises_loss(x64):
     v = _dirichlet(rng, 120, 3)
     y = _sample_labels(rng, _sharpened(v, 0.7))
     beta, steps = 0.02, 40
-    params = kernel_calibration_fit(None, v, y, kernel=multinomial_kernel(2), beta=beta, max_steps=steps, tile=32)
+    params = KernelCalibration(MultinomialKernel(2), beta=beta, max_steps=steps, tile=32).fit(v, y)
+    assert isinstance(params, FittedKernelCalibration)
     v_ref, losses_ref, values_ref = post_process(v, y, lambda a, b: multinomial_gram(a, b, 2), math.sqrt(3), beta, steps)
     n_act = int(params.n_active)
     assert n_act == len(losses_ref) - 1
     np.testing.assert_allclose(np.asarray(params.sq_loss[: n_act + 1]), losses_ref, rtol=1e-8)
     np.testing.assert_allclose(np.asarray(params.audit_value[: len(values_ref)]), values_ref, rtol=1e-8)
     # replaying the witnesses on the training predictions reproduces the fitted predictions
-    np.testing.assert_allclose(np.asarray(kernel_calibration_apply(params, v)), v_ref, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(params(v)), v_ref, atol=1e-9)
     # the squared loss never rises, and each active step lowers it by >= value²/k >= β²/k
     drops = -np.diff(np.asarray(params.sq_loss))
     assert np.all(drops >= -1e-12)
     assert np.all(drops[:n_act] >= np.asarray(params.audit_value[:n_act]) ** 2 / 3 - 1e-12)
     # it ended because no witness reached β: a fresh audit of the output is below β
     assert n_act < steps
-    assert float(kernel_audit(v_ref, y, multinomial_kernel(2)).value) < beta
+    assert float(kernel_audit(v_ref, y, MultinomialKernel(2)).value) < beta
 
 
 def test_kernel_calibrator_fixes_planted_violation_out_of_sample():
-    """Wrapper: converges (audit < β), loss never rises on the training set, and — as the
+    """Converges (audit < β), loss never rises on the training set, and — as the
     violation is a property of the distribution — the held-out squared loss falls too."""
     rng = np.random.default_rng(10)
     k, eps = 4, 0.6
@@ -228,14 +225,15 @@ def test_kernel_calibrator_fixes_planted_violation_out_of_sample():
     # fits label noise and the held-out gain varies a lot between seeds)
     v = _dirichlet(rng, 2000, k).astype(np.float32)
     y = _sample_labels(rng, _sharpened(v, eps))
-    cal = KernelCalibrator(multinomial_kernel(2), beta=0.02, max_steps=200, chunk=25, progress=False).fit(v, y)
-    hist = cal.history_
-    assert cal.converged_ and hist["audit_value"][-1] < 0.02
+    cal, hist = KernelCalibration(MultinomialKernel(2), beta=0.02, max_steps=200).fit_with_history(
+        v, y, chunk=25, progress=False
+    )
+    assert hist["converged"] and hist["audit_value"][-1] < 0.02
     # float32 round-off in the recorded loss: allow 1e-6 per step
     assert np.all(np.diff(hist["sq_loss"]) <= 1e-6)
     test_v = _dirichlet(rng, 4000, k).astype(np.float32)
     test_y = _sample_labels(rng, _sharpened(test_v, eps))
-    out = np.asarray(cal.predict_proba(test_v))
+    out = np.asarray(cal(test_v))
     np.testing.assert_allclose(out.sum(1), 1, atol=1e-5)
     assert np.all(out >= 0)
     onehot = np.eye(k)[test_y]
@@ -246,24 +244,47 @@ def test_kernel_calibrator_fixes_planted_violation_out_of_sample():
     # q(v) (no label noise, so no n^{-1/2} floor), shrinks: Σ_ℓ ‖E_n[(q − u)_ℓ φ_u]‖_Γ
     def kce(u):
         z = jnp.asarray(_sharpened(test_v, eps) - u, jnp.float32)
-        kz = kernel_matmul(multinomial_kernel(2), jnp.asarray(u), jnp.asarray(u), z, 512)
+        kz = kernel_matmul(MultinomialKernel(2), jnp.asarray(u), jnp.asarray(u), z, 512)
         return float(jnp.sum(jnp.sqrt(jnp.maximum(jnp.sum(z * kz, 0), 0.0)))) / len(u)
 
     # five seeds gave ratios 0.27–0.46
     assert kce(out) < 0.6 * kce(test_v), (kce(out), kce(test_v))
 
 
-def test_calibrator_matches_functional_core():
+def test_fit_with_history_matches_fit():
     rng = np.random.default_rng(11)
     v = _dirichlet(rng, 150, 3).astype(np.float32)
     y = _sample_labels(rng, _sharpened(v, 0.5))
-    params = kernel_calibration_fit(None, v, y, beta=0.02, max_steps=30)
-    cal = KernelCalibrator(beta=0.02, max_steps=30, chunk=7, progress=False).fit(v, y)
+    method = KernelCalibration(beta=0.02, max_steps=30)
+    params = method.fit(v, y)
+    cal, _ = method.fit_with_history(v, y, chunk=7, progress=False)
     n_act = int(params.n_active)
-    assert cal.params_.eta.shape == (n_act,)
-    np.testing.assert_allclose(np.asarray(cal.params_.eta), np.asarray(params.eta[:n_act]), rtol=1e-6)
+    assert cal.eta.shape == (n_act,)
+    np.testing.assert_allclose(np.asarray(cal.eta), np.asarray(params.eta[:n_act]), rtol=1e-6)
     new = _dirichlet(rng, 20, 3).astype(np.float32)
-    np.testing.assert_allclose(np.asarray(cal.predict_proba(new)), np.asarray(kernel_calibration_apply(params, new)), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(cal(new)), np.asarray(params(new)), atol=1e-6)
+    # the scikit-learn adapter serves it (no key: the fit is deterministic)
+    sk = SklearnRecalibrator(method).fit(v, y)
+    np.testing.assert_allclose(np.asarray(sk.predict_proba(new)), np.asarray(params(new)), atol=1e-6)
+    with pytest.raises(TypeError, match="key"):
+        SklearnRecalibrator(method, key=jax.random.key(0))
+
+
+def test_sample_weights_are_multiplicities(x64):
+    """Integer weights fit exactly as the sample with rows repeated; unit weights as none."""
+    rng = np.random.default_rng(14)
+    v = _dirichlet(rng, 40, 3)
+    y = _sample_labels(rng, _sharpened(v, 0.6))
+    w = rng.integers(1, 4, size=40)
+    method = KernelCalibration(beta=0.01, max_steps=6, tile=16)
+    weighted = method.fit(v, y, sample_weight=w.astype(float))
+    repeated = method.fit(np.repeat(v, w, axis=0), np.repeat(y, w))
+    np.testing.assert_allclose(np.asarray(weighted.sq_loss), np.asarray(repeated.sq_loss), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(weighted.audit_value), np.asarray(repeated.audit_value), rtol=1e-10)
+    new = _dirichlet(rng, 10, 3)
+    np.testing.assert_allclose(np.asarray(weighted(new)), np.asarray(repeated(new)), atol=1e-10)
+    unit = method.fit(v, y, sample_weight=np.ones(40))
+    np.testing.assert_allclose(np.asarray(unit(new)), np.asarray(method.fit(v, y)(new)), atol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,7 +296,7 @@ def test_projected_smooth_auditor_degree_approximates_lipschitz_functions():
     case for polynomial approximation) within α/8 on [−1, 1] by Chebyshev interpolation."""
     t = np.cos(np.linspace(0, np.pi, 5001))
     for alpha in (0.4, 0.2, 0.1):
-        aud = projected_smooth_auditor(alpha, m=2)
+        aud = projected_smooth_auditor(alpha, max_sq_norm=2)
         cheb = np.polynomial.chebyshev.Chebyshev.interpolate(np.abs, aud.degree)
         assert np.max(np.abs(cheb(t) - np.abs(t))) <= alpha / 8
         assert aud.kernel.degree == aud.degree and aud.log10_beta < math.log10(alpha)
@@ -308,7 +329,7 @@ def test_sigmoid_auditor_degree_meets_lemma_7_8():
 
 def test_conformance_jit_vmap_no_retrace():
     rng = np.random.default_rng(12)
-    ker = multinomial_kernel(2)
+    ker = MultinomialKernel(2)
     P = jnp.asarray(np.stack([_dirichlet(rng, 40, 3) for _ in range(3)]), jnp.float32)
     Y = jnp.asarray(np.stack([_sample_labels(rng, np.asarray(p)) for p in P]))
 
@@ -320,12 +341,12 @@ def test_conformance_jit_vmap_no_retrace():
     direct = [float(kernel_audit(P[i], Y[i], ker, tile=16).value) for i in range(3)]
     np.testing.assert_allclose([float(value(P[i], Y[i])) for i in range(3)], direct, rtol=1e-5)
     np.testing.assert_allclose(np.asarray(jax.vmap(value)(P, Y)), direct, rtol=1e-5)
-    # equal kernels hash equal: a fresh multinomial_kernel(2) reuses the compiled audit
+    # equal kernels hash equal: a fresh MultinomialKernel(2) reuses the compiled audit
     before = _kernel_audit_jit._cache_size()
-    kernel_audit(P[0], Y[0], multinomial_kernel(2), tile=16)
+    kernel_audit(P[0], Y[0], MultinomialKernel(2), tile=16)
     assert _kernel_audit_jit._cache_size() == before
     # vmap the functional post-processing over a hyperparameter (β) and a dataset axis
-    fit = jax.jit(lambda b, p, y: kernel_calibration_fit(None, p, y, kernel=ker, beta=b, max_steps=5, tile=16).sq_loss)
+    fit = jax.jit(lambda b, p, y: KernelCalibration(ker, beta=b, max_steps=5, tile=16).fit(p, y).sq_loss)
     losses = jax.vmap(fit, in_axes=(0, 0, 0))(jnp.array([0.0, 0.05, 10.0]), P, Y)
     chex.assert_shape(losses, (3, 6))
     assert float(losses[2, -1]) == float(losses[2, 0])  # β above any value: nothing changes
@@ -348,29 +369,32 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="tile"):
         kernel_audit(v, y, tile=0)
     with pytest.raises(ValueError, match="degree"):
-        multinomial_kernel(-1)
+        MultinomialKernel(-1)
     with pytest.raises(ValueError, match="degree"):
-        multinomial_kernel(1.5)
+        MultinomialKernel(1.5)
     with pytest.raises(ValueError, match="bandwidth"):
-        gaussian_kernel(0.0)
+        GaussianKernel(0.0)
     with pytest.raises(ValueError, match="beta"):
-        KernelCalibrator(beta=-1.0)
+        KernelCalibration(beta=-1.0)
     with pytest.raises(ValueError, match="eta"):
-        kernel_calibration_fit(None, v, y, eta=0.0)
+        KernelCalibration(eta=0.0)
+    with pytest.raises(ValueError, match="max_sq_norm"):
+        projected_smooth_auditor(0.3, max_sq_norm=0.5)
     with pytest.raises(ValueError, match="alpha"):
         projected_smooth_auditor(0.7)
     with pytest.raises(ValueError, match="L must"):
         sigmoid_auditor(0.1, 0.5)
     with pytest.raises(ValueError, match="classes"):
         kernel_audit(v, y).witness(np.array([[0.2, 0.3, 0.5]]))
-    with pytest.raises(ValueError, match="not fitted"):
-        KernelCalibrator().predict_proba(v)
+    with pytest.raises(ValueError, match="classes"):
+        KernelCalibration(max_steps=2).fit(v, y)(np.array([[0.2, 0.3, 0.5]]))
 
 
-def test_empty_data_and_non_keys_are_refused():
-    # KernelCalibrator used to "fit" on n = 0; the functional fit ignored its key
+def test_empty_data_and_keys_are_refused():
     with pytest.raises(ValueError, match="empty"):
-        KernelCalibrator(progress=False).fit(np.zeros((0, 3)), np.zeros(0, int))
-    for key in (0, 1.5):  # None stays accepted: the fit is deterministic
-        with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
-            kernel_calibration_fit(key, np.array([[0.2, 0.8], [0.5, 0.5]]), np.array([1, 0]))
+        KernelCalibration().fit(np.zeros((0, 3)), np.zeros(0, int))
+    with pytest.raises(ValueError, match="empty"):
+        KernelCalibration().fit_with_history(np.zeros((0, 3)), np.zeros(0, int), progress=False)
+    assert not KernelCalibration.needs_key
+    with pytest.raises(TypeError, match="key"):  # deterministic: no key at all
+        KernelCalibration().fit(np.array([[0.2, 0.8], [0.5, 0.5]]), np.array([1, 0]), key=jax.random.key(0))

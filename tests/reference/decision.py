@@ -72,3 +72,20 @@ def loss_gap(probs, labels, losses, sample_weight=None, true_probs=None):
         scale = max(np.linalg.norm(L[a]) for a in range(L.shape[0]))
         out.append((pred, true, abs(pred - true) / scale))
     return np.array(out)
+
+
+def dce_for_losses(probs, labels, losses, sample_weight=None):
+    """Decision calibration error over the Bayes partitions of the given losses: the largest
+    Eq. (8) value Σ_a ‖m_a‖₂ over the matrices L, with the cells of a*(q) = argmin_a ⟨L_a, q⟩
+    (first minimiser on ties)."""
+    best = 0.0
+    for L in losses:
+        n, c = probs.shape
+        s = np.ones(n) if sample_weight is None else np.asarray(sample_weight, float)
+        m = np.zeros((L.shape[0], c))
+        for i in range(n):
+            a_star = int(np.argmin([np.dot(L[a], probs[i]) for a in range(L.shape[0])]))
+            m[a_star] += s[i] * (np.eye(c)[labels[i]] - probs[i])
+        m /= s.sum()
+        best = max(best, float(sum(np.linalg.norm(m[a]) for a in range(L.shape[0]))))
+    return best
