@@ -42,7 +42,47 @@ __all__ = [
     "check_binary_inputs",
     "check_multiclass_inputs",
     "check_grid_counts",
+    "shown",
+    "offending",
 ]
+
+_MAX_SHOWN = 3  # offending values an error message lists at most
+
+
+def shown(value) -> str:
+    """A short rendering of any argument for an error message: a scalar or short string as its
+    ``repr``, an array (or list, tuple) as its type, shape and dtype with at most the first
+    three values, so a wrong call with a 10,000-element array still gives a one-line error."""
+    if isinstance(value, (str, bytes)):
+        r = repr(value)
+        return r if len(r) <= 60 else r[:57] + "..."
+    if isinstance(value, (list, tuple)) or getattr(value, "ndim", 0):
+        try:
+            arr = np.asarray(value)
+        except Exception:  # ragged or opaque: describe it by type and length
+            return f"{type(value).__name__} of length {len(value)}"
+        flat = arr.ravel()[:_MAX_SHOWN]
+        head = ", ".join(repr(v.item()) if hasattr(v, "item") else repr(v) for v in flat)
+        more = ", ..." if arr.size > _MAX_SHOWN else ""
+        return f"{type(value).__name__} of shape {tuple(arr.shape)} and dtype {arr.dtype} [{head}{more}]"
+    r = repr(value)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def offending(arr, bad) -> str:
+    """Where a concrete array breaks a rule, for an error message: its shape, how many entries
+    are bad and at most the first three of them with their indices, e.g.
+    ``"shape (10000,), 2 bad entries: [3]=1.5, [17]=-0.25"``. ``bad`` is a boolean mask of
+    ``arr``'s shape."""
+    arr, bad = np.asarray(arr), np.asarray(bad, dtype=bool)
+    where = np.argwhere(bad)[:_MAX_SHOWN]
+    def at(ix):
+        ix = tuple(int(i) for i in ix)
+        return ("[" + ", ".join(map(str, ix)) + "]") + "=" + repr(arr[ix].item())
+    n_bad = int(bad.sum())
+    more = ", ..." if n_bad > _MAX_SHOWN else ""
+    return (f"shape {tuple(arr.shape)}, {n_bad} bad entr{'y' if n_bad == 1 else 'ies'}: "
+            + ", ".join(at(ix) for ix in where) + more)
 
 
 def is_concrete(x) -> bool:
@@ -110,7 +150,7 @@ def check_finite(arr, name: str):
         return in_graph(arr, ~jnp.all(jnp.isfinite(arr)), f"{name} contains NaN or infinite values")
     v = np.asarray(arr)
     if not np.all(np.isfinite(v)):
-        raise ValueError(f"{name} contains NaN or infinite values")
+        raise ValueError(f"{name} contains NaN or infinite values ({offending(v, ~np.isfinite(v))})")
     return arr
 
 
@@ -123,9 +163,7 @@ def check_binary_probs(p, name: str = "probs") -> jax.Array:
     check_finite(arr, name)
     v = _values(arr)
     if v is not None and v.size and (np.any(v < 0) or np.any(v > 1)):
-        flat = v.ravel()
-        bad = float(flat[(flat < 0) | (flat > 1)][0])
-        raise ValueError(f"{name} must lie in [0, 1]; found {bad!r}")
+        raise ValueError(f"{name} must lie in [0, 1] ({offending(v, (v < 0) | (v > 1))})")
     return arr
 
 
@@ -141,10 +179,9 @@ def check_binary_labels(y, name: str = "labels") -> jax.Array:
     if arr.dtype.kind not in "biuf":
         raise ValueError(f"{name} must be numeric 0/1 outcomes, got dtype {arr.dtype}")
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinite values")
+        raise ValueError(f"{name} contains NaN or infinite values ({offending(arr, ~np.isfinite(arr))})")
     if arr.size and not np.all((arr == 0) | (arr == 1)):
-        bad = arr[(arr != 0) & (arr != 1)].ravel()[0].item()
-        raise ValueError(f"{name} must be 0 or 1; found {bad!r}")
+        raise ValueError(f"{name} must be 0 or 1 ({offending(arr, (arr != 0) & (arr != 1))})")
     return jnp.asarray(arr.astype(np.int32))
 
 
@@ -164,7 +201,7 @@ def check_simplex_probs(p, name: str = "probs", atol: float = 1e-4) -> jax.Array
     v = _values(arr)
     if v is not None and v.size:
         if np.any(v < 0):
-            raise ValueError(f"{name} must be non-negative; found {float(v.min())!r}")
+            raise ValueError(f"{name} must be non-negative ({offending(v, v < 0)})")
         err = float(np.max(np.abs(v.astype(np.float64).sum(axis=1) - 1)))
         if err > atol:
             raise ValueError(f"rows of {name} must sum to 1 (largest deviation {err:.3g} > {atol})")
@@ -212,7 +249,7 @@ def check_weights(w, n: int, name: str = "sample_weight", *, positive_total: boo
     check_finite(arr, name)
     v = _values(arr)
     if v is not None and np.any(v < 0):
-        raise ValueError(f"{name} must be non-negative")
+        raise ValueError(f"{name} must be non-negative ({offending(v, v < 0)})")
     if positive_total and v is not None and n and not v.sum() > 0:
         raise ValueError(f"{name} sums to zero; at least one sample needs positive weight")
     return arr
@@ -236,16 +273,16 @@ def check_int(value, name: str, minimum: int | None = None) -> int:
     as it does values below ``minimum``.
     """
     if isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be an integer, not a bool, got {value!r}")
+        raise ValueError(f"{name} must be an integer, not a bool, got {shown(value)}")
     if isinstance(value, jax.core.Tracer):
         raise ValueError(f"{name} must be a concrete integer (it fixes a shape), got a traced value")
     try:
         out = operator.index(value)  # int, np.integer, 0-d integer arrays; not float or bool
     except TypeError:
-        raise ValueError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
+        raise ValueError(f"{name} must be an integer, got {type(value).__name__} {shown(value)}") from None
     if minimum is not None and out < minimum:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise ValueError(f"{name} must be {what}, got {value!r}")
+        raise ValueError(f"{name} must be {what}, got {shown(value)}")
     return out
 
 
@@ -280,7 +317,7 @@ def check_key(key, name: str = "key", *, optional: bool = False) -> jax.Array:
         return key
     raise TypeError(
         f"{name} must be a JAX PRNG key, e.g. jax.random.key(0), got {type(key).__name__}"
-        + (f" of dtype {dtype}" if dtype is not None else f" {key!r}")
+        + (f" of dtype {dtype}" if dtype is not None else f" {shown(key)}")
     )
 
 
@@ -294,11 +331,11 @@ def check_float_scalar(value, name: str, dtype, *, positive: bool = False, non_n
     v = _values(arr)
     if v is not None:
         if not np.isfinite(v):
-            raise ValueError(f"{name} must be finite, got {value!r}")
+            raise ValueError(f"{name} must be finite, got {shown(value)}")
         if positive and not v > 0:
-            raise ValueError(f"{name} must be > 0, got {value!r}")
+            raise ValueError(f"{name} must be > 0, got {shown(value)}")
         if non_negative and not v >= 0:
-            raise ValueError(f"{name} must be >= 0, got {value!r}")
+            raise ValueError(f"{name} must be >= 0, got {shown(value)}")
     return arr.astype(dtype)
 
 
@@ -312,7 +349,7 @@ def check_hyper(value, name: str, lo: float | None = None, hi: float | None = No
     ``[lo, hi]`` (``open_lo`` / ``open_hi`` exclude the ends). Returns the value unchanged.
     """
     if isinstance(value, (str, bytes, list, tuple, dict)) or value is None:
-        raise ValueError(f"{name} must be a real scalar, got {type(value).__name__} {value!r}")
+        raise ValueError(f"{name} must be a real scalar, got {type(value).__name__} {shown(value)}")
     arr = as_float_array(value, name)
     if arr.ndim != 0:
         raise ValueError(f"{name} must be a scalar, got shape {tuple(arr.shape)}")
@@ -326,7 +363,7 @@ def check_hyper(value, name: str, lo: float | None = None, hi: float | None = No
                 f" in {'(' if open_lo else '['}{'-inf' if lo is None else format(lo, 'g')}, "
                 f"{'inf' if hi is None else format(hi, 'g')}{')' if open_hi or hi is None else ']'}"
             )
-            raise ValueError(f"{name} must be finite (no NaN){rng}, got {value!r}")
+            raise ValueError(f"{name} must be finite (no NaN){rng}, got {shown(value)}")
     return value
 
 
@@ -368,12 +405,13 @@ def check_multiclass_inputs(probs, labels, sample_weight=None):
     return v, y, w
 
 
-def check_grid_counts(counts, ones, m):
-    """Per-grid-point counts of a grid summary: shapes ``(m+1,)``, finite, ``0 <= ones <= counts``.
+def check_grid_counts(counts, ones, n_bins):
+    """Per-grid-point counts of a grid summary on ``{0, 1/m, ..., 1}`` (``m = n_bins``): shapes
+    ``(m+1,)``, finite, ``0 <= ones <= counts``.
 
     Returns ``(m, counts, ones)`` as JAX arrays.
     """
-    m = check_positive_int(m, "m")
+    m = check_positive_int(n_bins, "n_bins")
     for name, arr in (("counts", counts), ("ones", ones)):
         v = _values(arr)
         if v is not None:
@@ -392,5 +430,5 @@ def check_grid_counts(counts, ones, m):
         if not (np.all(np.isfinite(c)) and np.all(np.isfinite(o))):
             raise ValueError("counts and ones must be finite")
         if np.any(o < 0) or np.any(o > c):
-            raise ValueError("need 0 <= ones[i] <= counts[i] for every grid point")
+            raise ValueError(f"need 0 <= ones[i] <= counts[i] for every grid point ({offending(o, (o < 0) | (o > c))})")
     return m, counts, ones

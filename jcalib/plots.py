@@ -16,6 +16,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from ._validation import check_key, shown
 from .metrics.regression import QCE_LEVELS
 
 __all__ = [
@@ -51,8 +52,8 @@ _KINDS = ("binned", "smooth", "both")
 def reliability_diagram(
     probs,
     labels,
-    n_bins: int = 10,
     *,
+    n_bins: int = 10,
     ax=None,
     label: str | None = None,
     sample_weight=None,
@@ -93,7 +94,8 @@ def reliability_diagram(
         interval: per-bin interval of the binned markers, or ``None`` for none.
         level: level of the intervals and of the band.
         density: shade the forecast density along the bottom.
-        key: PRNG key for the smooth curve's bootstrap band (no band without one).
+        key: PRNG key for the smooth curve's bootstrap band, or ``None`` (the default): no
+            band, and nothing is drawn at random.
         n_resamples: bootstrap resamples of the band.
         color: colour of the markers and curve.
 
@@ -103,9 +105,10 @@ def reliability_diagram(
     from .stats import calibration_curve, smooth_calibration_curve
 
     if kind not in _KINDS:
-        raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
+        raise ValueError(f"kind must be one of {_KINDS}, got {shown(kind)}")
     if interval not in (None, "wilson", "clopper-pearson"):
-        raise ValueError(f"interval must be 'wilson', 'clopper-pearson' or None, got {interval!r}")
+        raise ValueError(f"interval must be 'wilson', 'clopper-pearson' or None, got {shown(interval)}")
+    key = None if key is None else check_key(key)
     p = np.asarray(probs, dtype=float)
     y = np.asarray(labels)
     if p.ndim == 1 and (p.shape != y.shape or (sample_weight is not None and np.shape(sample_weight) != p.shape)):
@@ -116,7 +119,7 @@ def reliability_diagram(
     ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--")
     drawn = None
     if kind in ("binned", "both"):
-        c = calibration_curve(p, y, n_bins, sample_weight=sample_weight, interval=interval or "wilson", level=level)
+        c = calibration_curve(p, y, n_bins=n_bins, sample_weight=sample_weight, interval=interval or "wilson", level=level)
         f, freq, mass = (np.asarray(a, dtype=float) for a in (c.forecast, c.frequency, c.weight))
         keep = mass > 0
         sizes = 300 * mass[keep] / max(mass.sum(), 1e-300)
@@ -151,8 +154,8 @@ def reliability_diagram(
 def multiclass_reliability_diagram(
     probs,
     labels,
-    n_bins: int = 10,
     *,
+    n_bins: int = 10,
     classes: Sequence[int] | None = None,
     axes=None,
     class_names: Sequence[str] | None = None,
@@ -182,7 +185,7 @@ def multiclass_reliability_diagram(
         raise ValueError(f"probs must have shape (n, C) with C >= 2, got {v.shape}")
     classes = list(range(v.shape[1])) if classes is None else [int(c) for c in classes]
     if any(not 0 <= c < v.shape[1] for c in classes):
-        raise ValueError(f"classes must lie in [0, {v.shape[1]}), got {classes}")
+        raise ValueError(f"classes must lie in [0, {v.shape[1]}), got {shown(classes)}")
     names = [str(c) for c in range(v.shape[1])] if class_names is None else list(class_names)
     if axes is None:
         plt = _pyplot()
@@ -196,10 +199,10 @@ def multiclass_reliability_diagram(
     axes = list(axes)
     if len(axes) < 1 + len(classes):
         raise ValueError(f"need {1 + len(classes)} axes, got {len(axes)}")
-    reliability_diagram(v, y, n_bins, ax=axes[0], **kwargs)
+    reliability_diagram(v, y, n_bins=n_bins, ax=axes[0], **kwargs)
     axes[0].set_title("top label", fontsize="small")
     for a, c in zip(axes[1:], classes):
-        reliability_diagram(v[:, c], (y == c).astype(np.int32), n_bins, ax=a, **kwargs)
+        reliability_diagram(v[:, c], (y == c).astype(np.int32), n_bins=n_bins, ax=a, **kwargs)
         a.set_title(f"class {names[c]}", fontsize="small")
     return axes[: 1 + len(classes)]
 
@@ -273,7 +276,7 @@ def _runs(pit_values) -> np.ndarray:
 def _band(values: np.ndarray, band):
     lo, hi = band
     if not 0 <= lo <= hi <= 1:
-        raise ValueError(f"band must be two quantiles 0 <= lo <= hi <= 1, got {band!r}")
+        raise ValueError(f"band must be two quantiles 0 <= lo <= hi <= 1, got {shown(band)}")
     return np.median(values, axis=0), np.quantile(values, lo, axis=0), np.quantile(values, hi, axis=0)
 
 
@@ -284,7 +287,7 @@ def _median_with_band(ax, x, mid, lo, hi, n_runs: int, label, color):
         ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
 
 
-def quantile_reliability_curve(pit_values, levels=None, *, ax=None, label=None, band=(0.0, 1.0), color=None):
+def quantile_reliability_curve(pit_values, *, levels=None, ax=None, label=None, band=(0.0, 1.0), color=None):
     """Observed frequency $f_q$ of $u_t \\le q$ against the level $q$; the diagonal is calibration.
 
     Args:
@@ -314,7 +317,7 @@ def quantile_reliability_curve(pit_values, levels=None, *, ax=None, label=None, 
     return ax
 
 
-def pit_histogram_plot(pit_values, n_bins: int = 10, *, ax=None, label=None, band=(0.0, 1.0), color=None):
+def pit_histogram_plot(pit_values, *, n_bins: int = 10, ax=None, label=None, band=(0.0, 1.0), color=None):
     """Histogram of PIT values as densities (flat at 1 when calibrated), median over runs with a band.
 
     Args:
@@ -326,7 +329,7 @@ def pit_histogram_plot(pit_values, n_bins: int = 10, *, ax=None, label=None, ban
         The ``Axes``.
     """
     if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
-        raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
+        raise ValueError(f"n_bins must be a positive integer, got {shown(n_bins)}")
     u = _runs(pit_values)
     idx = np.clip((u * n_bins).astype(int), 0, n_bins - 1)
     dens = np.stack([np.bincount(r, minlength=n_bins) for r in idx]) / u.shape[1] * n_bins

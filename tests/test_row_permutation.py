@@ -175,7 +175,7 @@ def _ece(p, y, sample_weight=None):
 
 def _streaming(f, d, **settings):
     acc = f(**settings)
-    return acc.result(acc.update(acc.init(), d.p, d.y, d.w))
+    return acc.finalise(acc.step(acc.init(), d.p, d.y, sample_weight=d.w))
 
 
 _T = lambda r: r.statistic  # the statistic of a randomised test (its p-value resamples rows)
@@ -186,26 +186,26 @@ REGISTRY: dict[str, Case | tuple[Case, ...]] = {
     # jcalib.stats
     "stats.bootstrap": invariant(binary, lambda f, d: f(_ece, d.p, d.y, key=_KEY, n_resamples=16, sample_weight=d.w), lambda r: r.estimate),
     "stats.calibration_curve": (
-        invariant(binary, lambda f, d: f(d.p, d.y, 5, sample_weight=d.w)),
-        invariant(binary, lambda f, d: f(d.p, d.y, 4, sample_weight=d.w, strategy="quantile"), needs=("strategy",)),
-        invariant(binary, lambda f, d: f(d.p, d.y, 4, interval="clopper-pearson")),
+        invariant(binary, lambda f, d: f(d.p, d.y, n_bins=5, sample_weight=d.w)),
+        invariant(binary, lambda f, d: f(d.p, d.y, n_bins=4, sample_weight=d.w, strategy="quantile"), needs=("strategy",)),
+        invariant(binary, lambda f, d: f(d.p, d.y, n_bins=4, interval="clopper-pearson")),
     ),
     "stats.cme_test": invariant(multiclass, lambda f, d: f(d.P, d.y, test_probs=_TEST_P, test_labels=_TEST_Y)),
     "stats.consistency_test": invariant(binary, lambda f, d: f(_ece, d.p, d.y, key=_KEY, n_resamples=16, sample_weight=d.w), _T),
     "stats.ks_calibration_error": (
-        invariant(binary, lambda f, d: f(d.p, d.y, d.w)),
-        invariant(multiclass, lambda f, d: f(d.P, d.y, d.w)),
+        invariant(binary, lambda f, d: f(d.p, d.y, sample_weight=d.w)),
+        invariant(multiclass, lambda f, d: f(d.P, d.y, sample_weight=d.w)),
     ),
     "stats.ks_test": (
-        invariant(binary, lambda f, d: f(d.p, d.y, d.w)),
+        invariant(binary, lambda f, d: f(d.p, d.y, sample_weight=d.w)),
         invariant(multiclass, lambda f, d: f(d.P, d.y)),
     ),
     "stats.kuiper_calibration_error": (
-        invariant(binary, lambda f, d: f(d.p, d.y, d.w)),
-        invariant(multiclass, lambda f, d: f(d.P, d.y, d.w)),
+        invariant(binary, lambda f, d: f(d.p, d.y, sample_weight=d.w)),
+        invariant(multiclass, lambda f, d: f(d.P, d.y, sample_weight=d.w)),
     ),
     "stats.kuiper_test": (
-        invariant(binary, lambda f, d: f(d.p, d.y, d.w)),
+        invariant(binary, lambda f, d: f(d.p, d.y, sample_weight=d.w)),
         invariant(multiclass, lambda f, d: f(d.P, d.y)),
     ),
     "stats.paired_bootstrap": invariant(binary, lambda f, d: f(_ece, d.p, d.q, d.y, key=_KEY, n_resamples=16, sample_weight=d.w), lambda r: r.estimate),
@@ -221,43 +221,43 @@ REGISTRY: dict[str, Case | tuple[Case, ...]] = {
         # with a key the band comes from resampled rows: the curve itself must not move
         invariant(binary, lambda f, d: f(d.p, d.y, key=_KEY, n_resamples=8, n_points=21), lambda r: (r.t, r.curve, r.density, r.bandwidth)),
     ),
-    "stats.spiegelhalter_test": invariant(binary, lambda f, d: f(d.p, d.y, d.w)),
+    "stats.spiegelhalter_test": invariant(binary, lambda f, d: f(d.p, d.y, sample_weight=d.w)),
     "stats.ucme": invariant(multiclass, lambda f, d: f(d.P, d.y, test_probs=_TEST_P, test_labels=_TEST_Y, sample_weight=d.w)),
     # jcalib.metrics: binary forecasts
     "metrics.ace": (
-        invariant(binary, lambda f, d: f(d.p, d.y, 4, sample_weight=d.w)),
-        invariant(multiclass, lambda f, d: f(d.P, d.y, 4, sample_weight=d.w)),
+        invariant(binary, lambda f, d: f(d.p, d.y, n_bins=4, sample_weight=d.w)),
+        invariant(multiclass, lambda f, d: f(d.P, d.y, n_bins=4, sample_weight=d.w)),
     ),
     "metrics.bin_index": equivariant(binary, lambda f, d: f(d.p, 4)),
     "metrics.binned_ece": (
-        invariant(binary, lambda f, d: f(d.p, d.y, 4, sample_weight=d.w)),
-        invariant(binary, lambda f, d: f(d.p, d.y, 4, "quantile", sample_weight=d.w, p=2)),
+        invariant(binary, lambda f, d: f(d.p, d.y, n_bins=4, sample_weight=d.w)),
+        invariant(binary, lambda f, d: f(d.p, d.y, n_bins=4, strategy="quantile", sample_weight=d.w, order=2)),
     ),
-    "metrics.brier": invariant(binary, lambda f, d: f(d.p, d.y, d.w)),
-    "metrics.ece": invariant(binary, lambda f, d: f(d.p, d.y, d.w)),
-    "metrics.log_loss": invariant(binary, lambda f, d: f(d.p, d.y, d.w)),
+    "metrics.brier": invariant(binary, lambda f, d: f(d.p, d.y, sample_weight=d.w)),
+    "metrics.ece": invariant(binary, lambda f, d: f(d.p, d.y, sample_weight=d.w)),
+    "metrics.log_loss": invariant(binary, lambda f, d: f(d.p, d.y, sample_weight=d.w)),
     "metrics.lp_calibration_error": (
         invariant(binary, lambda f, d: f(d.p, d.y, 0.25, sample_weight=d.w)),
-        invariant(binary, lambda f, d: f(d.p, d.y, 0.1, 2, d.w, grid=10)),
+        invariant(binary, lambda f, d: f(d.p, d.y, 0.1, order=2, sample_weight=d.w, n_bins=10)),
     ),
     "metrics.mce": (
-        invariant(binary, lambda f, d: f(d.p, d.y, 4, sample_weight=d.w)),
-        invariant(binary, lambda f, d: f(d.p, d.y, 4, "quantile", sample_weight=d.w)),
+        invariant(binary, lambda f, d: f(d.p, d.y, n_bins=4, sample_weight=d.w)),
+        invariant(binary, lambda f, d: f(d.p, d.y, n_bins=4, strategy="quantile", sample_weight=d.w)),
     ),
-    "metrics.quantile_bin_index": equivariant(binary, lambda f, d: f(d.p, d.w, 4)),
+    "metrics.quantile_bin_index": equivariant(binary, lambda f, d: f(d.p, 4, sample_weight=d.w)),
     "metrics.distance_to_calibration": (
-        invariant(binary, lambda f, d: f(d.p, d.y, d.k), lambda r: (r.lower, r.upper)),
-        invariant(binary, lambda f, d: f(d.p, d.y, grid=10), lambda r: (r.lower, r.upper)),
+        invariant(binary, lambda f, d: f(d.p, d.y, sample_weight=d.k), lambda r: (r.lower, r.upper)),
+        invariant(binary, lambda f, d: f(d.p, d.y, n_bins=10), lambda r: (r.lower, r.upper)),
     ),
-    "metrics.lower_distance_to_calibration": invariant(binary, lambda f, d: f(d.p, d.y, d.w)),
-    "metrics.smooth_calibration_error": invariant(binary, lambda f, d: f(d.p, d.y, d.w)),
-    "metrics.smooth_ece": invariant(binary, lambda f, d: f(d.p, d.y, d.w, return_bandwidth=True)),
-    "metrics.smooth_ece_at_bandwidth": invariant(binary, lambda f, d: f(d.p, d.y - d.p, d.w, 0.1)),
+    "metrics.lower_distance_to_calibration": invariant(binary, lambda f, d: f(d.p, d.y, sample_weight=d.w)),
+    "metrics.smooth_calibration_error": invariant(binary, lambda f, d: f(d.p, d.y, sample_weight=d.w)),
+    "metrics.smooth_ece": invariant(binary, lambda f, d: f(d.p, d.y, sample_weight=d.w, return_bandwidth=True)),
+    "metrics.smooth_ece_at_bandwidth": invariant(binary, lambda f, d: f(d.p, d.y - d.p, 0.1, sample_weight=d.w)),
     "metrics.StreamingBinnedECE": invariant(binary, lambda f, d: _streaming(f, d, n_bins=5)),
     "metrics.StreamingSmoothECE": invariant(binary, lambda f, d: _streaming(f, d, n_grid=257)),
     "metrics.average_regret": invariant(binary, lambda f, d: f(d.p, d.q, d.y)),
     "metrics.eps_calibration": (
-        invariant(binary, lambda f, d: f(d.p, d.y, m=10)),
+        invariant(binary, lambda f, d: f(d.p, d.y, n_bins=10)),
         invariant(binary, lambda f, d: f(d.p, d.y, n_buckets=4, form="norm")),
     ),
     # per-bucket summaries: the buckets are the rows
@@ -266,18 +266,18 @@ REGISTRY: dict[str, Case | tuple[Case, ...]] = {
     "metrics.decision_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, 2, _KEY, n_restarts=2, n_steps=20, sample_weight=d.w)),
     "metrics.decision_loss_gap": invariant(multiclass, lambda f, d: f(d.P, d.y, 16, 2, _KEY, sample_weight=d.w)),
     "metrics.kernel_audit": invariant(multiclass, lambda f, d: f(d.P, d.y), lambda r: (r.value, r.per_class, r.lam, r.s)),
-    "metrics.accuracy": invariant(multiclass, lambda f, d: f(d.P, d.y, d.w)),
-    "metrics.classwise_ece": invariant(multiclass, lambda f, d: f(d.P, d.y, 4, "quantile", d.w)),
+    "metrics.accuracy": invariant(multiclass, lambda f, d: f(d.P, d.y, sample_weight=d.w)),
+    "metrics.classwise_ece": invariant(multiclass, lambda f, d: f(d.P, d.y, n_bins=4, strategy="quantile", sample_weight=d.w)),
     "metrics.confidence_ece": (
-        invariant(multiclass, lambda f, d: f(d.P, d.y, 4, sample_weight=d.w)),
-        invariant(multiclass, lambda f, d: f(d.P, d.y, 4, "quantile", d.w)),
+        invariant(multiclass, lambda f, d: f(d.P, d.y, n_bins=4, sample_weight=d.w)),
+        invariant(multiclass, lambda f, d: f(d.P, d.y, n_bins=4, strategy="quantile", sample_weight=d.w)),
     ),
-    "metrics.l2_error": invariant(multiclass, lambda f, d: f(d.P, d.y, d.w)),
-    "metrics.nll": invariant(multiclass, lambda f, d: f(d.P, d.y, d.w)),
+    "metrics.l2_error": invariant(multiclass, lambda f, d: f(d.P, d.y, sample_weight=d.w)),
+    "metrics.nll": invariant(multiclass, lambda f, d: f(d.P, d.y, sample_weight=d.w)),
     "metrics.one_hot": equivariant(multiclass, lambda f, d: f(d.y, 3)),
     "metrics.top_label_ece": (
-        invariant(multiclass, lambda f, d: f(d.P, d.y, 4, sample_weight=d.w)),
-        invariant(multiclass, lambda f, d: f(d.P, d.y, 4, "quantile", d.w)),
+        invariant(multiclass, lambda f, d: f(d.P, d.y, n_bins=4, sample_weight=d.w)),
+        invariant(multiclass, lambda f, d: f(d.P, d.y, n_bins=4, strategy="quantile", sample_weight=d.w)),
     ),
     "metrics.max_classwise_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, 4, "quantile", sample_weight=d.w)),
     "metrics.full_smooth_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, sample_weight=d.w)),
@@ -289,19 +289,19 @@ REGISTRY: dict[str, Case | tuple[Case, ...]] = {
     "metrics.two_action_decision_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, _KEY, n_restarts=2, n_steps=20)),
     "metrics.weighted_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, lambda v: v**2, sample_weight=d.w)),
     # jcalib.metrics: regression forecasts
-    "metrics.central_interval_coverage": invariant(pit_values, lambda f, d: f(d.u, 0.8, d.w)),
-    "metrics.crps_score": invariant(regression, lambda f, d: f(_dist(d.masses), d.y, d.w)),
+    "metrics.central_interval_coverage": invariant(pit_values, lambda f, d: f(d.u, level=0.8, sample_weight=d.w)),
+    "metrics.crps_score": invariant(regression, lambda f, d: f(_dist(d.masses), d.y, sample_weight=d.w)),
     "metrics.miscalibration_area": (
         invariant(pit_values, lambda f, d: f(d.u, n_levels=11, sample_weight=d.w)),
         invariant(pit_values, lambda f, d: f(d.u, kind="quantile")),
     ),
-    "metrics.pinball_loss": invariant(regression, lambda f, d: f(d.quantiles, d.y, np.array([0.1, 0.5, 0.9]), d.w)),
+    "metrics.pinball_loss": invariant(regression, lambda f, d: f(d.quantiles, d.y, np.array([0.1, 0.5, 0.9]), sample_weight=d.w)),
     "metrics.pit": equivariant(regression, lambda f, d: f(_dist(d.masses), d.y)),
-    "metrics.pit_histogram": invariant(pit_values, lambda f, d: f(d.u, 5, d.w)),
+    "metrics.pit_histogram": invariant(pit_values, lambda f, d: f(d.u, n_bins=5, sample_weight=d.w)),
     "metrics.pit_uniformity": invariant(pit_values, lambda f, d: f(d.u)),
-    "metrics.quantile_calibration_error": invariant(pit_values, lambda f, d: f(d.u, np.array([0.1, 0.5, 0.9]), d.w)),
-    "metrics.quantile_frequencies": invariant(pit_values, lambda f, d: f(d.u, None, d.w)),
-    "metrics.smape": invariant(regression, lambda f, d: f(d.y + 1, d.y_hat, d.w)),
+    "metrics.quantile_calibration_error": invariant(pit_values, lambda f, d: f(d.u, levels=np.array([0.1, 0.5, 0.9]), sample_weight=d.w)),
+    "metrics.quantile_frequencies": invariant(pit_values, lambda f, d: f(d.u, sample_weight=d.w)),
+    "metrics.smape": invariant(regression, lambda f, d: f(d.y_hat, d.y + 1, sample_weight=d.w)),
 }
 
 NOT_ROW_STATISTICS: dict[str, str] = {

@@ -180,3 +180,29 @@ def test_in_graph_checks_and_the_switch():
         jcalib.config.set_checks(True)
     with pytest.raises(TypeError, match="bool"):
         jcalib.config.set_checks(0)
+
+
+def test_error_messages_show_a_few_values_not_the_array():
+    # a wrong call with 10,000 values: one short line naming the argument, the shape, the count
+    # of bad entries and at most the first three with their indices
+    bad = np.full(10_000, 0.5)
+    bad[[7, 42, 4000, 9000]] = 1.5
+    with pytest.raises(ValueError) as e:
+        V.check_binary_probs(bad)
+    msg = str(e.value)
+    assert len(msg) < 200 and msg.startswith("probs ") and "(10000,)" in msg, msg
+    assert "4 bad entries" in msg and "[7]=1.5" in msg and "[4000]=1.5" in msg and "[9000]" not in msg, msg
+    with pytest.raises(ValueError) as e:
+        V.check_binary_labels(np.full(10_000, 2))
+    assert len(str(e.value)) < 200 and "labels" in str(e.value) and "10000 bad entries" in str(e.value)
+    # a scalar setting given an array (central_interval_coverage's level, say)
+    from jcalib.metrics import central_interval_coverage
+
+    with pytest.raises(ValueError) as e:
+        central_interval_coverage(np.linspace(0, 1, 500), level=np.ones(10_000))
+    assert len(str(e.value)) < 200 and str(e.value).startswith("level "), str(e.value)
+    with pytest.raises(ValueError) as e:
+        central_interval_coverage(np.linspace(0, 2, 10_000))
+    assert len(str(e.value)) < 200 and "pit_values" in str(e.value), str(e.value)
+    assert V.shown(0.5) == "0.5" and V.shown("kmeans") == "'kmeans'"
+    assert V.shown(np.arange(10_000)).startswith("ndarray of shape (10000,) and dtype int64 [0, 1, 2, ...]")

@@ -7,7 +7,7 @@ unnormalised sums (Arunachaleswaran, Collina, Roth, Shi 2024, *An Elementary Pre
 2√T+1 Distance to Calibration*, §2); :func:`binned_ece`, :func:`lp_calibration_error`,
 :func:`brier` and :func:`log_loss` are normalised averages (divided by the total weight).
 
-Every function here is pure ``jax.numpy``: jit- and vmap-able (the number of bins, ``p`` and
+Every function here is pure ``jax.numpy``: jit- and vmap-able (the number of bins, ``order`` and
 ``epsilon`` are Python numbers and fix shapes, so they are static). Input checks: concrete
 inputs at the Python boundary (``ValueError`` naming the argument); inside a user's ``jit``,
 probabilities in [0, 1] (no NaN), labels in {0, 1} and non-negative finite weights in the
@@ -30,10 +30,11 @@ from jaxtyping import Array, Float, Int
 from .._grid import grid_index, off_grid
 from .._validation import (
     check_binary_inputs,
-    check_multiclass_inputs,
     check_grid_counts,
+    check_multiclass_inputs,
     check_positive_int,
     is_concrete,
+    shown,
 )
 from ._groups import group_sums
 
@@ -89,7 +90,7 @@ def _warn_precision(kind: str, message: str) -> None:
                   "to match float64 libraries (warned once per process).", PrecisionWarning, stacklevel=level)
 
 
-def warn_if_float32_moves_bins(probs, n_bins: int, *, top: bool = False) -> None:
+def _warn_if_float32_moves_bins(probs, n_bins: int, *, top: bool = False) -> None:
     """Warn (:class:`PrecisionWarning`, once per process) when rounding concrete float64
     forecasts to float32 moves any of them into another uniform bin of :func:`bin_index`
     (``top=True``: the rows' largest probabilities, for the confidence ECEs)."""
@@ -107,7 +108,7 @@ def warn_if_float32_moves_bins(probs, n_bins: int, *, top: bool = False) -> None
         )
 
 
-def warn_if_float32_changes_log_clip(probs, labels, sample_weight) -> None:
+def _warn_if_float32_changes_log_clip(probs, labels, sample_weight) -> None:
     """Warn once when float32's clip at its epsilon changes a log loss of float64 forecasts: the
     probability given to the outcome is below float32's epsilon (1.19e-7). ``probs`` are binary
     forecasts ``(n,)`` with 0/1 labels, or rows ``(n, C)`` with class labels (the NLL)."""
@@ -130,6 +131,7 @@ def warn_if_float32_changes_log_clip(probs, labels, sample_weight) -> None:
 def ece(
     probs: Float[Array, " T"],
     labels: Int[Array, " T"],
+    *,
     sample_weight: Float[Array, " T"] | None = None,
 ) -> Float[Array, ""]:
     r"""Expected calibration error of a sequence, **unnormalised**, with exact grouping.
@@ -187,7 +189,7 @@ def _edge_table(n_bins: int, dtype_name: str) -> np.ndarray:
     return edges
 
 
-def bin_index(p: Float[Array, "..."], n_bins: int) -> Int[Array, "..."]:
+def bin_index(probs: Float[Array, "..."], n_bins: int) -> Int[Array, "..."]:
     r"""Index of the uniform bin $[k/K, (k+1)/K)$ holding each forecast, decided exactly.
 
     A float $p$ is in bin $k$ iff $k/K \le p < (k+1)/K$ **as real numbers** (the last bin is
@@ -199,11 +201,11 @@ def bin_index(p: Float[Array, "..."], n_bins: int) -> Int[Array, "..."]:
     bfloat16 inputs are compared in float32 (which holds them exactly).
 
     Args:
-        p: forecasts in $[0, 1]$, any shape, a float dtype.
+        probs: forecasts in $[0, 1]$, any shape, a float dtype.
         n_bins: the number of bins $K$ (a Python int).
 
     Returns:
-        int32 bin indices in $[0, K)$, the shape of ``p``.
+        int32 bin indices in $[0, K)$, the shape of ``probs``.
 
     Examples:
         >>> import jax.numpy as jnp
@@ -211,7 +213,7 @@ def bin_index(p: Float[Array, "..."], n_bins: int) -> Int[Array, "..."]:
         [2, 6, 9]
     """
     n_bins = check_positive_int(n_bins, "n_bins")
-    p = jnp.asarray(p)
+    p = jnp.asarray(probs)
     if not jnp.issubdtype(p.dtype, jnp.floating):
         p = p.astype(jnp.result_type(float))
     if jnp.finfo(p.dtype).bits < 32:
@@ -234,12 +236,17 @@ def _bucket_of_grid_point(p, k, m):
     # Forecasts j/m: integer index j, then bucket floor(j·k/m) from an exact integer table
     # (NumPy int64: no overflow, no float rounding), the last bucket closed.
     if is_concrete(p) and p.size and bool(jnp.any(off_grid(p, m))):
-        raise ValueError(f"probs must lie on the grid {{j/{m}}} (within 1e-3/{m}) when grid={m} is given")
+        raise ValueError(f"probs must lie on the grid {{j/{m}}} (within 1e-3/{m}) when n_bins={m} is given")
     table = np.minimum(np.arange(m + 1, dtype=np.int64) * k // m, k - 1).astype(np.int32)
     return jnp.asarray(table)[grid_index(p, m)]
 
 
-def quantile_bin_index(p: Float[Array, " n"], w: Float[Array, " n"], n_bins: int) -> Int[Array, " n"]:
+def quantile_bin_index(
+    probs: Float[Array, " n"],
+    n_bins: int,
+    *,
+    sample_weight: Float[Array, " n"] | None = None,
+) -> Int[Array, " n"]:
     r"""Equal-mass bin of each forecast, by weighted rank: $\lfloor K\,W(<p_i)/W\rfloor$.
 
     $W(<v)$ is the total weight of forecasts strictly below $v$ and $W$ the total weight, so
@@ -249,13 +256,16 @@ def quantile_bin_index(p: Float[Array, " n"], w: Float[Array, " n"], n_bins: int
     :func:`ace` and ``HistogramBinning``.
 
     Args:
-        p: forecasts, shape ``(n,)``.
-        w: non-negative weights with a positive sum, shape ``(n,)``.
+        probs: forecasts, shape ``(n,)``.
         n_bins: the number of bins $K$ (a Python int).
+        sample_weight: optional non-negative weights with a positive sum, shape ``(n,)``
+            (default: all ones).
 
     Returns:
         int32 bin indices in $[0, K)$, shape ``(n,)``.
     """
+    p = jnp.asarray(probs)
+    w = jnp.ones_like(p) if sample_weight is None else jnp.asarray(sample_weight)
     order = jnp.argsort(p)
     ps, ws = p[order], w[order]
     cum_before = jnp.cumsum(ws) - ws
@@ -269,7 +279,7 @@ def quantile_bin_index(p: Float[Array, " n"], w: Float[Array, " n"], n_bins: int
 
 def _bin_sums(pr, y, w, n_bins, strategy):
     r"""Per-bin weight $W_b$ and signed bias $\sum_{i \in B_b} w_i (p_i - y_i)$, shape ``(n_bins,)``."""
-    idx = _bin_index_uniform(pr, n_bins) if strategy == "uniform" else quantile_bin_index(pr, w, n_bins)
+    idx = _bin_index_uniform(pr, n_bins) if strategy == "uniform" else quantile_bin_index(pr, n_bins, sample_weight=w)
     wb = jax.ops.segment_sum(w, idx, num_segments=n_bins)
     bias = jax.ops.segment_sum(w * (pr - y), idx, num_segments=n_bins)
     return wb, bias
@@ -279,32 +289,40 @@ def _binned(probs, labels, sample_weight, n_bins, strategy):
     """Validated weights and per-bin (weight, bias) of binary forecasts, with the precision check."""
     pr, y, w = check_binary_inputs(probs, labels, sample_weight)
     if strategy == "uniform":
-        warn_if_float32_moves_bins(probs, n_bins)
+        _warn_if_float32_moves_bins(probs, n_bins)
     return (w, *_bin_sums(pr, y, w, n_bins, strategy))
+
+
+def _check_order(order):
+    """An Lp exponent: a real number >= 1 (a Python number: it is static)."""
+    if not isinstance(order, (int, float)) or isinstance(order, bool) or not order >= 1:
+        raise ValueError(f"order must be a number >= 1, got {shown(order)}")
+    return order
 
 
 def _check_strategy(n_bins, strategy):
     n_bins = check_positive_int(n_bins, "n_bins")
     if strategy not in ("uniform", "quantile"):
-        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}")
+        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {shown(strategy)}")
     return n_bins
 
 
 def binned_ece(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
+    *,
     n_bins: int = 15,
     strategy: str = "uniform",
+    order: float = 1,
     sample_weight: Float[Array, " n"] | None = None,
-    p: float = 1,
 ) -> Float[Array, ""]:
     r"""Binned expected calibration error, **normalised** (the batch ECE most libraries report).
 
     With bins $B_1, \dots, B_K$ ($K$ = ``n_bins``), bin weight $W_b = \sum_{i \in B_b} w_i$,
     total weight $W$, mean confidence $\bar p_b$ and frequency of ones $\bar y_b$ in bin $b$:
-    $$\mathrm{ECE}_p = \Big(\sum_{b : W_b > 0} \frac{W_b}{W}\,|\bar p_b - \bar y_b|^p\Big)^{1/p}.$$
-    ``p=1`` is the usual ECE (Naeini et al. 2015; Guo et al. 2017), ``p=2`` the root-mean-square
-    calibration error. For ``p=1`` this equals $\frac1W\sum_b |\sum_{i\in B_b} w_i(p_i - y_i)|$,
+    $$\mathrm{ECE}_p = \Big(\sum_{b : W_b > 0} \frac{W_b}{W}\,|\bar p_b - \bar y_b|^p\Big)^{1/p},$$
+    $p$ = ``order``. ``order=1`` is the usual ECE (Naeini et al. 2015; Guo et al. 2017),
+    ``order=2`` the root-mean-square calibration error. For ``order=1`` this equals $\frac1W\sum_b |\sum_{i\in B_b} w_i(p_i - y_i)|$,
     i.e. paper 000's unnormalised ECE (:func:`ece`) computed on binned forecasts, divided by
     $W$.
 
@@ -321,8 +339,8 @@ def binned_ece(
         labels: outcomes in $\{0, 1\}$, shape ``(n,)``.
         n_bins: number of bins $K$ (static).
         strategy: ``"uniform"`` or ``"quantile"``.
+        order: the exponent $p \ge 1$ (static).
         sample_weight: optional non-negative weights, shape ``(n,)``.
-        p: the exponent $p \ge 1$ (static).
 
     Returns:
         Scalar in $[0, 1]$, normalised by the total weight.
@@ -338,8 +356,7 @@ def binned_ece(
         neural networks*; paper 000 §2 for the unnormalised sequence form.
     """
     n_bins = _check_strategy(n_bins, strategy)
-    if not isinstance(p, (int, float)) or isinstance(p, bool) or not p >= 1:
-        raise ValueError(f"p must be a number >= 1, got {p!r}")
+    p = _check_order(order)
     w, wb, bias = _binned(probs, labels, sample_weight, n_bins, strategy)
     total = jnp.sum(w)
     if p == 1:
@@ -352,6 +369,7 @@ def binned_ece(
 def mce(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
+    *,
     n_bins: int = 15,
     strategy: str = "uniform",
     sample_weight: Float[Array, " n"] | None = None,
@@ -393,6 +411,7 @@ def mce(
 def ace(
     probs: Float[Array, "n ..."],
     labels: Int[Array, " n"],
+    *,
     n_bins: int = 15,
     sample_weight: Float[Array, " n"] | None = None,
 ) -> Float[Array, ""]:
@@ -457,10 +476,10 @@ def lp_calibration_error(
     probs: Float[Array, " T"],
     labels: Int[Array, " T"],
     epsilon: float,
-    p: float = 1,
-    sample_weight: Float[Array, " T"] | None = None,
     *,
-    grid: int | None = None,
+    order: float = 1,
+    sample_weight: Float[Array, " T"] | None = None,
+    n_bins: int | None = None,
 ) -> Float[Array, ""]:
     r"""The $(\varepsilon, \ell_p)$-calibration rate, Definition 1 of Okoroafor et al. (2024), **normalised**.
 
@@ -469,19 +488,19 @@ def lp_calibration_error(
     $b_k = (k + \tfrac12)\varepsilon$. With $n_k = \sum_t w_t \mathbb 1[p_t \in I_k]$ and
     $\rho_k = \sum_t w_t y_t \mathbb 1[p_t \in I_k] / n_k$ the frequency of ones in bucket $k$,
     $$\mathrm{CalErr}_p = \Big(\sum_{k : n_k > 0} \frac{n_k}{T}\,|\rho_k - b_k|^p\Big)^{1/p},$$
-    where $T = \sum_t w_t$. Definition 1 takes the points to be "the set of midpoints of the
+    where $T = \sum_t w_t$ and $p$ = ``order``. Definition 1 takes the points to be "the set of midpoints of the
     intervals" and $\rho$ the empirical frequency of ones "on only those rounds where the
     forecaster's prediction was roughly equal to" the midpoint; the weighting by $n_k/T$ and the
     power-mean form are jcalib's reading of its eq. (1). Frequencies are compared with the bucket
     **midpoint** $b_k$, not the mean forecast in the bucket (which :func:`binned_ece` uses), so a
     perfectly calibrated forecaster still scores up to $\varepsilon/2$.
-    Multiply by $T$ (for ``p=1``) for an unnormalised sum.
+    Multiply by $T$ (for ``order=1``) for an unnormalised sum.
 
     Buckets follow jcalib's one bin-edge rule (:func:`bin_index`, concepts page "Bins"): a
     float forecast is in bucket $k$ iff $k\varepsilon \le p < (k+1)\varepsilon$ as real
     numbers, with $\varepsilon = 1/K$. A float that is not exactly a grid point $j/m$ is binned
     by its own value: float32's nearest value to $27/49$ lies below $27/49$, so it falls in
-    bucket 26 when $\varepsilon = 1/49$. With ``grid=m`` the forecasts are declared to be grid
+    bucket 26 when $\varepsilon = 1/49$. With ``n_bins=m`` the forecasts are declared to be grid
     points $j/m$ (checked where concrete: within $10^{-3}/m$, the recorders' tolerance) and are
     bucketed by their integer index, $k = \lfloor jK/m\rfloor$, which puts $j/m$ where the real
     number $j/m$ belongs, whatever the float width.
@@ -490,35 +509,35 @@ def lp_calibration_error(
         probs: forecasts in $[0, 1]$, shape ``(T,)``.
         labels: outcomes in $\{0, 1\}$, shape ``(T,)``.
         epsilon: bucket width; $1/\varepsilon$ must be an integer (static).
-        p: exponent $p \ge 1$ (static).
+        order: exponent $p \ge 1$ (static).
         sample_weight: optional non-negative weights (multiplicities), shape ``(T,)``.
-        grid: optional $m$: the forecasts are on the grid $\{j/m\}$ (e.g. AOSA's forecasts)
-            and are bucketed by the integer $j = \mathrm{round}(p\,m)$ (static).
+        n_bins: optional forecast grid size $m$: the forecasts are on the grid $\{j/m\}$
+            (e.g. AOSA's forecasts) and are bucketed by the integer $j = \mathrm{round}(p\,m)$
+            (static).
 
     Returns:
         Scalar, normalised (a weighted average over rounds, then the $1/p$-th power).
 
     Raises:
-        ValueError: bad ``epsilon``, ``p`` or ``grid``, invalid forecasts or labels, or (with
-            ``grid``) concrete forecasts off the grid.
+        ValueError: bad ``epsilon``, ``order`` or ``n_bins``, invalid forecasts or labels, or
+            (with ``n_bins``) concrete forecasts off the grid.
 
     References:
         Okoroafor, Kleinberg, Sun (2024), *Faster Recalibration of an Online Predictor via
         Approachability*, Definition 1 (Eq. 1).
     """
     if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or not 0 < epsilon <= 1:
-        raise ValueError(f"epsilon must be a number in (0, 1], got {epsilon!r}")
+        raise ValueError(f"epsilon must be a number in (0, 1], got {shown(epsilon)}")
     k = round(1.0 / epsilon)
     if not math.isclose(k * epsilon, 1.0, rel_tol=1e-9):
-        raise ValueError(f"1/epsilon must be an integer (buckets of width epsilon tile [0, 1]); got epsilon={epsilon!r}")
-    if not isinstance(p, (int, float)) or isinstance(p, bool) or not p >= 1:
-        raise ValueError(f"p must be a number >= 1, got {p!r}")
+        raise ValueError(f"1/epsilon must be an integer (buckets of width epsilon tile [0, 1]); got epsilon={shown(epsilon)}")
+    p = _check_order(order)
     pr, y, w = check_binary_inputs(probs, labels, sample_weight)
-    if grid is None:
-        warn_if_float32_moves_bins(probs, k)
+    if n_bins is None:
+        _warn_if_float32_moves_bins(probs, k)
         idx = _bin_index_uniform(pr, k)
     else:
-        idx = _bucket_of_grid_point(pr, k, check_positive_int(grid, "grid"))
+        idx = _bucket_of_grid_point(pr, k, check_positive_int(n_bins, "n_bins"))
     nk = jax.ops.segment_sum(w, idx, num_segments=k)
     ones = jax.ops.segment_sum(w * y, idx, num_segments=k)
     mid = (jnp.arange(k, dtype=pr.dtype) + 0.5) / k
@@ -530,6 +549,7 @@ def lp_calibration_error(
 def brier(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
+    *,
     sample_weight: Float[Array, " n"] | None = None,
 ) -> Float[Array, ""]:
     r"""Brier score $\frac1W\sum_i w_i (p_i - y_i)^2$, **normalised** (weighted mean).
@@ -544,6 +564,7 @@ def brier(
 def log_loss(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
+    *,
     sample_weight: Float[Array, " n"] | None = None,
     eps: float | None = None,
 ) -> Float[Array, ""]:
@@ -565,7 +586,7 @@ def log_loss(
     """
     p, y, w = check_binary_inputs(probs, labels, sample_weight)
     if eps is None:
-        warn_if_float32_changes_log_clip(probs, labels, sample_weight)
+        _warn_if_float32_changes_log_clip(probs, labels, sample_weight)
     e = jnp.finfo(p.dtype).eps if eps is None else eps
     # departs from the unclipped definition: clip so the loss stays finite (see docstring)
     pc = jnp.clip(p, e, 1 - e)
@@ -574,9 +595,9 @@ def log_loss(
 
 
 def ece_from_counts(
-    counts: Int[Array, " m+1"],
-    ones: Int[Array, " m+1"],
-    m: int,
+    counts: Int[Array, " n_bins+1"],
+    ones: Int[Array, " n_bins+1"],
+    n_bins: int,
 ) -> Float[Array, ""]:
     r"""Unnormalised ECE of a grid forecaster from its per-grid-point summary.
 
@@ -592,7 +613,7 @@ def ece_from_counts(
     Args:
         counts: rounds per grid point, shape ``(m + 1,)`` (integers or floats).
         ones: rounds with $y=1$ per grid point, shape ``(m + 1,)``.
-        m: grid resolution (grid $\{0, 1/m, \dots, 1\}$).
+        n_bins: grid resolution $m$ (grid $\{0, 1/m, \dots, 1\}$).
 
     Returns:
         Scalar, unnormalised.
@@ -600,7 +621,7 @@ def ece_from_counts(
     References:
         Arunachaleswaran, Collina, Roth, Shi (2024), §2 (ECE) and §3 (the grid $B_m$).
     """
-    m, counts, ones = check_grid_counts(counts, ones, m)
+    m, counts, ones = check_grid_counts(counts, ones, n_bins)
     fdt = jnp.result_type(float)
     i = jnp.arange(m + 1)
     if jnp.issubdtype(counts.dtype, jnp.integer) and jnp.issubdtype(ones.dtype, jnp.integer):

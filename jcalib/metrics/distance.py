@@ -55,7 +55,7 @@ import scipy.sparse as sps
 from jaxtyping import Array, Float, Int
 from scipy.optimize import linprog
 
-from .._validation import check_binary_inputs, check_grid_counts, check_positive_int, is_concrete
+from .._validation import check_binary_inputs, check_grid_counts, check_positive_int, is_concrete, shown
 
 __all__ = [
     "CalibratedWitness",
@@ -119,13 +119,13 @@ class CalibrationDistance(NamedTuple):
 
 
 def atoms_from_counts(
-    counts: Int[Array, " m+1"],
-    ones: Int[Array, " m+1"],
-    m: int,
+    counts: Int[Array, " n_bins+1"],
+    ones: Int[Array, " n_bins+1"],
+    n_bins: int,
 ) -> tuple[Float[Array, " 2m+2"], Int[Array, " 2m+2"], Int[Array, " 2m+2"]]:
     r"""Atoms (forecast, outcome, multiplicity) of a grid forecaster's summary.
 
-    ``counts[i]`` rounds forecast $i/m$ and ``ones[i]`` of them had $y=1$. Returns
+    ``counts[i]`` rounds forecast $i/m$ ($m$ = ``n_bins``) and ``ones[i]`` of them had $y=1$. Returns
     ``(probs, labels, weights)`` of fixed length $2(m+1)$: first the $y=1$ atoms
     $(i/m, 1, \mathrm{ones}_i)$, then the $y=0$ atoms $(i/m, 0, \mathrm{counts}_i -
     \mathrm{ones}_i)$ (zero-weight atoms included, so the shape is static). Passing them as
@@ -138,7 +138,7 @@ def atoms_from_counts(
         >>> p.tolist(), y.tolist(), w.tolist()
         ([0.0, 0.5, 1.0, 0.0, 0.5, 1.0], [1, 1, 1, 0, 0, 0], [1, 2, 2, 2, 3, 0])
     """
-    m, counts, ones = check_grid_counts(counts, ones, m)
+    m, counts, ones = check_grid_counts(counts, ones, n_bins)
     grid = jnp.arange(m + 1, dtype=jnp.result_type(float)) / m
     probs = jnp.concatenate([grid, grid])
     labels = jnp.concatenate([jnp.ones(m + 1, jnp.int32), jnp.zeros(m + 1, jnp.int32)])
@@ -490,8 +490,8 @@ def _atoms(p, y, w):
 def lower_distance_to_calibration(
     probs: Float[Array, " T"],
     labels: Int[Array, " T"],
-    sample_weight: Float[Array, " T"] | None = None,
     *,
+    sample_weight: Float[Array, " T"] | None = None,
     rtol: float = 1e-7,
     max_iter: int = 40,
 ) -> float:
@@ -553,7 +553,7 @@ def lower_distance_to_calibration(
 def _check_rtol(rtol) -> float:
     """The LP's relative tolerance: a float in (0, 1)."""
     if isinstance(rtol, bool) or not isinstance(rtol, (int, float, np.floating)) or not 0 < rtol < 1:
-        raise ValueError(f"rtol must be a float in (0, 1), got {rtol!r}")
+        raise ValueError(f"rtol must be a float in (0, 1), got {shown(rtol)}")
     return float(rtol)
 
 
@@ -579,10 +579,10 @@ def _witness(one: _Side, zero: _Side, idx1, idx0, path):
 
 
 def _rounded_distance(p, y, w, G, exact, rtol) -> CalibrationDistance:
-    """The ``grid=G`` path of :func:`distance_to_calibration`: round, solve, widen by δ."""
+    """The ``n_bins=G`` path of :func:`distance_to_calibration`: round, solve, widen by δ."""
     r = np.round(p * G) / G
     delta = float(np.sum(w * np.abs(p - r)))
-    d = distance_to_calibration(r, y, w, exact=exact, rtol=rtol)
+    d = distance_to_calibration(r, y, sample_weight=w, exact=exact, rtol=rtol)
     wit = d.witness
     upper = float(np.sum(wit.weight * np.abs(p[wit.index] - wit.q)))  # the witness against p itself
     lower = max(0.0, d.lower - delta)
@@ -592,11 +592,11 @@ def _rounded_distance(p, y, w, G, exact, rtol) -> CalibrationDistance:
 def distance_to_calibration(
     probs: Float[Array, " T"],
     labels: Int[Array, " T"],
-    sample_weight: Int[Array, " T"] | None = None,
     *,
+    sample_weight: Int[Array, " T"] | None = None,
     exact: bool | None = None,
     rtol: float = 1e-7,
-    grid: int | None = None,
+    n_bins: int | None = None,
 ) -> CalibrationDistance:
     r"""Distance to calibration of a sequence, **unnormalised**, exactly or as a certified interval.
 
@@ -629,8 +629,8 @@ def distance_to_calibration(
             :func:`atoms_from_counts`), shape ``(T,)``.
         exact: see above.
         rtol: relative tolerance of the lower-distance LP (and of "the ends meet").
-        grid: for many distinct forecasts (continuous forecasters): round the forecasts to
-            $\{0, 1/G, \dots, 1\}$ first, so at most $2(G+1)$ atoms remain, and widen the
+        n_bins: $G$, for many distinct forecasts (continuous forecasters): round the forecasts
+            to the grid $\{0, 1/G, \dots, 1\}$ first, so at most $2(G+1)$ atoms remain, and widen the
             interval by $\delta = \sum_t |p_t - \mathrm{round}(p_t)| \le T/(2G)$. CalDist is
             1-Lipschitz in $\ell_1$ (a triangle inequality, as in the proof of Theorem 1), so
             $[\mathrm{lower}(r(p)) - \delta,\ \mathrm{upper}(r(p)) + \delta]$ still contains it;
@@ -653,8 +653,8 @@ def distance_to_calibration(
     """
     rtol = _check_rtol(rtol)
     p, y, w, keep = _host_inputs(probs, labels, sample_weight, integer_weights=True)
-    if grid is not None:
-        return _rounded_distance(p, y, w, check_positive_int(grid, "grid"), exact, rtol)
+    if n_bins is not None:
+        return _rounded_distance(p, y, w, check_positive_int(n_bins, "n_bins"), exact, rtol)
     sel1, sel0 = keep[y[keep] == 1], keep[y[keep] == 0]
     one, zero = _Side(p[sel1], w[sel1]), _Side(p[sel0], w[sel0])
     states = (one.n + 1) * (zero.n + 1)

@@ -18,8 +18,8 @@ calibration implies confidence calibration but not conversely: errors of opposit
 predicted classes cancel in the confidence ECE and not in the top-label ECE.
 
 All values are **normalised** (weighted averages over samples, in $[0, 1]$), with optional
-sample weights, pure ``jax.numpy``, jit- and vmap-able (``n_bins``, ``strategy`` and ``p`` are
-static). Inputs are validated at the Python boundary; inside a user's ``jit`` only shapes are
+sample weights, pure ``jax.numpy``, jit- and vmap-able (``n_bins``, ``strategy`` and ``order``
+are static). Inputs are validated at the Python boundary; inside a user's ``jit`` only shapes are
 checked.
 
 References:
@@ -49,11 +49,12 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from .._validation import (
-    check_multiclass_inputs,
     check_class_labels,
+    check_multiclass_inputs,
     check_positive_int,
+    shown,
 )
-from .binary import binned_ece, warn_if_float32_changes_log_clip, warn_if_float32_moves_bins
+from .binary import _warn_if_float32_changes_log_clip, _warn_if_float32_moves_bins, binned_ece
 
 __all__ = [
     "one_hot",
@@ -73,12 +74,12 @@ _CLASS_BATCH = 64
 _multiclass_inputs = check_multiclass_inputs  # probs (n, C), int32 labels, weights (ones by default)
 
 
-def _check_binning(n_bins, strategy, p):
+def _check_binning(n_bins, strategy, order):
     check_positive_int(n_bins, "n_bins")
     if strategy not in ("uniform", "quantile"):
-        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}")
-    if not isinstance(p, (int, float)) or isinstance(p, bool) or not p >= 1:
-        raise ValueError(f"p must be a number >= 1, got {p!r}")
+        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {shown(strategy)}")
+    if not isinstance(order, (int, float)) or isinstance(order, bool) or not order >= 1:
+        raise ValueError(f"order must be a number >= 1, got {shown(order)}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -103,6 +104,7 @@ def one_hot(labels: Int[Array, " n"], n_classes: int) -> Float[Array, "n C"]:
 def accuracy(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
+    *,
     sample_weight: Float[Array, " n"] | None = None,
 ) -> Float[Array, ""]:
     r"""Top-1 accuracy $\frac1W\sum_i w_i \mathbb 1[\arg\max_\ell v_{i\ell} = y_i]$, **normalised**.
@@ -117,6 +119,7 @@ def accuracy(
 def nll(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
+    *,
     sample_weight: Float[Array, " n"] | None = None,
     eps: float | None = None,
 ) -> Float[Array, ""]:
@@ -130,7 +133,7 @@ def nll(
     """
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
     if eps is None:
-        warn_if_float32_changes_log_clip(probs, labels, sample_weight)
+        _warn_if_float32_changes_log_clip(probs, labels, sample_weight)
     e = jnp.finfo(v.dtype).eps if eps is None else eps
     v_y = jnp.take_along_axis(v, y[:, None], axis=1)[:, 0]
     # departs from the unclipped definition: clip so the loss stays finite (see docstring)
@@ -140,6 +143,7 @@ def nll(
 def l2_error(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
+    *,
     sample_weight: Float[Array, " n"] | None = None,
 ) -> Float[Array, ""]:
     r"""L2 error $\frac1W\sum_i w_i \lVert v_i - e_{y_i} \rVert_2^2$, **normalised** over samples.
@@ -161,10 +165,11 @@ def l2_error(
 def confidence_ece(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
+    *,
     n_bins: int = 15,
     strategy: str = "uniform",
+    order: float = 1,
     sample_weight: Float[Array, " n"] | None = None,
-    p: float = 1,
 ) -> Float[Array, ""]:
     r"""Confidence ECE (Guo et al. 2017), **normalised**: binned ECE of the top probability.
 
@@ -181,7 +186,7 @@ def confidence_ece(
         n_bins: number of bins (static).
         strategy: ``"uniform"`` or ``"quantile"`` (see `jcalib.metrics.binned_ece`).
         sample_weight: optional non-negative weights, shape ``(n,)``.
-        p: exponent $p \ge 1$ (static); 1 gives the usual ECE.
+        order: exponent $p \ge 1$ (static); 1 gives the usual ECE.
 
     Returns:
         Scalar in $[0, 1]$, normalised by the total weight.
@@ -195,27 +200,28 @@ def confidence_ece(
     References:
         Guo, Pleiss, Sun, Weinberger (2017), §2; Gopalan, Hu, Rothblum (2024), §2.
     """
-    _check_binning(n_bins, strategy, p)
+    _check_binning(n_bins, strategy, order)
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
     if strategy == "uniform":
-        warn_if_float32_moves_bins(probs, n_bins, top=True)
-    return _confidence_ece(v, y, w, n_bins, strategy, p)
+        _warn_if_float32_moves_bins(probs, n_bins, top=True)
+    return _confidence_ece(v, y, w, n_bins, strategy, order)
 
 
 @functools.partial(jax.jit, static_argnames=("n_bins", "strategy", "p"))
 def _confidence_ece(v, y, w, n_bins, strategy, p):
     conf = jnp.max(v, axis=1)
     correct = (jnp.argmax(v, axis=1).astype(y.dtype) == y).astype(jnp.int32)
-    return binned_ece(conf, correct, n_bins=n_bins, strategy=strategy, sample_weight=w, p=p)
+    return binned_ece(conf, correct, n_bins=n_bins, strategy=strategy, sample_weight=w, order=p)
 
 
 def top_label_ece(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
+    *,
     n_bins: int = 15,
     strategy: str = "uniform",
+    order: float = 1,
     sample_weight: Float[Array, " n"] | None = None,
-    p: float = 1,
 ) -> Float[Array, ""]:
     r"""Top-label ECE (Gupta & Ramdas 2022), **normalised**: confidence binned per predicted class.
 
@@ -238,7 +244,7 @@ def top_label_ece(
         n_bins: number of bins per predicted class (static).
         strategy: ``"uniform"`` or ``"quantile"``.
         sample_weight: optional non-negative weights, shape ``(n,)``.
-        p: exponent $p \ge 1$ (static).
+        order: exponent $p \ge 1$ (static).
 
     Returns:
         Scalar in $[0, 1]$, normalised by the total weight.
@@ -253,11 +259,11 @@ def top_label_ece(
         Gupta, Ramdas (2022), ICLR (top-label calibration and TL-ECE); Gopalan, Hu,
         Rothblum (2024), §2.
     """
-    _check_binning(n_bins, strategy, p)
+    _check_binning(n_bins, strategy, order)
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
     if strategy == "uniform":
-        warn_if_float32_moves_bins(probs, n_bins, top=True)
-    return _top_label_ece(v, y, w, n_bins, strategy, p)
+        _warn_if_float32_moves_bins(probs, n_bins, top=True)
+    return _top_label_ece(v, y, w, n_bins, strategy, order)
 
 
 # The per-class loops run under jit so that binned_ece sees tracers (its value checks are for the
@@ -272,7 +278,7 @@ def _top_label_ece(v, y, w, n_bins, strategy, p):
     def per_class(ell):
         w_ell = w * (pred == ell).astype(w.dtype)
         total = jnp.sum(w_ell)
-        ece_ell = binned_ece(conf, correct, n_bins=n_bins, strategy=strategy, sample_weight=w_ell, p=p)
+        ece_ell = binned_ece(conf, correct, n_bins=n_bins, strategy=strategy, sample_weight=w_ell, order=p)
         # classes never predicted have W_ℓ = 0 and an undefined (0/0) ECE_ℓ: they contribute 0
         return jnp.where(total > 0, total * ece_ell**p, 0.0)
 
@@ -283,10 +289,11 @@ def _top_label_ece(v, y, w, n_bins, strategy, p):
 def classwise_ece(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
+    *,
     n_bins: int = 15,
     strategy: str = "uniform",
+    order: float = 1,
     sample_weight: Float[Array, " n"] | None = None,
-    p: float = 1,
 ) -> Float[Array, ""]:
     r"""Class-wise ECE (Kull et al. 2019), **normalised**: the MEAN over classes of the binned ECE
     of each one-vs-rest problem.
@@ -309,7 +316,7 @@ def classwise_ece(
         n_bins: number of bins per class (static).
         strategy: ``"uniform"`` or ``"quantile"``.
         sample_weight: optional non-negative weights, shape ``(n,)``.
-        p: exponent $p \ge 1$ of each class's binned ECE (static).
+        order: exponent $p \ge 1$ of each class's binned ECE (static).
 
     Returns:
         Scalar in $[0, 1]$, normalised by the total weight and by $C$.
@@ -324,11 +331,11 @@ def classwise_ece(
         Kull, Perello-Nieto, Kängsepp, Silva Filho, Song, Flach (2019), NeurIPS (class-wise
         calibration and classwise-ECE); Gopalan, Hu, Rothblum (2024), §2.
     """
-    _check_binning(n_bins, strategy, p)
+    _check_binning(n_bins, strategy, order)
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
     if strategy == "uniform":
-        warn_if_float32_moves_bins(probs, n_bins, top=False)
-    return _classwise_ece(v, y, w, n_bins, strategy, p)
+        _warn_if_float32_moves_bins(probs, n_bins, top=False)
+    return _classwise_ece(v, y, w, n_bins, strategy, order)
 
 
 @functools.partial(jax.jit, static_argnames=("n_bins", "strategy", "p"))
@@ -337,7 +344,7 @@ def _classwise_ece(v, y, w, n_bins, strategy, p):
 
     def per_class(ell):
         hit = (y == ell).astype(jnp.int32)
-        return binned_ece(v[:, ell], hit, n_bins=n_bins, strategy=strategy, sample_weight=w, p=p)
+        return binned_ece(v[:, ell], hit, n_bins=n_bins, strategy=strategy, sample_weight=w, order=p)
 
     eces = lax.map(per_class, jnp.arange(n_classes, dtype=jnp.int32), batch_size=min(n_classes, _CLASS_BATCH))
     return jnp.mean(eces)

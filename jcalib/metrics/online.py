@@ -5,14 +5,14 @@ Approachability*, AISTATS.
 
 **(ε, ℓp)-calibration.** Forecasts are put in buckets $b$; with $n_b$ the rounds in bucket $b$,
 $\rho_b$ the frequency of $y = 1$ among them and $v_b$ the bucket's value, two forms (equal at
-$p = 1$), both **normalised** by $T$:
+$p = 1$; $p$ is the argument ``order``), both **normalised** by $T$:
 
 - ``form="mean"``: the weighted power mean $\big(\sum_b (n_b/T)\,|\rho_b - v_b|^p\big)^{1/p}$
   (Okoroafor et al., Definition 1);
 - ``form="norm"``: the ℓp norm of the bucket vector $\big((n_b/T)(\rho_b - v_b)\big)_b$, what the
   approachability bound controls for $p > 1$ (Okoroafor et al., Lemma 6, eq. 7).
 
-Two bucketings: ``m`` alone — the algorithm's grid $B_m$ ($m + 1$ buckets, $v_b = b/m$),
+Two bucketings: ``n_bins`` $= m$ alone — the algorithm's grid $B_m$ ($m + 1$ buckets, $v_b = b/m$),
 forecasts bucketed by their **integer grid index**; ``n_buckets`` $= K$ — Definition 1's
 buckets of width $\varepsilon = 1/K$ with midpoints $v_k = (k + 1/2)/K$. With both, grid
 forecasts go to midpoint buckets by integer arithmetic, $k = \lfloor jK/m \rfloor$ (never
@@ -40,6 +40,7 @@ from jaxtyping import Array, Float, Int
 from .._dtypes import float_dtype
 from .._grid import grid_index, off_grid
 from .._validation import (
+    shown,
     as_float_array,
     check_binary_labels,
     check_binary_probs,
@@ -53,19 +54,19 @@ __all__ = [
     "average_regret",
     "calibration_from_buckets",
     "eps_calibration",
-    "grid_to_midpoint",
 ]
 
 _FORMS = ("mean", "norm")
 
 
-def grid_to_midpoint(j, m: int, n_buckets: int) -> Int[Array, "..."]:
-    r"""Midpoint bucket $\lfloor jK/m \rfloor$ (clipped to $K - 1$) of grid point $j/m$, in integers."""
+def _grid_to_midpoint(j, n_bins: int, n_buckets: int) -> Int[Array, "..."]:
+    r"""Midpoint bucket $\lfloor jK/m \rfloor$ (clipped to $K - 1$) of grid point $j/m$
+    ($m$ = ``n_bins``), in integers (used by the bucket recorders)."""
     j = jnp.asarray(j, jnp.int32)
-    return jnp.minimum((j * n_buckets) // m, n_buckets - 1).astype(jnp.int32)
+    return jnp.minimum((j * n_buckets) // n_bins, n_buckets - 1).astype(jnp.int32)
 
 
-def calibration_from_buckets(counts, ones, values, T, p: float = 1, form: str = "mean") -> Float[Array, ""]:
+def calibration_from_buckets(counts, ones, values, T, *, order: float = 1, form: str = "mean") -> Float[Array, ""]:
     r"""(ε, ℓp)-calibration from bucket sums (normalised by ``T``).
 
     Args:
@@ -73,16 +74,17 @@ def calibration_from_buckets(counts, ones, values, T, p: float = 1, form: str = 
         ones: $\sum_{t \in b} y_t$ per bucket.
         values: each bucket's value $v_b$ (grid point or midpoint).
         T: number of rounds.
-        p: the exponent, $p \ge 1$.
+        order: the exponent $p \ge 1$.
         form: ``"mean"`` (weighted power mean) or ``"norm"`` (ℓp norm of the bucket vector).
 
     Returns:
         A float scalar.
     """
     if form not in _FORMS:
-        raise ValueError(f"form must be one of {_FORMS}, got {form!r}")
-    if not p >= 1:
-        raise ValueError(f"p must be >= 1, got {p!r}")
+        raise ValueError(f"form must be one of {_FORMS}, got {shown(form)}")
+    if isinstance(order, bool) or not isinstance(order, (int, float)) or not order >= 1:
+        raise ValueError(f"order must be a number >= 1, got {shown(order)}")
+    p = order
     fdt = float_dtype()
     n = check_finite(as_float_array(counts, "counts"), "counts").astype(fdt)
     o = check_finite(as_float_array(ones, "ones"), "ones").astype(fdt)
@@ -121,9 +123,9 @@ def eps_calibration(
     forecasts,
     y,
     *,
-    m: int | None = None,
+    n_bins: int | None = None,
     n_buckets: int | None = None,
-    p: float = 1,
+    order: float = 1,
     form: str = "mean",
     probs=None,
 ) -> Float[Array, ""]:
@@ -132,10 +134,10 @@ def eps_calibration(
     Args:
         forecasts: realised forecasts ``(T,)``, or mixture supports ``(T, k)`` with ``probs``.
         y: 0/1 outcomes ``(T,)``.
-        m: grid size of grid forecasts (grid bucketing by integer index; with ``n_buckets``,
-            the exact integer map to midpoint buckets).
+        n_bins: grid size $m$ of grid forecasts on $\{0, 1/m, \dots, 1\}$ (grid bucketing by
+            integer index; with ``n_buckets``, the exact integer map to midpoint buckets).
         n_buckets: $K = 1/\varepsilon$ midpoint buckets of width $1/K$.
-        p: exponent $\ge 1$.
+        order: exponent $p \ge 1$.
         form: ``"mean"`` or ``"norm"`` (see the module docstring).
         probs: mixture weights ``(T, k)``: the metric in expectation over the published mixtures.
 
@@ -143,12 +145,12 @@ def eps_calibration(
         A float scalar.
 
     Example:
-        >>> float(eps_calibration(jnp.array([0.5, 0.5]), jnp.array([1, 0]), m=2))
+        >>> float(eps_calibration(jnp.array([0.5, 0.5]), jnp.array([1, 0]), n_bins=2))
         0.0
     """
-    if m is None and n_buckets is None:
-        raise ValueError("pass m (grid bucketing), n_buckets (midpoint bucketing), or both")
-    m = None if m is None else check_positive_int(m, "m")
+    if n_bins is None and n_buckets is None:
+        raise ValueError("pass n_bins (grid bucketing), n_buckets (midpoint bucketing), or both")
+    m = None if n_bins is None else check_positive_int(n_bins, "n_bins")
     f, w = _support_probs(forecasts, probs)
     yv = check_binary_labels(y, "y")
     if yv.shape != f.shape[:1]:
@@ -157,7 +159,6 @@ def eps_calibration(
     T = f.shape[0]
     yy = jnp.broadcast_to(yv[:, None].astype(fdt), f.shape)
     if m is not None:
-        m = check_positive_int(m, "m")
         if not isinstance(f, jax.core.Tracer) and bool(jnp.any(off_grid(f, m))):
             raise ValueError(f"forecasts are not on the grid {{0, 1/{m}, ..., 1}}; pass n_buckets alone to bucket them by value")
         j = grid_index(f, m)
@@ -166,7 +167,7 @@ def eps_calibration(
             values = jnp.arange(m + 1).astype(fdt) / m
         else:
             K = check_positive_int(n_buckets, "n_buckets")
-            idx = grid_to_midpoint(j, m, K)
+            idx = _grid_to_midpoint(j, m, K)
             values = (jnp.arange(K).astype(fdt) + 0.5) / K
     else:
         K = check_positive_int(n_buckets, "n_buckets")
@@ -174,10 +175,10 @@ def eps_calibration(
         values = (jnp.arange(K).astype(fdt) + 0.5) / K
     counts = jnp.zeros((K,), fdt).at[idx.ravel()].add(w.ravel())
     ones = jnp.zeros((K,), fdt).at[idx.ravel()].add((w * yy).ravel())
-    return calibration_from_buckets(counts, ones, values, T, p, form)
+    return calibration_from_buckets(counts, ones, values, T, order=order, form=form)
 
 
-def average_regret(forecasts, q, y, scoring: AbstractScoringRule = Brier(), *, probs=None) -> Float[Array, ""]:
+def average_regret(forecasts, q, y, *, scoring: AbstractScoringRule = Brier(), probs=None) -> Float[Array, ""]:
     r"""$\frac1T\sum_t [s(p_t, y_t) - s(q_t, y_t)]$ against the model's forecasts $q_t$ (paper 001 §1.2).
 
     With ``probs`` the forecaster's score is the expectation under each round's mixture.

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._validation import as_float_array, check_finite, check_positive_int, check_weights, is_concrete
+from .._validation import as_float_array, check_finite, check_positive_int, check_weights, is_concrete, offending, shown
 from ..scoring import pinball
 
 __all__ = [
@@ -71,8 +71,9 @@ def _levels(levels, dtype):
         raise ValueError(f"levels must be a non-empty 1-D array, got shape {tuple(arr.shape)}")
     if is_concrete(arr):
         v = np.asarray(arr)
-        if not np.all(np.isfinite(v)) or np.any(v < 0) or np.any(v > 1):
-            raise ValueError("levels must lie in [0, 1]")
+        bad = ~((v >= 0) & (v <= 1))  # NaN fails both
+        if np.any(bad):
+            raise ValueError(f"levels must lie in [0, 1] ({offending(v, bad)})")
     return arr.astype(dtype)
 
 
@@ -83,7 +84,7 @@ def _pit_inputs(pit_values, sample_weight):
     if is_concrete(check_finite(u, "pit_values")):
         v = np.asarray(u)
         if np.any(v < 0) or np.any(v > 1):
-            raise ValueError(f"pit_values must lie in [0, 1]; found {float(v[(v < 0) | (v > 1)][0])!r}")
+            raise ValueError(f"pit_values must lie in [0, 1] ({offending(v, (v < 0) | (v > 1))})")
     w = check_weights(sample_weight, u.shape[0])
     w = jnp.ones_like(u) if w is None else w.astype(u.dtype)
     if is_concrete(w) and not bool(np.sum(np.asarray(w)) > 0):
@@ -117,6 +118,7 @@ def pit(dist: Any, y: Float[Array, " T"]) -> Float[Array, " T"]:
 
 def quantile_frequencies(
     pit_values: Float[Array, " T"],
+    *,
     levels: Float[Array, " Q"] | None = None,
     sample_weight: Float[Array, " T"] | None = None,
 ) -> Float[Array, " Q"]:
@@ -135,7 +137,7 @@ def quantile_frequencies(
 
     Example:
         >>> import jax.numpy as jnp
-        >>> quantile_frequencies(jnp.array([0.1, 0.4, 0.6, 0.9]), jnp.array([0.5])).tolist()
+        >>> quantile_frequencies(jnp.array([0.1, 0.4, 0.6, 0.9]), levels=jnp.array([0.5])).tolist()
         [0.5]
     """
     u, w = _pit_inputs(pit_values, sample_weight)
@@ -146,9 +148,9 @@ def quantile_frequencies(
 
 def quantile_calibration_error(
     pit_values: Float[Array, " T"],
+    *,
     levels: Float[Array, " Q"] | None = None,
     sample_weight: Float[Array, " T"] | None = None,
-    *,
     form: str = "sum",
 ) -> Float[Array, ""]:
     r"""Quantile calibration error (QCE, ``form="sum"``) or mean absolute coverage gap (MACE, ``form="mean_abs"``) of a sequence of forecasts.
@@ -180,14 +182,14 @@ def quantile_calibration_error(
         0.0
     """
     if form not in ("sum", "mean_abs"):
-        raise ValueError(f"form must be 'sum' or 'mean_abs', got {form!r}")
+        raise ValueError(f"form must be 'sum' or 'mean_abs', got {shown(form)}")
     u, w = _pit_inputs(pit_values, sample_weight)
     q = _levels(levels, u.dtype)
-    gap = quantile_frequencies(u, q, w) - q
+    gap = quantile_frequencies(u, levels=q, sample_weight=w) - q
     return jnp.sum(gap**2) if form == "sum" else jnp.mean(jnp.abs(gap))
 
 
-def qce_calibrated_expectation(T: int, levels: Float[Array, " Q"] | None = None) -> float:
+def qce_calibrated_expectation(T: int, *, levels: Float[Array, " Q"] | None = None) -> float:
     r"""$\mathbb E[\mathrm{QCE}] = \sum_{q} q(1-q)/T$ for $T$ i.i.d. uniform PIT values (sum form).
 
     With the default 99 levels this is $16.665/T$: the floor below which no
@@ -224,6 +226,7 @@ def pit_uniformity(pit_values: Float[Array, " T"]) -> Float[Array, ""]:
 
 def pit_histogram(
     pit_values: Float[Array, " T"],
+    *,
     n_bins: int = 10,
     sample_weight: Float[Array, " T"] | None = None,
 ) -> Float[Array, " n_bins"]:
@@ -233,7 +236,7 @@ def pit_histogram(
 
     Example:
         >>> import jax.numpy as jnp
-        >>> pit_histogram(jnp.array([0.1, 0.2, 0.7, 1.0]), 2).tolist()
+        >>> pit_histogram(jnp.array([0.1, 0.2, 0.7, 1.0]), n_bins=2).tolist()
         [0.5, 0.5]
     """
     n_bins = check_positive_int(n_bins, "n_bins")
@@ -245,6 +248,7 @@ def pit_histogram(
 
 def central_interval_coverage(
     pit_values: Float[Array, " T"],
+    *,
     level: float = 0.9,
     sample_weight: Float[Array, " T"] | None = None,
 ) -> Float[Array, ""]:
@@ -255,11 +259,11 @@ def central_interval_coverage(
 
     Example:
         >>> import jax.numpy as jnp
-        >>> float(central_interval_coverage(jnp.array([0.01, 0.5, 0.97, 0.6]), 0.9))
+        >>> float(central_interval_coverage(jnp.array([0.01, 0.5, 0.97, 0.6]), level=0.9))
         0.5
     """
-    if not isinstance(level, (int, float)) or not 0 < float(level) < 1:
-        raise ValueError(f"level must be a number in (0, 1), got {level!r}")
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < float(level) < 1:
+        raise ValueError(f"level must be a number in (0, 1), got {shown(level)}")
     u, w = _pit_inputs(pit_values, sample_weight)
     lo, hi = (1 - level) / 2, (1 + level) / 2
     inside = ((u >= lo) & (u <= hi)).astype(u.dtype)
@@ -326,9 +330,9 @@ def miscalibration_area(
     """
     n_levels = check_positive_int(n_levels, "n_levels")
     if n_levels < 2:
-        raise ValueError(f"n_levels must be at least 2 (a grid from 0 to 1), got {n_levels}")
+        raise ValueError(f"n_levels must be at least 2 (a grid from 0 to 1), got {shown(n_levels)}")
     if kind not in ("interval", "quantile"):
-        raise ValueError(f"kind must be 'interval' or 'quantile', got {kind!r}")
+        raise ValueError(f"kind must be 'interval' or 'quantile', got {shown(kind)}")
     u, w = _pit_inputs(pit_values, sample_weight)
     return _miscalibration_area(u, w, n_levels, kind)
 
@@ -348,7 +352,7 @@ def _miscalibration_area(u, w, n_levels, kind):
     return jnp.sum(jnp.where(same, h * jnp.abs(dl + dr) / 2, crossing))
 
 
-def _real_pair(y, pred, name_pred):
+def _real_pair(pred, y, name_pred):
     y = as_float_array(y, "y")
     p = as_float_array(pred, name_pred)
     dt = jnp.result_type(y.dtype, p.dtype)
@@ -361,25 +365,26 @@ def _real_pair(y, pred, name_pred):
 
 
 def smape(
+    y_pred: Float[Array, " T"],
     y: Float[Array, " T"],
-    y_hat: Float[Array, " T"],
+    *,
     sample_weight: Float[Array, " T"] | None = None,
 ) -> Float[Array, ""]:
     r"""Symmetric mean absolute percentage error (paper 002 §6):
     $$\mathrm{SMAPE} = \frac1T \sum_t \frac{|y_t - \hat y_t|}{(|y_t| + |\hat y_t|)/2},$$
-    with $\hat y_t$ the mean of the forecast $p_t$. Normalised, in $[0, 2]$. A round with
+    with $\hat y_t$ (``y_pred``, predictions first) the mean of the forecast $p_t$. Normalised, in $[0, 2]$. A round with
     $y_t = \hat y_t = 0$ scores 0 (the 0/0 is taken as a perfect forecast); a round with
     $y_t = 0 \ne \hat y_t$ scores 2, whatever $\hat y_t$ — so series with many zeros (a single
     wind site's calm hours) have a large SMAPE that no forecaster can lower.
 
     Example:
         >>> import jax.numpy as jnp
-        >>> float(smape(jnp.array([1.0, 0.0]), jnp.array([3.0, 0.0])))
+        >>> float(smape(jnp.array([3.0, 0.0]), jnp.array([1.0, 0.0])))
         0.5
     """
-    y, p = _real_pair(y, y_hat, "y_hat")
+    y, p = _real_pair(y_pred, y, "y_pred")
     if p.ndim != 1:
-        raise ValueError(f"y_hat must be 1-D, got shape {tuple(p.shape)}")
+        raise ValueError(f"y_pred must be 1-D, got shape {tuple(p.shape)}")
     w = check_weights(sample_weight, y.shape[0], positive_total=True)
     w = jnp.ones_like(y) if w is None else w.astype(y.dtype)
     den = (jnp.abs(y) + jnp.abs(p)) / 2
@@ -392,6 +397,7 @@ def pinball_loss(
     quantiles: Float[Array, "T Q"],
     y: Float[Array, " T"],
     levels: Float[Array, " Q"],
+    *,
     sample_weight: Float[Array, " T"] | None = None,
 ) -> Float[Array, ""]:
     r"""Mean pinball (quantile) loss over rounds and levels:
@@ -411,7 +417,7 @@ def pinball_loss(
         >>> round(float(pinball_loss(jnp.array([[0.0]]), jnp.array([1.0]), jnp.array([0.9]))), 6)
         0.9
     """
-    y, qs = _real_pair(y, quantiles, "quantiles")
+    y, qs = _real_pair(quantiles, y, "quantiles")
     lv = _levels(levels, y.dtype)
     if qs.ndim != 2 or qs.shape[1] != lv.shape[0]:
         raise ValueError(f"quantiles must have shape (T, {lv.shape[0]}), got {tuple(qs.shape)}")
@@ -421,7 +427,7 @@ def pinball_loss(
     return jnp.mean(w @ loss) / jnp.sum(w)
 
 
-def crps_score(dist: Any, y: Float[Array, " T"], sample_weight: Float[Array, " T"] | None = None) -> Float[Array, ""]:
+def crps_score(dist: Any, y: Float[Array, " T"], *, sample_weight: Float[Array, " T"] | None = None) -> Float[Array, ""]:
     r"""Mean continuous ranked probability score $\frac{\sum_t w_t\,\mathrm{CRPS}(F_t, y_t)}{\sum_t w_t}$,
     $\mathrm{CRPS}(F, y) = \int (F(z) - 1[y \le z])^2\,dz$, each term in closed form by the
     distribution's own ``crps`` (piecewise-constant densities and Gaussians in

@@ -30,7 +30,7 @@ from .._validation import (
 )
 from ._groups import group_sums
 
-__all__ = ["reflected_kernel_sum", "smooth_calibration_error", "smooth_ece", "smooth_ece_at_bandwidth"]
+__all__ = ["smooth_calibration_error", "smooth_ece", "smooth_ece_at_bandwidth"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -40,6 +40,7 @@ __all__ = ["reflected_kernel_sum", "smooth_calibration_error", "smooth_ece", "sm
 def smooth_calibration_error(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
+    *,
     sample_weight: Float[Array, " n"] | None = None,
 ) -> Float[Array, ""]:
     r"""Smooth calibration error, exact, **normalised**.
@@ -196,17 +197,22 @@ def _smece_sigma(p, resid, w, sigma, Emax, Nmax):
 
 
 def smooth_ece_at_bandwidth(
-    probs: Float[Array, " n"], residuals: Float[Array, " n"], weights: Float[Array, " n"], sigma
+    probs: Float[Array, " n"],
+    residuals: Float[Array, " n"],
+    sigma,
+    *,
+    sample_weight: Float[Array, " n"] | None = None,
 ) -> Float[Array, ""]:
     r"""smECE$_\sigma$ at a given bandwidth $\sigma \ge 2^{-9}$ (Błasiok–Nakkiran 2023).
 
     The kernel-smoothed residual $\hat r_\sigma$ and density $\hat\delta_\sigma$ on [0, 1],
     $\mathrm{smECE}_\sigma = \int |\hat r_\sigma(t)|\,dt / \int \hat\delta_\sigma(t)\,dt$ on
     relplot's grid; :func:`smooth_ece` is this at the fixed point $\mathrm{smECE}_\sigma = \sigma$.
-    Differentiable in ``probs``, ``residuals`` (usually ``probs - labels``) and ``weights``;
+    Differentiable in ``probs``, ``residuals`` (usually ``probs - labels``) and ``sample_weight``
+    (default: all ones);
     training losses (:mod:`jcalib.losses`) differentiate it at the metric's own $\sigma$.
-    Checks: ``probs`` in [0, 1], finite ``residuals``, non-negative finite ``weights`` of one
-    length, and a finite scalar $\sigma \ge 2^{-9}$ (concrete values at the boundary; traced
+    Checks: ``probs`` in [0, 1], finite ``residuals``, non-negative finite ``sample_weight`` of
+    one length, and a finite scalar $\sigma \ge 2^{-9}$ (concrete values at the boundary; traced
     arrays in the graph, see :mod:`jcalib.config`).
     """
     p = check_binary_probs(probs, "probs")
@@ -214,7 +220,8 @@ def smooth_ece_at_bandwidth(
     if p.ndim != 1 or r.ndim != 1:
         raise ValueError(f"probs and residuals must be 1-D, got shapes {tuple(p.shape)} and {tuple(r.shape)}")
     n = check_same_length(probs=p, residuals=r)
-    w = check_weights(weights, n, "weights", positive_total=True)
+    w = check_weights(sample_weight, n, positive_total=True)
+    w = jnp.ones_like(p) if w is None else w.astype(p.dtype)
     check_hyper(sigma, "sigma", _MIN_SIGMA)
     return _smece_sigma(p, r, w, sigma, *_static_max(_MIN_SIGMA))
 
@@ -222,8 +229,8 @@ def smooth_ece_at_bandwidth(
 def smooth_ece(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
-    sample_weight: Float[Array, " n"] | None = None,
     *,
+    sample_weight: Float[Array, " n"] | None = None,
     return_bandwidth: bool = False,
 ) -> Float[Array, ""] | tuple[Float[Array, ""], Float[Array, ""]]:
     r"""SmoothECE of Błasiok and Nakkiran (2023), **normalised**, matching ``relplot.smECE``.
@@ -293,7 +300,7 @@ def _bisect(value, dt):
     return jnp.where(done, v1, vstart), jnp.where(done, one, start)
 
 
-def reflected_kernel_sum(
+def _reflected_kernel_sum(
     probs: Float[Array, " n"], values: Float[Array, " n"], sigma, points: Float[Array, " m"]
 ) -> Float[Array, " m"]:
     r"""$\sum_i v_i K_\sigma(t, p_i)$ at the points $t$, on relplot's grid (no checks).
@@ -326,8 +333,8 @@ _CLASSES = _grid_classes()  # ((1001, 931), (1025, 1024), ..., (5121, 5120)): si
 _SLOT = 32  # rows per slot of the per-grid layouts
 
 
-class CountTables(NamedTuple):
-    """Per-grid layouts of fixed forecasts for :func:`smooth_ece_of_counts` (one entry per grid size).
+class _CountTables(NamedTuple):
+    """Per-grid layouts of fixed forecasts for :func:`_smooth_ece_of_counts` (one entry per grid size).
 
     Rows are taken in sorted order of the forecasts, so the rows of one grid cell are
     consecutive; each cell's rows are cut into slots of ``_SLOT`` (padded with the index $n$ of
@@ -343,7 +350,7 @@ class CountTables(NamedTuple):
     occupied: Array  # which positions of that layout hold a forecast, (slots * _SLOT,)
 
 
-def smooth_ece_count_tables(p, resid, w) -> CountTables:
+def _smooth_ece_count_tables(p, resid, w) -> _CountTables:
     """Layouts of forecasts ``p`` with residuals ``resid`` and weights ``w`` (traceable, O(n log n))."""
     n = p.shape[0]
     order = jnp.argsort(p)
@@ -371,19 +378,19 @@ def smooth_ece_count_tables(p, resid, w) -> CountTables:
         if len(rows) == 1:
             place = slot * _SLOT + pos
             occupied = jnp.zeros((T * _SLOT,), bool).at[place].set(True)
-    return CountTables(tuple(rows), tuple(coef), tuple(cell), place, occupied)
+    return _CountTables(tuple(rows), tuple(coef), tuple(cell), place, occupied)
 
 
-def counts_in_layout(counts, tables: CountTables):
+def _counts_in_layout(counts, tables: _CountTables):
     """Count vectors per sorted forecast ``(B, n)`` placed in the first grid's layout, as
-    :func:`smooth_ece_of_counts` takes them."""
+    :func:`_smooth_ece_of_counts` takes them."""
     return jnp.zeros((counts.shape[0], tables.occupied.shape[0]), counts.dtype).at[:, tables.place].set(counts)
 
 
 def _class_spectrum(counts, tables, c):
     """rfft of the even periodic extension of grid c's two smoothed-to-be histograms, (P/2+1, 2).
 
-    ``counts`` in the first grid's layout (see :func:`counts_in_layout`)."""
+    ``counts`` in the first grid's layout (see :func:`_counts_in_layout`)."""
     E = _CLASSES[c][0]
     if c == 0:  # already laid out: no gather
         M = counts.reshape(tables.rows[0].shape)
@@ -434,8 +441,8 @@ def _class_value(spec, sigma, c, kspec=None):
     return jnp.sum(jnp.where(mask, jnp.abs(ys / dens) * dens, 0)) / jnp.sum(jnp.where(mask, dens, 0))
 
 
-def smooth_ece_of_draws(draws, tables: CountTables, counts):
-    r""":func:`smooth_ece_of_counts` of a batch of bootstrap draws, values and bandwidths.
+def _smooth_ece_of_draws(draws, tables: _CountTables, counts):
+    r""":func:`_smooth_ece_of_counts` of a batch of bootstrap draws, values and bandwidths.
 
     ``draws`` is :func:`jcalib.stats._multinomial.multinomial_draws` on the first grid's layout
     (``tables.occupied`` as ``(slots, 32)``) with the coefficients ``tables.coef[0]``: its sums
@@ -443,7 +450,7 @@ def smooth_ece_of_draws(draws, tables: CountTables, counts):
     extra draws' coefficients remain (no count vector is laid out per resample). The bisection
     runs on that grid alone; when some resample's bisection evaluates a bandwidth below
     $11/1024$ (another grid; smooth ECE below about 0.01), the whole batch goes through
-    :func:`smooth_ece_of_counts` with the count vectors ``counts()`` (a real branch).
+    :func:`_smooth_ece_of_counts` with the count vectors ``counts()`` (a real branch).
     """
     T, B, _ = draws.sums.shape
     E = _CLASSES[0][0]
@@ -469,17 +476,17 @@ def smooth_ece_of_draws(draws, tables: CountTables, counts):
     fine = jnp.isnan(v)
 
     def other_grids(vs):
-        vf, sf = smooth_ece_of_counts(counts().astype(coef.dtype), tables, spec0)
+        vf, sf = _smooth_ece_of_counts(counts().astype(coef.dtype), tables, spec0)
         return jnp.where(fine, vf, vs[0]), jnp.where(fine, sf, vs[1])
 
     return lax.cond(jnp.any(fine), other_grids, lambda vs: vs, (v, sigma))
 
 
-def smooth_ece_of_counts(counts, tables: CountTables, spec0=None):
+def _smooth_ece_of_counts(counts, tables: _CountTables, spec0=None):
     r""":func:`smooth_ece` (values, bandwidths) of the forecasts in ``tables`` repeated ``counts`` times.
 
     ``counts`` is a batch of count vectors in the first grid's layout, ``(B, slots * 32)``
-    (:func:`counts_in_layout` puts vectors over the forecasts **in sorted order** there; a
+    (:func:`_counts_in_layout` puts vectors over the forecasts **in sorted order** there; a
     bootstrap resample's count vector needs no order, so it can be drawn in place:
     :func:`jcalib.stats._multinomial.counts_by_position` with ``tables.place``). ``spec0``:
     the first grid's spectra, ``(B, P/2 + 1, 2)``, when they are already known.

@@ -78,7 +78,7 @@ def _consistency(statistic, p, y, w, key, n_resamples, resample_forecasts, chunk
 # ones, independent Poisson-binomial counts under the null, drawn by inverse CDF: O(bins) per
 # resample instead of O(n).
 
-_BINNED_KEYWORDS = frozenset({"n_bins", "strategy", "p"})
+_BINNED_KEYWORDS = frozenset({"n_bins", "strategy", "order"})
 
 
 def _binned_ece_options(statistic) -> dict | None:
@@ -126,14 +126,14 @@ def _binned_ece_null_tables(p, n_bins: int = 15, strategy: str = "uniform"):
 @functools.partial(jax.jit, static_argnames=("n_bins", "strategy"))
 def _bin_sums_unit(p, n_bins, strategy):
     """Bins (binned_ece's own rule), bin sizes and per-bin forecast sums, unit weights."""
-    bins = bin_index(p, n_bins) if strategy == "uniform" else quantile_bin_index(p, jnp.ones_like(p), n_bins)
+    bins = bin_index(p, n_bins) if strategy == "uniform" else quantile_bin_index(p, n_bins)
     counts = jax.ops.segment_sum(jnp.ones_like(p), bins, num_segments=n_bins)
     bias_sums = jax.ops.segment_sum(p, bins, num_segments=n_bins)  # sum of p_i - y_i is this minus the ones
     return bins, counts, bias_sums
 
 
 def _consistency_binned(p, y, key, n_resamples, options):
-    p_exp = options.get("p", 1)
+    p_exp = options.get("order", 1)
     observed = binned_ece(p, y, **options)  # validates the options, and is the reported value
     bins, lo, F, counts, bias_sums = _binned_ece_null_tables(p, options.get("n_bins", 15), options.get("strategy", "uniform"))
     ones = jax.ops.segment_sum(y.astype(p.dtype), bins, num_segments=lo.shape[0])

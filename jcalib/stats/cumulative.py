@@ -161,7 +161,7 @@ def _kuiper(p, y, w):
     return CalibrationTestResult(stat, _pvalue(_range_pvalue, stat, sigma, 2 * shift))
 
 
-def ks_calibration_error(probs, labels, sample_weight=None) -> Float[Array, ""]:
+def ks_calibration_error(probs, labels, *, sample_weight=None) -> Float[Array, ""]:
     r"""KS calibration error $\max_k |S_k|$ of Gupta et al. (2021), **normalised** (see module).
 
     $S$ is observed at the last row of each group of equal forecasts, so the value does not
@@ -182,7 +182,7 @@ def ks_calibration_error(probs, labels, sample_weight=None) -> Float[Array, ""]:
     return _ks(*_binary_or_top_label(probs, labels, sample_weight)).statistic
 
 
-def kuiper_calibration_error(probs, labels, sample_weight=None) -> Float[Array, ""]:
+def kuiper_calibration_error(probs, labels, *, sample_weight=None) -> Float[Array, ""]:
     r"""Kuiper calibration error $\max_k S_k - \min_k S_k$ (with $S_0 = 0$), **normalised**.
 
     As :func:`ks_calibration_error`, $S$ is observed at the ends of groups of equal forecasts.
@@ -197,6 +197,7 @@ def kuiper_calibration_error(probs, labels, sample_weight=None) -> Float[Array, 
 def ks_test(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
+    *,
     sample_weight: Float[Array, " n"] | None = None,
 ) -> CalibrationTestResult:
     r"""Kolmogorov–Smirnov test of calibration (cumulative form; see the module docstring).
@@ -233,6 +234,7 @@ def ks_test(
 def kuiper_test(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
+    *,
     sample_weight: Float[Array, " n"] | None = None,
 ) -> CalibrationTestResult:
     r"""Kuiper test of calibration: the range $\max_k S_k - \min_k S_k$ of the cumulative curve.

@@ -26,13 +26,13 @@ import numpy as np
 from jax.scipy.special import betainc, ndtri
 from jaxtyping import Array, Float
 
-from .._validation import check_binary_inputs, check_multiclass_inputs, check_positive_int
+from .._validation import check_binary_inputs, check_multiclass_inputs, check_positive_int, shown
 from ..metrics.binary import bin_index
-from ..metrics.smooth import reflected_kernel_sum, smooth_ece
+from ..metrics.smooth import _reflected_kernel_sum, smooth_ece
 from .resampling import _check_key, _check_level, bootstrap
 
 _KDE_EPS = 1e-4  # relplot's KernelSmoother: smoothed outcomes / (smoothed counts + 1e-4)
-_MIN_BANDWIDTH = 2.0**-9  # the smallest bandwidth reflected_kernel_sum's buffers hold
+_MIN_BANDWIDTH = 2.0**-9  # the smallest bandwidth _reflected_kernel_sum's buffers hold
 
 __all__ = ["CalibrationCurve", "SmoothCalibrationCurve", "calibration_curve", "smooth_calibration_curve"]
 
@@ -157,8 +157,8 @@ def _binned(p, y, w, level, n_bins, interval, strategy):
 def calibration_curve(
     probs: Float[Array, " n"],
     labels: Array,
-    n_bins: int = 10,
     *,
+    n_bins: int = 10,
     sample_weight: Float[Array, " n"] | None = None,
     interval: str = "wilson",
     level: float = 0.95,
@@ -236,9 +236,9 @@ def calibration_curve(
     """
     n_bins = check_positive_int(n_bins, "n_bins")
     if interval not in ("wilson", "clopper-pearson"):
-        raise ValueError(f"interval must be 'wilson' or 'clopper-pearson', got {interval!r}")
+        raise ValueError(f"interval must be 'wilson' or 'clopper-pearson', got {shown(interval)}")
     if strategy not in ("uniform", "quantile"):
-        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}")
+        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {shown(strategy)}")
     level = _check_level(level)
     p, y, w = _binary_or_top_label(probs, labels, sample_weight)
     return _binned(p, y, w, jnp.asarray(level, p.dtype), n_bins, interval, strategy)
@@ -259,8 +259,8 @@ def _smooth_parts(p, y, w, sigma, n_points):
     # relplot KernelSmoother with ReflectedGaussianKernel(sigma): smoothed outcomes over the
     # smoothed counts + 1e-4, interpolated from relplot's kernel grid onto the points t
     t = jnp.linspace(0, 1, n_points, dtype=p.dtype)
-    ys = reflected_kernel_sum(p, w * y, sigma, t)
-    counts = reflected_kernel_sum(p, w, sigma, t)
+    ys = _reflected_kernel_sum(p, w * y, sigma, t)
+    counts = _reflected_kernel_sum(p, w, sigma, t)
     return ys / (counts + _KDE_EPS), counts / jnp.sum(w), t
 
 
@@ -294,7 +294,8 @@ def smooth_calibration_curve(
         probs: forecasts ``(n,)`` in $[0, 1]$, or ``(n, C)`` (top-label form).
         labels: outcomes ``(n,)``.
         sample_weight: optional non-negative weights (multiplicities).
-        key: PRNG key for the band (no band when ``None``).
+        key: PRNG key for the bootstrap band, or ``None`` (the default) for the curve alone:
+            nothing is drawn and ``low``, ``high`` are ``None``.
         n_resamples: bootstrap resamples for the band (static).
         level: level of the band.
         n_points: evaluation points (static; relplot uses 200).
@@ -315,21 +316,23 @@ def smooth_calibration_curve(
         smoothing*; the ``relplot`` package (``relplot.prepare_rel_diagram``).
     """
     n_points = check_positive_int(n_points, "n_points")
+    n_resamples = check_positive_int(n_resamples, "n_resamples")  # checked with or without a band
     if n_points < 2:
-        raise ValueError(f"n_points must be at least 2, got {n_points}")
+        raise ValueError(f"n_points must be at least 2, got {shown(n_points)}")
     level = _check_level(level)
+    key = None if key is None else _check_key(key)  # None: no band, nothing drawn
     p, y, w = _binary_or_top_label(probs, labels, sample_weight)
     if bandwidth is None:
-        sigma = smooth_ece(p, y, w, return_bandwidth=True)[1]
+        sigma = smooth_ece(p, y, sample_weight=w, return_bandwidth=True)[1]
     else:
         if isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float)) or not _MIN_BANDWIDTH <= bandwidth <= 1:
-            raise ValueError(f"bandwidth must be a number in [2^-9, 1], got {bandwidth!r}")
+            raise ValueError(f"bandwidth must be a number in [2^-9, 1], got {shown(bandwidth)}")
         sigma = jnp.asarray(bandwidth, p.dtype)
     curve, density, t = _smooth_curve(p, y, w, sigma, n_points)
     low = high = None
     if key is not None:
         band = bootstrap(
-            _SmoothCurve(sigma, n_points), p, y, key=_check_key(key), n_resamples=n_resamples,
+            _SmoothCurve(sigma, n_points), p, y, key=key, n_resamples=n_resamples,
             level=level, sample_weight=None if sample_weight is None else w,
         )
         low, high = band.low, band.high

@@ -42,6 +42,7 @@ from .._validation import (
     check_positive_int,
     check_same_length,
     check_simplex_probs,
+    shown,
 )
 from ._result import CalibrationTestResult
 from .resampling import _check_key, _check_level, _chunked
@@ -107,12 +108,12 @@ def _check_options(kernel, estimator, block_size, tile, n, weighted):
     if not callable(kernel):
         raise TypeError(f"kernel must be callable, e.g. jcalib.metrics.GaussianKernel(0.5), got {type(kernel).__name__}")
     if estimator not in _ESTIMATORS:
-        raise ValueError(f"estimator must be one of {_ESTIMATORS}, got {estimator!r}")
+        raise ValueError(f"estimator must be one of {_ESTIMATORS}, got {shown(estimator)}")
     block_size = check_positive_int(block_size, "block_size")
     tile = check_positive_int(tile, "tile")
     if estimator == "block":
         if block_size < 2:
-            raise ValueError(f"block_size must be at least 2, got {block_size}")
+            raise ValueError(f"block_size must be at least 2, got {shown(block_size)}")
         if n < block_size:
             raise ValueError(f"the block estimator needs at least block_size={block_size} rows, got {n}")
         if weighted:
@@ -256,7 +257,9 @@ def skce_test(
     Args:
         probs: binary forecasts ``(n,)`` or multi-class predictions ``(n, C)``.
         labels: outcomes ``(n,)``.
-        key: PRNG key (for the resampling methods).
+        key: PRNG key, keyword-only: required by the methods that draw (``method="consistency"``,
+            and the unbiased estimator's bootstrap); ``None`` (the default) only for the
+            asymptotic block test, which draws nothing.
         kernel, estimator, block_size, tile: as in :func:`skce`. ``"biased"`` needs
             ``method="consistency"``.
         method: ``"asymptotic"`` or ``"consistency"``.
@@ -277,15 +280,15 @@ def skce_test(
         (1992), *On the bootstrap of U and V statistics*.
     """
     if method not in ("asymptotic", "consistency"):
-        raise ValueError(f"method must be 'asymptotic' or 'consistency', got {method!r}")
+        raise ValueError(f"method must be 'asymptotic' or 'consistency', got {shown(method)}")
     P, R, _, _ = _vectors(probs, labels, None)
     block_size, tile = _check_options(kernel, estimator, block_size, tile, P.shape[0], False)
     n_resamples = check_positive_int(n_resamples, "n_resamples")
     chunk = check_positive_int(chunk, "chunk")
     if method == "consistency" or estimator == "unbiased":
-        if key is None:
-            raise ValueError(f"key is needed for method={method!r} with estimator={estimator!r}")
-        key = _check_key(key)
+        key = _check_key(key)  # these draw: None or an int seed is the library's TypeError
+    elif key is not None:
+        key = _check_key(key)  # the asymptotic block test draws nothing; a given key must still be one
     if method == "consistency":
         stat = _SKCEStatistic(kernel, estimator, block_size, tile)
         return consistency_test(stat, probs, labels, key=key, n_resamples=n_resamples, chunk=chunk)
@@ -405,9 +408,9 @@ def skce_interval(
         *B-test: a non-parametric, low variance kernel two-sample test*, NeurIPS.
     """
     if estimator not in ("block", "unbiased"):
-        raise ValueError(f"estimator must be 'block' or 'unbiased' for an interval, got {estimator!r}")
+        raise ValueError(f"estimator must be 'block' or 'unbiased' for an interval, got {shown(estimator)}")
     if tail not in _TAILS:
-        raise ValueError(f"tail must be one of {_TAILS}, got {tail!r}")
+        raise ValueError(f"tail must be one of {_TAILS}, got {shown(tail)}")
     level = _check_level(level)
     P, R, _, _ = _vectors(probs, labels, None)
     block_size, tile = _check_options(kernel, estimator, block_size, tile, P.shape[0], False)
@@ -581,7 +584,9 @@ def cme_test(
     Args:
         probs: binary forecasts ``(n,)`` or multi-class predictions ``(n, C)``.
         labels: outcomes ``(n,)``.
-        key: PRNG key, needed when the test locations are drawn from the data.
+        key: PRNG key, keyword-only: required when the test locations are drawn from the data;
+            ``None`` (the default) only with ``test_probs`` and ``test_labels``, when nothing
+            is drawn.
         test_probs: forecasts of the test locations, ``(J,)`` or ``(J, C)`` (with ``test_labels``).
         test_labels: labels of the test locations ``(J,)``.
         n_test: number of test locations drawn with ``key`` (static; $n \ge 2J + 1$).
@@ -615,9 +620,7 @@ def cme_test(
             raise ValueError(f"the CME test with {J} test locations needs at least {J + 1} rows, got {n}")
         keep = jnp.ones((n,), bool)
     else:
-        if key is None:
-            raise ValueError("key is needed to draw the test locations (or give test_probs and test_labels)")
-        key = _check_key(key)
+        key = _check_key(key)  # drawing the locations: None or an int seed is the library's TypeError
         if n < 2 * J + 1:
             raise ValueError(f"drawing n_test={J} test locations needs at least {2 * J + 1} rows (n >= 2 n_test + 1), got {n}")
         idx = jax.random.choice(key, n, (J,), replace=False)

@@ -35,8 +35,8 @@ from jax import lax
 from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, Float
 
-from .._validation import check_binary_inputs, check_positive_int, check_weights
-from ..metrics.smooth import smooth_ece, smooth_ece_count_tables, smooth_ece_of_draws
+from .._validation import check_binary_inputs, check_key, check_positive_int, check_weights, shown
+from ..metrics.smooth import _smooth_ece_count_tables, _smooth_ece_of_draws, smooth_ece
 from ._multinomial import counts_by_position, multinomial_draws, poisson_table
 
 __all__ = ["BootstrapResult", "bootstrap", "paired_bootstrap"]
@@ -59,8 +59,9 @@ class BootstrapResult(NamedTuple):
 
 
 def _check_key(key):
-    if not isinstance(key, jax.Array):
-        raise TypeError(f"key must be a JAX PRNG key (jax.random.key or PRNGKey), got {type(key).__name__}")
+    """A single PRNG key: :func:`jcalib._validation.check_key` (the library's one ``TypeError``
+    for an int, ``None``…), and one key, not a batch of them."""
+    key = check_key(key)
     typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
     if (typed and key.shape != ()) or (not typed and key.shape != (2,)):
         raise ValueError(f"key must be a single PRNG key, got shape {key.shape}")
@@ -69,7 +70,7 @@ def _check_key(key):
 
 def _check_level(level) -> float:
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise ValueError(f"level must be a number in (0, 1), got {level!r}")
+        raise ValueError(f"level must be a number in (0, 1), got {shown(level)}")
     return float(level)
 
 
@@ -90,7 +91,7 @@ def _chunked(fn, xs, chunk: int):
     return jax.tree_util.tree_map(lambda o: o.reshape((nc * chunk,) + o.shape[2:])[:m], out)
 
 
-def resample_indices_apply(fn, key, n: int, n_resamples: int, chunk: int):
+def _resample_indices_apply(fn, key, n: int, n_resamples: int, chunk: int):
     """``fn(idx)`` for ``n_resamples`` vectors of ``n`` indices drawn with replacement, chunked.
 
     The draws depend only on ``key`` and ``n``: two statistics resampled with one key see the
@@ -130,7 +131,7 @@ def _bootstrap(statistic, arrays, w, key, level, n_resamples, method, chunk):
     def one(idx):
         return _call(statistic, tuple(a[idx] for a in arrays), None if w is None else w[idx])
 
-    res = resample_indices_apply(one, key, n, n_resamples, chunk)
+    res = _resample_indices_apply(one, key, n, n_resamples, chunk)
     return _intervals(theta, res, level, method, lambda: _jackknife(statistic, arrays, w, chunk))
 
 
@@ -139,14 +140,14 @@ def _bootstrap_smooth_ece(arrays, w, key, level, n_resamples, method, chunk):
     """:func:`bootstrap` of :func:`smooth_ece` through count vectors (see :func:`bootstrap`)."""
     p, y = arrays
     theta = _call(smooth_ece, arrays, w)  # also checks the inputs in the graph
-    tables = smooth_ece_count_tables(p, p - y.astype(p.dtype), jnp.ones_like(p) if w is None else w.astype(p.dtype))
+    tables = _smooth_ece_count_tables(p, p - y.astype(p.dtype), jnp.ones_like(p) if w is None else w.astype(p.dtype))
     table = poisson_table(p.shape[0])
     occupied = tables.occupied.reshape(tables.coef[0].shape[:2])
 
     def batch(keys):
         draws = multinomial_draws(keys, table, occupied, tables.coef[0])
         recount = lambda: counts_by_position(keys, draws, table, occupied, tables.place)  # noqa: E731
-        return smooth_ece_of_draws(draws, tables, recount)[0]
+        return _smooth_ece_of_draws(draws, tables, recount)[0]
 
     keys = jax.random.split(key, n_resamples)
     nc = -(-n_resamples // chunk)
@@ -233,7 +234,7 @@ def bootstrap(
     :func:`jcalib.stats._multinomial.multinomial_draws` (Poisson counts completed by a few
     uniform draws; Threefry-2x32-20 words keyed from ``key``), ``chunk`` resamples at a time
     and reduced at once to relplot's grid (one batched matrix product with coefficients laid
-    out once for all resamples); :func:`jcalib.metrics.smooth.smooth_ece_of_draws` evaluates
+    out once for all resamples); :func:`jcalib.metrics.smooth._smooth_ece_of_draws` evaluates
     smooth ECE from that grid. Same distribution of resamples and the same value per resample
     as drawing indices (to float round-off), different draws for a given key; memory
     $O(\mathrm{chunk}\cdot n)$.
@@ -260,9 +261,9 @@ def bootstrap(
     chunk = check_positive_int(chunk, "chunk")
     level = _check_level(level)
     if method not in ("percentile", "bca"):
-        raise ValueError(f"method must be 'percentile' or 'bca', got {method!r}")
+        raise ValueError(f"method must be 'percentile' or 'bca', got {shown(method)}")
     if n_resamples < 2:
-        raise ValueError(f"n_resamples must be at least 2, got {n_resamples}")
+        raise ValueError(f"n_resamples must be at least 2, got {shown(n_resamples)}")
     args = (arrs, w, _check_key(key), jnp.asarray(level, jnp.result_type(float)), n_resamples, method, chunk)
     if statistic is smooth_ece and len(arrs) == 2 and arrs[0].ndim == 1 and arrs[1].ndim == 1:
         return _bootstrap_smooth_ece(*args)

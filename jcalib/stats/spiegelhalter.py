@@ -16,6 +16,7 @@ __all__ = ["spiegelhalter_test"]
 def spiegelhalter_test(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
+    *,
     sample_weight: Float[Array, " n"] | None = None,
 ) -> CalibrationTestResult:
     r"""Spiegelhalter's (1986) z-test: is the Brier score what calibrated forecasts would give?

@@ -48,7 +48,7 @@ def _data(seed, n=80, grid=None, weights=False):
 @pytest.mark.parametrize("weights", [False, True])
 def test_ece_matches_reference(x64, grid, weights):
     p, y, w = _data(0, grid=grid, weights=weights)
-    np.testing.assert_allclose(float(ece(p, y, w)), ref.ece(p, y, w), rtol=1e-12)
+    np.testing.assert_allclose(float(ece(p, y, sample_weight=w)), ref.ece(p, y, w), rtol=1e-12)
 
 
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
@@ -57,7 +57,7 @@ def test_ece_matches_reference(x64, grid, weights):
 @pytest.mark.parametrize("weights", [False, True])
 def test_binned_ece_matches_reference(x64, strategy, power, grid, weights):
     p, y, w = _data(1, grid=grid, weights=weights)
-    got = binned_ece(p, y, n_bins=7, strategy=strategy, sample_weight=w, p=power)
+    got = binned_ece(p, y, n_bins=7, strategy=strategy, sample_weight=w, order=power)
     np.testing.assert_allclose(float(got), ref.binned_ece(p, y, 7, strategy, w, power), rtol=1e-12)
 
 
@@ -66,15 +66,15 @@ def test_binned_ece_matches_reference(x64, strategy, power, grid, weights):
 @pytest.mark.parametrize("weights", [False, True])
 def test_lp_calibration_error_matches_reference(x64, eps, power, weights):
     p, y, w = _data(2, grid=12, weights=weights)  # grid values sit on bucket edges
-    got = lp_calibration_error(p, y, eps, power, sample_weight=w)
+    got = lp_calibration_error(p, y, eps, order=power, sample_weight=w)
     np.testing.assert_allclose(float(got), ref.lp_calibration_error(p, y, eps, power, w), rtol=1e-12)
 
 
 @pytest.mark.parametrize("weights", [False, True])
 def test_brier_and_log_loss_match_sklearn(x64, weights):
     p, y, w = _data(3, weights=weights)
-    np.testing.assert_allclose(float(brier(p, y, w)), brier_score_loss(y, p, sample_weight=w), rtol=1e-12)
-    np.testing.assert_allclose(float(log_loss(p, y, w)), sk_log_loss(y, p, sample_weight=w), rtol=1e-12)
+    np.testing.assert_allclose(float(brier(p, y, sample_weight=w)), brier_score_loss(y, p, sample_weight=w), rtol=1e-12)
+    np.testing.assert_allclose(float(log_loss(p, y, sample_weight=w)), sk_log_loss(y, p, sample_weight=w), rtol=1e-12)
 
 
 def test_log_loss_clips_confident_mistakes(x64):
@@ -102,7 +102,7 @@ def test_quantile_bins_keep_a_tie_at_an_edge_together(x64):
     p = np.array([0.1, 0.5, 0.5, 0.5, 0.5, 0.9])
     y = np.array([0, 1, 0, 1, 1, 0])
     w = np.array([1.0, 2.0, 1.0, 0.5, 1.0, 1.0])
-    assert binary_module.quantile_bin_index(p, np.ones(6), 2).tolist() == [0, 0, 0, 0, 0, 1]
+    assert binary_module.quantile_bin_index(p, 2, sample_weight=np.ones(6)).tolist() == [0, 0, 0, 0, 0, 1]
     want = float(binned_ece(p, y, n_bins=2, strategy="quantile", sample_weight=w))
     bin0 = 0.1 + 2 * (0.5 - 1) + 1 * 0.5 + 0.5 * (0.5 - 1) + 1 * (0.5 - 1)  # sum of w (p - y)
     np.testing.assert_allclose(want, (abs(bin0) + 0.9) / 6.5, rtol=1e-12)
@@ -164,15 +164,15 @@ def test_ece_from_counts_keeps_precision_of_large_counts_in_float32():
 # Conformance: jit, vmap over datasets, no retrace; weights as multiplicities
 
 JITTABLE = {
-    "ece": lambda p, y, w: ece(p, y, w),
-    "binned_uniform": lambda p, y, w: binned_ece(p, y, 5, "uniform", w),
-    "binned_quantile_l2": lambda p, y, w: binned_ece(p, y, 5, "quantile", w, p=2),
-    "lp": lambda p, y, w: lp_calibration_error(p, y, 0.2, 2, w),
-    "brier": lambda p, y, w: brier(p, y, w),
-    "log_loss": lambda p, y, w: log_loss(p, y, w),
-    "mce": lambda p, y, w: mce(p, y, 5, "uniform", w),
-    "mce_quantile": lambda p, y, w: mce(p, y, 5, "quantile", w),
-    "ace": lambda p, y, w: ace(p, y, 4, w),
+    "ece": lambda p, y, w: ece(p, y, sample_weight=w),
+    "binned_uniform": lambda p, y, w: binned_ece(p, y, n_bins=5, strategy="uniform", sample_weight=w),
+    "binned_quantile_l2": lambda p, y, w: binned_ece(p, y, n_bins=5, strategy="quantile", sample_weight=w, order=2),
+    "lp": lambda p, y, w: lp_calibration_error(p, y, 0.2, order=2, sample_weight=w),
+    "brier": lambda p, y, w: brier(p, y, sample_weight=w),
+    "log_loss": lambda p, y, w: log_loss(p, y, sample_weight=w),
+    "mce": lambda p, y, w: mce(p, y, n_bins=5, strategy="uniform", sample_weight=w),
+    "mce_quantile": lambda p, y, w: mce(p, y, n_bins=5, strategy="quantile", sample_weight=w),
+    "ace": lambda p, y, w: ace(p, y, n_bins=4, sample_weight=w),
 }
 
 
@@ -224,11 +224,11 @@ def test_binned_ece_is_differentiable():
 # Bad input
 
 ALL = {
-    "ece": lambda p, y, w=None: ece(p, y, w),
+    "ece": lambda p, y, w=None: ece(p, y, sample_weight=w),
     "binned_ece": lambda p, y, w=None: binned_ece(p, y, sample_weight=w),
     "lp": lambda p, y, w=None: lp_calibration_error(p, y, 0.1, sample_weight=w),
-    "brier": lambda p, y, w=None: brier(p, y, w),
-    "log_loss": lambda p, y, w=None: log_loss(p, y, w),
+    "brier": lambda p, y, w=None: brier(p, y, sample_weight=w),
+    "log_loss": lambda p, y, w=None: log_loss(p, y, sample_weight=w),
     "mce": lambda p, y, w=None: mce(p, y, sample_weight=w),
     "ace": lambda p, y, w=None: ace(p, y, sample_weight=w),
 }
@@ -264,8 +264,8 @@ def test_bad_settings_raise():
         binned_ece(p, y, strategy="kmeans")
     with pytest.raises(ValueError, match="n_bins"):
         binned_ece(p, y, n_bins=0)
-    with pytest.raises(ValueError, match="p must"):
-        binned_ece(p, y, p=0.5)
+    with pytest.raises(ValueError, match="order must"):
+        binned_ece(p, y, order=0.5)
     with pytest.raises(ValueError, match="integer"):
         lp_calibration_error(p, y, 0.3)
     with pytest.raises(ValueError, match="epsilon"):
@@ -296,7 +296,7 @@ def test_lp_calibration_error_buckets_float32_grid_points_by_value_or_by_index(m
     y = (j % 2).astype(np.int32)
     # 1e-6: float32 sums of m + 1 terms; a misplaced point moves the value by ~1/m.
     np.testing.assert_allclose(float(lp_calibration_error(p, y, 1 / m)), _lp_of_buckets(by_value, y, m), rtol=1e-6)
-    np.testing.assert_allclose(float(lp_calibration_error(p, y, 1 / m, grid=m)), _exact_lp(j, m, y, m), rtol=1e-6)
+    np.testing.assert_allclose(float(lp_calibration_error(p, y, 1 / m, n_bins=m)), _exact_lp(j, m, y, m), rtol=1e-6)
 
 
 def _lp_of_buckets(bucket, y, k, power=1):
@@ -312,11 +312,11 @@ def test_lp_calibration_error_with_grid_index_buckets_coarser_than_the_grid():
     j = np.random.default_rng(3).integers(0, m + 1, 5000)
     y = np.random.default_rng(4).integers(0, 2, 5000).astype(np.int32)
     p = jnp.asarray(j / m, jnp.float32)
-    got = lp_calibration_error(p, y, 1 / k, 2, grid=m)
+    got = lp_calibration_error(p, y, 1 / k, order=2, n_bins=m)
     # 1e-6: float32 accumulation over 5000 rounds.
     np.testing.assert_allclose(float(got), _exact_lp(j, m, y, k, 2), rtol=1e-6)
     with pytest.raises(ValueError, match="grid"):
-        lp_calibration_error(jnp.clip(p + 0.0004, 0.0, 1.0), y, 1 / k, grid=m)
+        lp_calibration_error(jnp.clip(p + 0.0004, 0.0, 1.0), y, 1 / k, n_bins=m)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -422,14 +422,14 @@ def test_mce_bounds_ece_and_sees_one_bad_bin(x64):
 @pytest.mark.parametrize("weights", [False, True])
 def test_ace_matches_reference_binary(x64, weights):
     p, y, w = _data(14, n=300, weights=weights)
-    np.testing.assert_allclose(float(ace(p, y, 15, w)), bins_ref.ace(p, y, 15, w), rtol=1e-12)
+    np.testing.assert_allclose(float(ace(p, y, n_bins=15, sample_weight=w)), bins_ref.ace(p, y, 15, w), rtol=1e-12)
 
 
 def test_ace_matches_reference_multiclass(x64):
     rng = np.random.default_rng(15)
     v = rng.dirichlet(np.ones(4) * 0.7, 400)
     y = np.array([rng.choice(4, p=row) for row in v ** 1.5 / (v ** 1.5).sum(1, keepdims=True)])
-    np.testing.assert_allclose(float(ace(v, y, 10)), bins_ref.ace(v, y, 10), rtol=1e-12)
+    np.testing.assert_allclose(float(ace(v, y, n_bins=10)), bins_ref.ace(v, y, 10), rtol=1e-12)
 
 
 def test_ace_counts_bins_equally():

@@ -94,14 +94,14 @@ def test_integer_weights_are_repetitions(seq, reps):
     w = np.array(reps[: len(p)])
     if w.sum() == 0:
         w[0] = 1
-    d_w = distance_to_calibration(p, y, w, exact=True)
+    d_w = distance_to_calibration(p, y, sample_weight=w, exact=True)
     d_rep = distance_to_calibration(np.repeat(p, w), np.repeat(y, w), exact=True)
     np.testing.assert_allclose(d_w.value, d_rep.value, atol=TOL)
     _check_witness(p, y, w, d_w)
     np.testing.assert_allclose(
-        lower_distance_to_calibration(p, y, w), lower_distance_to_calibration(np.repeat(p, w), np.repeat(y, w)), atol=1e-6
+        lower_distance_to_calibration(p, y, sample_weight=w), lower_distance_to_calibration(np.repeat(p, w), np.repeat(y, w)), atol=1e-6
     )
-    _check_witness(p, y, w, distance_to_calibration(p, y, w, exact=False))
+    _check_witness(p, y, w, distance_to_calibration(p, y, sample_weight=w, exact=False))
 
 
 def test_default_switches_from_exact_to_interval():
@@ -141,7 +141,7 @@ def test_lower_distance_matches_dense_lp(seed):
     y = rng.integers(0, 2, T)
     w = rng.integers(1, 3, T).astype(float)
     U = ref.farey_grid(int(w.sum()), extra=400)
-    got = lower_distance_to_calibration(p, y, w)
+    got = lower_distance_to_calibration(p, y, sample_weight=w)
     dense = ref.lower_distance_lp(p, y, w, U)
     assert got <= dense + 1e-9
     assert dense - got <= w.sum() * np.max(np.diff(U)) + 1e-9
@@ -193,10 +193,10 @@ def test_aosa_helper_matches_reference_forecaster():
 @pytest.mark.parametrize("kind", ["bernoulli", "wave", "drift", "alternating"])
 def test_aosa_upper_end_below_theorem_1_bound(T, kind):
     (p, y, w), m = _aosa_atoms(T, T, kind)
-    res = distance_to_calibration(p, y, w, exact=False)
+    res = distance_to_calibration(p, y, sample_weight=w, exact=False)
     bound = 2 * np.sqrt(T) + 1
     assert res.lower <= res.upper < bound
-    assert res.upper <= float(ece(p, y, w)) + TOL * T  # Lemma 1: never worse than the ECE
+    assert res.upper <= float(ece(p, y, sample_weight=w)) + TOL * T  # Lemma 1: never worse than the ECE
     _check_witness(p, y, w, res)
 
 
@@ -206,9 +206,9 @@ def test_aosa_upper_end_below_theorem_1_bound(T, kind):
 def test_aosa_upper_end_below_bound_large_T(T, kind):
     (p, y, w), m = _aosa_atoms(T, T, kind)
     t0 = time.perf_counter()
-    lo = lower_distance_to_calibration(p, y, w)
+    lo = lower_distance_to_calibration(p, y, sample_weight=w)
     t1 = time.perf_counter()
-    res = distance_to_calibration(p, y, w, exact=False)
+    res = distance_to_calibration(p, y, sample_weight=w, exact=False)
     t2 = time.perf_counter()
     bound = 2 * np.sqrt(T) + 1
     print(f"T={T} {kind}: [{res.lower:.2f}, {res.upper:.2f}], upper/bound={res.upper / bound:.3f}, "
@@ -232,8 +232,8 @@ def test_atoms_from_counts_equal_expanded_rounds(x64):
     pe = np.repeat(np.asarray(p), np.asarray(w))
     ye = np.repeat(np.asarray(lab), np.asarray(w))
     assert len(pe) == 300
-    np.testing.assert_allclose(float(ece(p, lab, w)), ref.ece(pe, ye), rtol=1e-12)
-    d_atoms = distance_to_calibration(p, lab, w, exact=False)
+    np.testing.assert_allclose(float(ece(p, lab, sample_weight=w)), ref.ece(pe, ye), rtol=1e-12)
+    d_atoms = distance_to_calibration(p, lab, sample_weight=w, exact=False)
     d_rounds = distance_to_calibration(pe, ye, exact=False)
     np.testing.assert_allclose(d_atoms.lower, d_rounds.lower, rtol=1e-6)
 
@@ -265,12 +265,12 @@ def test_atoms_from_counts_jit_vmap():
 )
 def test_bad_input_raises(fn, p, y, w, msg):
     with pytest.raises(ValueError, match=msg):
-        fn(np.array(p, float), np.array(y, int), None if w is None else np.array(w, float))
+        fn(np.array(p, float), np.array(y, int), sample_weight=None if w is None else np.array(w, float))
 
 
 def test_distance_needs_integer_weights_and_host_arrays():
     with pytest.raises(ValueError, match="integer"):
-        distance_to_calibration(np.array([0.2, 0.4]), np.array([0, 1]), np.array([1.5, 1.0]))
+        distance_to_calibration(np.array([0.2, 0.4]), np.array([0, 1]), sample_weight=np.array([1.5, 1.0]))
     with pytest.raises(ValueError, match="host"):
         jax.jit(lambda p, y: lower_distance_to_calibration(p, y))(jnp.array([0.2]), jnp.array([1]))
     with pytest.raises(ValueError, match="ones"):
@@ -289,7 +289,7 @@ def test_rounded_interval_contains_exact_value(seed):
     y = (rng.random(T) < p).astype(np.int32)
     exact = distance_to_calibration(p, y, exact=True).value
     for G in (5, 20, 100):
-        d = distance_to_calibration(p, y, grid=G)
+        d = distance_to_calibration(p, y, n_bins=G)
         # the triangle inequality widens by delta <= T/(2G); 1e-9 absorbs float sums
         assert d.lower - 1e-9 <= exact <= d.upper + 1e-9
         assert d.lower >= distance_to_calibration(np.round(p * G) / G, y).lower - T / (2 * G) - 1e-9
@@ -301,7 +301,7 @@ def test_rounded_interval_contains_exact_value(seed):
 def test_rounding_on_grid_data_changes_nothing():
     p = np.array([0.2, 0.2, 0.9, 0.4, 0.6])
     y = np.array([0, 1, 1, 0, 1])
-    a, b = distance_to_calibration(p, y), distance_to_calibration(p, y, grid=10)
+    a, b = distance_to_calibration(p, y), distance_to_calibration(p, y, n_bins=10)
     assert b.exact and a.value == pytest.approx(b.value)
 
 

@@ -61,7 +61,7 @@ def test_ece_matches_reference(x64, name, strategy, weights):
 @pytest.mark.parametrize("name", sorted(ECES))
 def test_ece_lp_matches_reference(x64, name):
     probs, labels, w = _data(2, weights=True)
-    got = ECES[name](jnp.asarray(probs), jnp.asarray(labels), n_bins=5, sample_weight=w, p=2)
+    got = ECES[name](jnp.asarray(probs), jnp.asarray(labels), n_bins=5, sample_weight=w, order=2)
     want = getattr(ref, f"{name}_ece")(probs, labels, w, n_bins=5, p=2)
     np.testing.assert_allclose(float(got), want, rtol=1e-10)
 
@@ -81,9 +81,9 @@ def test_top_label_with_unpredicted_class(x64):
 def test_helpers_match_reference(x64, weights):
     probs, labels, w = _data(4, weights=weights)
     p, y = jnp.asarray(probs), jnp.asarray(labels)
-    np.testing.assert_allclose(float(l2_error(p, y, w)), ref.l2_error(probs, labels, w), rtol=1e-12)
-    np.testing.assert_allclose(float(nll(p, y, w, eps=1e-12)), ref.nll(probs, labels, w), rtol=1e-12)
-    np.testing.assert_allclose(float(accuracy(p, y, w)), ref.accuracy(probs, labels, w), rtol=1e-12)
+    np.testing.assert_allclose(float(l2_error(p, y, sample_weight=w)), ref.l2_error(probs, labels, w), rtol=1e-12)
+    np.testing.assert_allclose(float(nll(p, y, sample_weight=w, eps=1e-12)), ref.nll(probs, labels, w), rtol=1e-12)
+    np.testing.assert_allclose(float(accuracy(p, y, sample_weight=w)), ref.accuracy(probs, labels, w), rtol=1e-12)
     np.testing.assert_array_equal(np.asarray(one_hot(y, 4)), np.eye(4)[labels])
 
 
@@ -224,8 +224,8 @@ def test_bad_binning_raises(fn):
         fn(p, y, n_bins=0)
     with pytest.raises(ValueError, match="strategy"):
         fn(p, y, strategy="equal")
-    with pytest.raises(ValueError, match="p must"):
-        fn(p, y, p=0.5)
+    with pytest.raises(ValueError, match="order must"):
+        fn(p, y, order=0.5)
 
 
 def test_one_hot_rejects_bad_labels():

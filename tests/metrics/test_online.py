@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jcalib.metrics import average_regret, eps_calibration
-from jcalib.metrics.online import calibration_from_buckets, grid_to_midpoint
+from jcalib.metrics.online import _grid_to_midpoint, calibration_from_buckets
 from jcalib.scoring import Brier, Spherical
 
 
@@ -32,12 +32,12 @@ def test_grid_and_midpoint_bucketings(p, form, x64):
     j = rng.integers(0, m + 1, T)
     y = rng.integers(0, 2, T)
     f = j / m
-    got = float(eps_calibration(f, y, m=m, p=p, form=form))
+    got = float(eps_calibration(f, y, n_bins=m, order=p, form=form))
     want = _np_cal(j / m, j, y, np.ones(T), m + 1, T, p, form)
     np.testing.assert_allclose(got, want, rtol=1e-12)
     K = 3
     k = np.minimum(j * K // m, K - 1)
-    got = float(eps_calibration(f, y, m=m, n_buckets=K, p=p, form=form))
+    got = float(eps_calibration(f, y, n_bins=m, n_buckets=K, order=p, form=form))
     want = _np_cal((k + 0.5) / K, k, y, np.ones(T), K, T, p, form)
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
@@ -46,18 +46,18 @@ def test_forms_agree_at_p1_and_differ_at_p2():
     rng = np.random.default_rng(1)
     f = rng.integers(0, 5, 300) / 4
     y = rng.integers(0, 2, 300)
-    a, b = eps_calibration(f, y, m=4, form="mean"), eps_calibration(f, y, m=4, form="norm")
+    a, b = eps_calibration(f, y, n_bins=4, form="mean"), eps_calibration(f, y, n_bins=4, form="norm")
     np.testing.assert_allclose(float(a), float(b), rtol=1e-6)
-    assert float(eps_calibration(f, y, m=4, p=2, form="norm")) < float(eps_calibration(f, y, m=4, p=2, form="mean"))
+    assert float(eps_calibration(f, y, n_bins=4, order=2, form="norm")) < float(eps_calibration(f, y, n_bins=4, order=2, form="mean"))
 
 
 def test_grid_points_on_bucket_edges_use_integer_arithmetic():
     """m = 44, K = 22: grid point 26/44 lies on the left edge of bucket 13; in float32,
     fl(26/44) * 22 = 12.999999 would put it in bucket 12. The integer map puts it in bucket 13."""
-    assert int(grid_to_midpoint(26, 44, 22)) == 13
+    assert int(_grid_to_midpoint(26, 44, 22)) == 13
     p = np.float32(26 / 44)
     assert int(np.floor(p * np.float32(22))) == 12  # the float32 floor misbuckets it
-    c = eps_calibration(jnp.asarray([p], jnp.float32), jnp.asarray([1]), m=44, n_buckets=22)
+    c = eps_calibration(jnp.asarray([p], jnp.float32), jnp.asarray([1]), n_bins=44, n_buckets=22)
     np.testing.assert_allclose(float(c), 1 - 13.5 / 22, rtol=1e-6)  # midpoint of bucket 13
 
 
@@ -69,7 +69,7 @@ def test_expected_version_over_mixtures(x64):
     w0 = rng.uniform(0, 1, T)
     probs = np.stack([w0, 1 - w0], 1)
     y = rng.integers(0, 2, T)
-    got = float(eps_calibration(sup, y, m=m, probs=probs))
+    got = float(eps_calibration(sup, y, n_bins=m, probs=probs))
     counts, bias = np.zeros(m + 1), np.zeros(m + 1)
     for t in range(T):
         for k in range(2):
@@ -78,7 +78,7 @@ def test_expected_version_over_mixtures(x64):
     np.testing.assert_allclose(got, np.abs(bias).sum() / T, rtol=1e-12)
     q = rng.uniform(0, 1, T)
     for rule in (Brier(), Spherical()):
-        got = float(average_regret(sup, q, y, rule, probs=probs))
+        got = float(average_regret(sup, q, y, scoring=rule, probs=probs))
         want = np.mean((probs * np.asarray(rule(sup, y[:, None]))).sum(1) - np.asarray(rule(q, y)))
         np.testing.assert_allclose(got, want, rtol=1e-10)
 
@@ -93,8 +93,8 @@ def test_off_grid_midpoints_and_regret_sign():
 
 def test_bad_input():
     with pytest.raises(ValueError, match="not on the grid"):
-        eps_calibration(np.array([0.33]), np.array([1]), m=4)
-    with pytest.raises(ValueError, match="pass m"):
+        eps_calibration(np.array([0.33]), np.array([1]), n_bins=4)
+    with pytest.raises(ValueError, match="pass n_bins"):
         eps_calibration(np.array([0.5]), np.array([1]))
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         eps_calibration(np.array([1.5]), np.array([1]), n_buckets=2)
@@ -107,6 +107,6 @@ def test_bad_input():
 def test_empty_rounds_are_refused():
     # both returned NaN on T = 0
     with pytest.raises(ValueError, match="empty"):
-        eps_calibration(jnp.zeros(0), jnp.zeros(0, jnp.int32), m=4)
+        eps_calibration(jnp.zeros(0), jnp.zeros(0, jnp.int32), n_bins=4)
     with pytest.raises(ValueError, match="empty"):
         average_regret(jnp.zeros(0), jnp.zeros(0), jnp.zeros(0, jnp.int32))

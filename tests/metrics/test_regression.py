@@ -55,21 +55,21 @@ def test_histogram_coverage_smape_pinball_match_reference(x64):
     rng = np.random.default_rng(3)
     u = _pits(3)
     w = rng.uniform(0.1, 2.0, size=u.shape[0])
-    np.testing.assert_allclose(R.pit_histogram(u, 7, w), ref.pit_histogram(u, 7, w), rtol=1e-13)
-    assert float(jnp.sum(R.pit_histogram(u, 7))) == pytest.approx(1.0)
+    np.testing.assert_allclose(R.pit_histogram(u, n_bins=7, sample_weight=w), ref.pit_histogram(u, 7, w), rtol=1e-13)
+    assert float(jnp.sum(R.pit_histogram(u, n_bins=7))) == pytest.approx(1.0)
     for level in (0.5, 0.8, 0.98):
-        assert float(R.central_interval_coverage(u, level, w)) == pytest.approx(ref.coverage(u, level, w), rel=1e-13)
+        assert float(R.central_interval_coverage(u, level=level, sample_weight=w)) == pytest.approx(ref.coverage(u, level, w), rel=1e-13)
     y = rng.gamma(2.0, 3.0, size=50)
     y[:3] = 0.0
     yhat = rng.gamma(2.0, 3.0, size=50)
     yhat[0] = 0.0  # 0/0 -> 0; y = 0 != yhat -> 2
-    assert float(R.smape(y, yhat)) == pytest.approx(ref.smape(y, yhat), rel=1e-13)
-    assert float(R.smape(y, yhat, w[:50])) == pytest.approx(ref.smape(y, yhat, w[:50]), rel=1e-13)
-    assert float(R.smape(np.array([0.0, 0.0]), np.array([0.0, 1.0]))) == 1.0
+    assert float(R.smape(yhat, y)) == pytest.approx(ref.smape(y, yhat), rel=1e-13)
+    assert float(R.smape(yhat, y, sample_weight=w[:50])) == pytest.approx(ref.smape(y, yhat, w[:50]), rel=1e-13)
+    assert float(R.smape(np.array([0.0, 1.0]), np.array([0.0, 0.0]))) == 1.0
     lv = np.array([0.1, 0.5, 0.9])
     qs = y[:, None] + rng.normal(size=(50, 3))
     assert float(R.pinball_loss(qs, y, lv)) == pytest.approx(ref.pinball_loss(qs, y, lv), rel=1e-13)
-    assert float(R.pinball_loss(qs, y, lv, w[:50])) == pytest.approx(ref.pinball_loss(qs, y, lv, w[:50]), rel=1e-13)
+    assert float(R.pinball_loss(qs, y, lv, sample_weight=w[:50])) == pytest.approx(ref.pinball_loss(qs, y, lv, w[:50]), rel=1e-13)
 
 
 def test_pinball_over_many_levels_is_half_crps_of_a_gaussian(x64):
@@ -89,7 +89,7 @@ def test_metrics_jit_and_vmap(x64):
     for i in range(3):
         assert float(batched[i]) == pytest.approx(ref.qce(np.asarray(u[i])), rel=1e-12)
     jax.jit(jax.vmap(R.pit_uniformity))(u)
-    jax.jit(jax.vmap(lambda a: R.pit_histogram(a, 5)))(u)
+    jax.jit(jax.vmap(lambda a: R.pit_histogram(a, n_bins=5)))(u)
     jax.jit(jax.vmap(lambda a, b: R.smape(a, b)))(u + 0.1, u)
 
 
@@ -107,17 +107,17 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="form"):
         R.quantile_calibration_error(np.array([0.1]), form="mean")
     with pytest.raises(ValueError, match="levels"):
-        R.quantile_frequencies(np.array([0.1]), np.array([1.2]))
-    with pytest.raises(ValueError, match="y_hat"):
+        R.quantile_frequencies(np.array([0.1]), levels=np.array([1.2]))
+    with pytest.raises(ValueError, match="y_pred"):
         R.smape(np.ones(3), np.ones(4))
     with pytest.raises(ValueError, match="NaN"):
         R.smape(np.array([1.0, np.nan]), np.ones(2))
     with pytest.raises(ValueError, match="level"):
-        R.central_interval_coverage(np.array([0.5]), 1.5)
+        R.central_interval_coverage(np.array([0.5]), level=1.5)
     with pytest.raises(ValueError, match="quantiles"):
         R.pinball_loss(np.ones((3, 2)), np.ones(3), np.array([0.5]))
     with pytest.raises(ValueError, match="sample_weight"):
-        R.smape(np.ones(3), np.ones(3), np.array([1.0, -1.0, 1.0]))
+        R.smape(np.ones(3), np.ones(3), sample_weight=np.array([1.0, -1.0, 1.0]))
 
 
 def test_pit_and_crps_of_piecewise_constant_match_integration(x64):
@@ -140,7 +140,7 @@ def test_pit_and_crps_of_piecewise_constant_match_integration(x64):
     # quadrature on smooth pieces: agreement to ~1e-12
     assert float(R.crps_score(d, y)) == pytest.approx(np.mean(crps_each), abs=1e-11)
     w = np.array([1.0, 2.0, 0.0, 1.0])
-    assert float(R.crps_score(d, y, w)) == pytest.approx(np.dot(w, crps_each) / w.sum(), abs=1e-11)
+    assert float(R.crps_score(d, y, sample_weight=w)) == pytest.approx(np.dot(w, crps_each) / w.sum(), abs=1e-11)
 
 
 def test_crps_of_fine_piecewise_matches_properscoring_gaussian(x64):
@@ -183,7 +183,7 @@ def test_crps_score_refuses_empty_outcomes_and_zero_weights():
         R.crps_score(PiecewiseConstant(jnp.full((0, 4), 0.25), edges), jnp.zeros(0))
     dist = PiecewiseConstant(jnp.full((2, 4), 0.25), edges)
     with pytest.raises(ValueError, match="sums to zero"):
-        R.crps_score(dist, jnp.array([0.2, 0.7]), jnp.zeros(2))
+        R.crps_score(dist, jnp.array([0.2, 0.7]), sample_weight=jnp.zeros(2))
 
 
 # --- miscalibration area (Chung et al. 2021) ------------------------------------------------
@@ -242,7 +242,7 @@ def test_miscalibration_area_tends_to_the_integral_of_the_curve_gap(x64):
     for n_levels in (101, 1001, 10001):
         err = abs(float(R.miscalibration_area(u, n_levels=n_levels, kind="quantile")) - exact)
         assert err <= 2.0 / (n_levels - 1), (n_levels, err)  # each of the 60 jumps of 1/60 costs < h/2
-    mace = float(R.quantile_calibration_error(u, jnp.asarray(np.arange(1, 10000) / 10000), form="mean_abs"))
+    mace = float(R.quantile_calibration_error(u, levels=jnp.asarray(np.arange(1, 10000) / 10000), form="mean_abs"))
     assert mace == pytest.approx(exact, abs=2e-4)
     # a calibrated sample scores about 0; every outcome at the median scores the maximum 1/2
     assert float(R.miscalibration_area((np.arange(1000) + 0.5) / 1000, kind="quantile")) < 1e-3

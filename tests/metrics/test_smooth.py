@@ -54,7 +54,7 @@ def test_smce_matches_dense_lp(data):
     if w.sum() < 1e-3:
         w[0] = 1.0
     with jax.enable_x64(True):
-        got = float(smooth_calibration_error(p, y, w))
+        got = float(smooth_calibration_error(p, y, sample_weight=w))
     np.testing.assert_allclose(got, ref.smooth_calibration_error_lp(p, y, w), rtol=1e-7, atol=1e-9)
 
 
@@ -140,22 +140,22 @@ def _dithered(seed, n):
 
 @pytest.mark.parametrize("n", [300, 2000, 5000, 20000])
 def test_counts_equal_repeated_rows(x64, n):
-    from jcalib.metrics.smooth import counts_in_layout, smooth_ece_count_tables, smooth_ece_of_counts
+    from jcalib.metrics.smooth import _counts_in_layout, _smooth_ece_count_tables, _smooth_ece_of_counts
 
     p, y = _dithered(n, n)
     rng = np.random.default_rng(n)
     w = rng.uniform(0.5, 2.0, n)
     M = np.stack([np.ones(n, np.int64), rng.poisson(1.0, n), rng.poisson(4.0, n) * (rng.random(n) < 0.3)])
-    tables = jax.jit(smooth_ece_count_tables)(jnp.asarray(p), jnp.asarray(p - y, float), jnp.asarray(w))
-    V, S = jax.jit(smooth_ece_of_counts)(counts_in_layout(jnp.asarray(M), tables), tables)
+    tables = jax.jit(_smooth_ece_count_tables)(jnp.asarray(p), jnp.asarray(p - y, float), jnp.asarray(w))
+    V, S = jax.jit(_smooth_ece_of_counts)(_counts_in_layout(jnp.asarray(M), tables), tables)
     order = np.asarray(jnp.argsort(jnp.asarray(p)))  # counts refer to the forecasts in sorted order
     for i, m in enumerate(M):
-        want, sigma = smooth_ece(p[order], y[order], w[order] * m, return_bandwidth=True)
+        want, sigma = smooth_ece(p[order], y[order], sample_weight=w[order] * m, return_bandwidth=True)
         assert float(S[i]) == float(sigma)
         np.testing.assert_allclose(float(V[i]), float(want), rtol=1e-12)  # periodic vs zero-padded FFTs
     # relplot on the repeated rows, unit weights
-    tables = jax.jit(smooth_ece_count_tables)(jnp.asarray(p), jnp.asarray(p - y, float), jnp.ones(n))
-    V, S = jax.jit(smooth_ece_of_counts)(counts_in_layout(jnp.asarray(M[1:2]), tables), tables)
+    tables = jax.jit(_smooth_ece_count_tables)(jnp.asarray(p), jnp.asarray(p - y, float), jnp.ones(n))
+    V, S = jax.jit(_smooth_ece_of_counts)(_counts_in_layout(jnp.asarray(M[1:2]), tables), tables)
     want, sigma = relplot.smECE(np.repeat(p[order], M[1]), np.repeat(y[order], M[1]), return_width=True)
     assert float(S[0]) == sigma
     np.testing.assert_allclose(float(V[0]), want, rtol=1e-9)  # as test_smooth_ece_matches_relplot
@@ -168,22 +168,25 @@ def test_counts_reach_every_grid(x64):
 
 
 def test_counts_in_float32():
-    from jcalib.metrics.smooth import counts_in_layout, smooth_ece_count_tables, smooth_ece_of_counts
+    from jcalib.metrics.smooth import _counts_in_layout, _smooth_ece_count_tables, _smooth_ece_of_counts
 
     p, y = _data(5, 3000, "over")
     p = p.astype(np.float32)
     m = np.random.default_rng(5).poisson(1.0, 3000)
-    tables = smooth_ece_count_tables(jnp.asarray(p), jnp.asarray(p - y, jnp.float32), jnp.ones(3000, jnp.float32))
-    V, _ = smooth_ece_of_counts(counts_in_layout(jnp.asarray(m[None]), tables), tables)
+    tables = _smooth_ece_count_tables(jnp.asarray(p), jnp.asarray(p - y, jnp.float32), jnp.ones(3000, jnp.float32))
+    V, _ = _smooth_ece_of_counts(_counts_in_layout(jnp.asarray(m[None]), tables), tables)
     order = np.argsort(p, kind="stable")
     # float32 FFTs of different lengths against each other
-    np.testing.assert_allclose(float(V[0]), float(smooth_ece(p[order], y[order], m.astype(np.float32))), rtol=1e-5)
+    np.testing.assert_allclose(float(V[0]), float(smooth_ece(p[order], y[order], sample_weight=m.astype(np.float32))), rtol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------
 # Conformance
 
-FNS = {"smce": smooth_calibration_error, "smece": smooth_ece}
+FNS = {  # weights third, as the tests below pass them
+    "smce": lambda p, y, w=None: smooth_calibration_error(p, y, sample_weight=w),
+    "smece": lambda p, y, w=None: smooth_ece(p, y, sample_weight=w),
+}
 
 
 @pytest.mark.parametrize("name", sorted(FNS))

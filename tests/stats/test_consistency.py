@@ -94,7 +94,7 @@ def test_smooth_ece_and_multiclass_metrics():
 # The binned-ECE fast path (per-bin Poisson-binomial counts)
 
 
-@pytest.mark.parametrize("options", [{}, {"n_bins": 6, "strategy": "quantile"}, {"n_bins": 10, "p": 2}])
+@pytest.mark.parametrize("options", [{}, {"n_bins": 6, "strategy": "quantile"}, {"n_bins": 10, "order": 2}])
 def test_fast_path_null_equals_outcome_by_outcome_null(x64, options):
     """Two-sample KS: the O(bins) null and the O(n) null of the general path are one distribution."""
     from scipy.stats import ks_2samp
@@ -105,7 +105,7 @@ def test_fast_path_null_equals_outcome_by_outcome_null(x64, options):
     metric = functools.partial(binned_ece, **options)
     general = np.asarray(_general_null(metric, p, None, jax.random.key(1), B, False, 500))
     _, lo, F, counts, sums = _binned_ece_null_tables(p, options.get("n_bins", 15), options.get("strategy", "uniform"))
-    fast = np.asarray(_binned_null(jax.random.key(2), lo, F, counts, sums, n_resamples=B, p_exp=options.get("p", 1)))
+    fast = np.asarray(_binned_null(jax.random.key(2), lo, F, counts, sums, n_resamples=B, p_exp=options.get("order", 1)))
     assert ks_2samp(general, fast).pvalue > 1e-3
     # and a shifted null is told apart at this B (the check has power)
     assert ks_2samp(general, fast * 1.05).pvalue < 1e-3

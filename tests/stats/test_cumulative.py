@@ -28,8 +28,8 @@ def test_statistics_match_reference_walk(x64):
     w = rng.random(40) + 0.1
     for weights in (None, w):
         s, _ = ref.cumulative_walk(p, y, weights)
-        assert float(ks_calibration_error(p, y, weights)) == pytest.approx(np.max(np.abs(s)), rel=1e-12)
-        assert float(kuiper_calibration_error(p, y, weights)) == pytest.approx(s.max() - s.min(), rel=1e-12)
+        assert float(ks_calibration_error(p, y, sample_weight=weights)) == pytest.approx(np.max(np.abs(s)), rel=1e-12)
+        assert float(kuiper_calibration_error(p, y, sample_weight=weights)) == pytest.approx(s.max() - s.min(), rel=1e-12)
     assert float(ks_test(p, y).statistic) == float(ks_calibration_error(p, y))
 
 
@@ -68,7 +68,7 @@ def test_tied_walk_matches_reference(x64):
         w[0] = 1.0
         for weights in (None, w):
             s, sigma, G = ref_cum.group_walk(p, y, weights)
-            ks, kp = ks_test(p, y, weights), kuiper_test(p, y, weights)
+            ks, kp = ks_test(p, y, sample_weight=weights), kuiper_test(p, y, sample_weight=weights)
             assert float(ks.statistic) == pytest.approx(np.max(np.abs(s)), rel=1e-12, abs=1e-15)
             assert float(kp.statistic) == pytest.approx(s.max() - s.min(), rel=1e-12, abs=1e-15)
             # the reference sums 200 series terms in Python, jcalib 100 in XLA
@@ -88,11 +88,11 @@ def test_same_bits_in_every_row_order(top_label):
         probs, labels = (rng.integers(0, 11, n) / 10).astype(np.float32), rng.integers(0, 2, n)
     weights = rng.choice(np.array([0.0, 0.5, 1.0, 2.0], np.float32), n)
     for w in (None, weights):
-        base = [ks_test(probs, labels, w), kuiper_test(probs, labels, w)]
+        base = [ks_test(probs, labels, sample_weight=w), kuiper_test(probs, labels, sample_weight=w)]
         for _ in range(5):
             perm = rng.permutation(n)
             wp = None if w is None else w[perm]
-            got = [ks_test(probs[perm], labels[perm], wp), kuiper_test(probs[perm], labels[perm], wp)]
+            got = [ks_test(probs[perm], labels[perm], sample_weight=wp), kuiper_test(probs[perm], labels[perm], sample_weight=wp)]
             for r, g in zip(base, got):
                 assert float(g.statistic) == float(r.statistic) and float(g.p_value) == float(r.p_value)
 

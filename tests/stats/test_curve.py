@@ -24,7 +24,7 @@ def _data(seed, n):
 def test_binned_curve_matches_reference(x64, interval):
     p, y = _data(0, 700)
     p[:3] = [0.0, 1.0, 0.5]
-    c = calibration_curve(p, y, 8, interval=interval, level=0.9)
+    c = calibration_curve(p, y, n_bins=8, interval=interval, level=0.9)
     idx = np.clip(np.floor(p * 8).astype(int), 0, 7)
     for b in range(8):
         m = idx == b
@@ -38,13 +38,13 @@ def test_binned_curve_matches_reference(x64, interval):
 
 
 def test_empty_bins_and_top_label(x64):
-    c = calibration_curve(np.array([0.05, 0.95]), np.array([0, 1]), 4)
+    c = calibration_curve(np.array([0.05, 0.95]), np.array([0, 1]), n_bins=4)
     assert np.isnan(np.asarray(c.frequency)[1:3]).all() and np.asarray(c.weight).tolist() == [1, 0, 0, 1]
     rng = np.random.default_rng(1)
     P = rng.dirichlet(np.ones(3), 200)
     y = rng.integers(0, 3, 200)
-    a = calibration_curve(P, y, 5)
-    b = calibration_curve(P.max(axis=1), (P.argmax(axis=1) == y).astype(int), 5)
+    a = calibration_curve(P, y, n_bins=5)
+    b = calibration_curve(P.max(axis=1), (P.argmax(axis=1) == y).astype(int), n_bins=5)
     np.testing.assert_allclose(np.asarray(a.frequency), np.asarray(b.frequency), rtol=1e-12)
 
 
@@ -56,7 +56,7 @@ def test_wilson_covers_in_sparse_bins():
         kp, ky = jax.random.split(k)
         p = jax.random.uniform(kp, (60,))
         y = (jax.random.uniform(ky, (60,)) < p).astype(np.int32)
-        c = calibration_curve(p, y, 10, level=0.9)
+        c = calibration_curve(p, y, n_bins=10, level=0.9)
         return (c.low <= c.forecast) & (c.forecast <= c.high), c.weight > 0
 
     hit, seen = (np.asarray(a) for a in jax.vmap(one)(jax.random.split(jax.random.key(0), 2000)))
@@ -114,7 +114,7 @@ def test_quantile_strategy_matches_sklearn(x64):
     cases += [((np.array([0.3]), np.array([1])), 3), ((np.array([0.3, 0.9, 0.3]), np.array([0, 1, 1])), 5),
               ((np.array([0.0, 0.0, 0.0, 1.0]), np.array([0, 0, 1, 1])), 2)]
     for (p, y), k in cases:
-        worst = max(worst, _sklearn_parity(p, y, k, calibration_curve(p, y, k, strategy="quantile")))
+        worst = max(worst, _sklearn_parity(p, y, k, calibration_curve(p, y, n_bins=k, strategy="quantile")))
     # the same bins, so the same sums; only the order of the additions may differ
     assert worst <= 1e-15, worst
 
@@ -124,11 +124,11 @@ def test_quantile_strategy_weights_are_counts(x64):
     real weights: the NumPy loop of the same rule."""
     p, y = _tied(3, 120)
     k = np.random.default_rng(0).integers(0, 4, size=p.shape[0])
-    c = calibration_curve(p, y, 6, sample_weight=k.astype(float), strategy="quantile")
+    c = calibration_curve(p, y, n_bins=6, sample_weight=k.astype(float), strategy="quantile")
     assert _sklearn_parity(np.repeat(p, k), np.repeat(y, k), 6, c) <= 1e-15  # float rounding of the sums
     for p, y in (_data(4, 90), _tied(5, 90)):
         w = np.random.default_rng(1).uniform(0.0, 3.0, size=p.shape[0])
-        c = calibration_curve(p, y, 7, sample_weight=w, strategy="quantile")
+        c = calibration_curve(p, y, n_bins=7, sample_weight=w, strategy="quantile")
         fc, fr, wb = equal_mass.curve(p, y, 7, w)
         np.testing.assert_allclose(np.asarray(c.weight), wb, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(np.asarray(c.forecast), fc, rtol=1e-12)  # NaN where both are empty
@@ -141,9 +141,9 @@ def test_quantile_bins_are_not_the_metrics_weighted_ranks():
     from jcalib.metrics import quantile_bin_index
 
     p = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
-    c = calibration_curve(p, np.zeros(5, np.int32), 3, strategy="quantile")
+    c = calibration_curve(p, np.zeros(5, np.int32), n_bins=3, strategy="quantile")
     assert np.asarray(c.weight).tolist() == [2, 1, 2]  # scikit-learn: bins 0 0 1 2 2
-    assert np.asarray(quantile_bin_index(p, np.ones(5), 3)).tolist() == [0, 0, 1, 1, 2]
+    assert np.asarray(quantile_bin_index(p, 3, sample_weight=np.ones(5))).tolist() == [0, 0, 1, 1, 2]
 
 
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
@@ -159,19 +159,19 @@ def test_curve_jit_vmap_no_retrace_and_permutation(strategy):
     @jax.jit
     @chex.assert_max_traces(n=1)
     def curves(P, Y, W):
-        return jax.vmap(lambda a, b, c: calibration_curve(a, b, 5, sample_weight=c, strategy=strategy))(P, Y, W)
+        return jax.vmap(lambda a, b, c: calibration_curve(a, b, n_bins=5, sample_weight=c, strategy=strategy))(P, Y, W)
 
     out = curves(P, Y, W)
     curves(P * 1.0, Y, W + 0.0)  # new values, same shapes: no retrace
     for i in range(3):
-        one = calibration_curve(P[i], Y[i], 5, sample_weight=W[i], strategy=strategy)
+        one = calibration_curve(P[i], Y[i], n_bins=5, sample_weight=W[i], strategy=strategy)
         np.testing.assert_array_equal(np.asarray(out.weight[i]), np.asarray(one.weight))
         # 1e-6: float32 sums, batched against one alone (reductions may reorder)
         np.testing.assert_allclose(np.asarray(out.frequency[i]), np.asarray(one.frequency), rtol=1e-6)
     # rows permuted (ties with unequal weights included): the same bins, the same curve
     perm = np.random.default_rng(3).permutation(64)
-    a = calibration_curve(P[0], Y[0], 5, sample_weight=W[0], strategy=strategy)
-    b = calibration_curve(P[0][perm], Y[0][perm], 5, sample_weight=W[0][perm], strategy=strategy)
+    a = calibration_curve(P[0], Y[0], n_bins=5, sample_weight=W[0], strategy=strategy)
+    b = calibration_curve(P[0][perm], Y[0][perm], n_bins=5, sample_weight=W[0][perm], strategy=strategy)
     np.testing.assert_array_equal(np.asarray(a.weight), np.asarray(b.weight))
     np.testing.assert_allclose(np.asarray(a.forecast), np.asarray(b.forecast), rtol=1e-6)  # float32 sums reordered
 
@@ -185,11 +185,16 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="sample_weight"):
         calibration_curve(p, y, sample_weight=-np.ones(10), strategy="quantile")
     with pytest.raises(ValueError, match="n_bins"):
-        calibration_curve(p, y, 0)
+        calibration_curve(p, y, n_bins=0)
     with pytest.raises(ValueError, match="bandwidth"):
         smooth_calibration_curve(p, y, bandwidth=1e-4)
     with pytest.raises(ValueError, match="level"):
         smooth_calibration_curve(p, y, level=2)
+    # n_resamples is checked with or without a key (without one nothing is drawn)
+    with pytest.raises(ValueError, match="n_resamples"):
+        smooth_calibration_curve(p, y, n_resamples="4")
+    with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
+        smooth_calibration_curve(p, y, key=0)
 
 
 def test_docstring_examples():

@@ -140,8 +140,10 @@ def test_bad_inputs():
         skce(p, y, estimator="block", sample_weight=np.ones(10))
     with pytest.raises(TypeError, match="kernel"):
         skce(p, y, kernel=0.5)
-    with pytest.raises(ValueError, match="key"):
-        skce_test(p, y)
+    with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
+        skce_test(p, y)  # the unbiased estimator's bootstrap draws: no default key
+    with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
+        skce_test(p, y, key=0)
     with pytest.raises(ValueError, match="consistency"):
         skce_test(p, y, estimator="biased", key=jax.random.key(0))
     with pytest.raises(ValueError, match="method"):
@@ -367,8 +369,8 @@ def test_interval_and_cme_bad_inputs():
         skce_interval(p[:3], y[:3])
     with pytest.raises(ValueError, match="3 rows"):
         skce_interval(p[:2], y[:2], estimator="unbiased")
-    with pytest.raises(ValueError, match="key"):
-        cme_test(p, y)
+    with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
+        cme_test(p, y)  # drawing the test locations needs a key
     with pytest.raises(TypeError, match="key"):
         cme_test(p, y, key=0)
     with pytest.raises(ValueError, match="n_test"):

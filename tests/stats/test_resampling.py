@@ -15,7 +15,7 @@ from reference import stats as ref
 from jcalib.metrics import brier, smooth_ece
 from jcalib.stats import bootstrap, paired_bootstrap
 from jcalib.stats import resampling as resampling_module
-from jcalib.stats.resampling import resample_indices_apply
+from jcalib.stats.resampling import _resample_indices_apply
 
 
 def _data(seed, n):
@@ -25,7 +25,7 @@ def _data(seed, n):
 
 
 def _indices(key, n, B):
-    return np.asarray(resample_indices_apply(lambda i: i, key, n, B, 64))
+    return np.asarray(_resample_indices_apply(lambda i: i, key, n, B, 64))
 
 
 def test_resamples_are_the_statistic_on_the_drawn_rows(x64):
@@ -139,7 +139,7 @@ def test_smooth_ece_fast_path_resamples_like_index_draws(x64, weighted):
     fast = bootstrap(smooth_ece, p, y, key=jax.random.key(0), n_resamples=1500, sample_weight=w)
     slow = bootstrap(lambda a, b, **kw: smooth_ece(a, b, **kw), p, y, key=jax.random.key(1), n_resamples=1500,
                      sample_weight=w)
-    assert float(fast.estimate) == float(slow.estimate) == float(smooth_ece(p, y, w))
+    assert float(fast.estimate) == float(slow.estimate) == float(smooth_ece(p, y, sample_weight=w))
     assert scipy.stats.ks_2samp(np.asarray(fast.resamples), np.asarray(slow.resamples)).pvalue > 1e-3
     assert scipy.stats.ks_2samp(np.asarray(fast.resamples), np.asarray(slow.resamples) * 1.1).pvalue < 1e-3
 
@@ -148,8 +148,8 @@ def test_smooth_ece_fast_path_resamples_like_index_draws(x64, weighted):
 def test_smooth_ece_fast_path_values_are_smooth_ece_of_the_resamples(x64, kind):
     """Each resample's value is smooth_ece of the rows its count vector repeats. Near-calibrated
     data (n = 4000, forecasts in [0.45, 0.55]) take some bisections below sigma = 11/1024, onto
-    other grids (the branch through smooth_ece_of_counts), in batches mixed with ones that do not."""
-    from jcalib.metrics.smooth import smooth_ece_count_tables
+    other grids (the branch through _smooth_ece_of_counts), in batches mixed with ones that do not."""
+    from jcalib.metrics.smooth import _smooth_ece_count_tables
     from jcalib.stats._multinomial import counts_by_position, multinomial_draws, poisson_table
 
     if kind == "mixed":
@@ -162,7 +162,7 @@ def test_smooth_ece_fast_path_values_are_smooth_ece_of_the_resamples(x64, kind):
     key = jax.random.key(3)
     r = bootstrap(smooth_ece, p, y, key=key, n_resamples=B, chunk=16)  # 40 = 2.5 chunks: padding
     table = poisson_table(n)
-    t = smooth_ece_count_tables(jnp.asarray(p), jnp.asarray(p - y), jnp.ones(n))
+    t = _smooth_ece_count_tables(jnp.asarray(p), jnp.asarray(p - y), jnp.ones(n))
     occupied = t.occupied.reshape(t.coef[0].shape[:2])
     keys = jax.random.split(key, B)
     draws = multinomial_draws(keys, table, occupied, t.coef[0])

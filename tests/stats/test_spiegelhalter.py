@@ -19,7 +19,7 @@ def test_matches_reference(x64):
     y = (rng.random(50) < p).astype(int)
     w = rng.random(50) + 0.5
     for weights in (None, w):
-        r = spiegelhalter_test(p, y, weights)
+        r = spiegelhalter_test(p, y, sample_weight=weights)
         z, pv = ref.spiegelhalter(p, y, weights)
         np.testing.assert_allclose([float(r.statistic), float(r.p_value)], [z, pv], rtol=1e-10)
 
