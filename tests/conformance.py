@@ -93,12 +93,12 @@ def _check_values(values, space):
 def _play_pair(f_pair, n_pair, sweep_forecasters: bool, space: str):
     seeds = jax.random.split(KEY, 3)
     if sweep_forecasters:
-        traj = jcalib.sweep(list(f_pair), n_pair[0], T, KEY, n_seeds=3, threads=1)  # one program: rounding may depend on the batch size
+        traj = jcalib.core.sweep(list(f_pair), n_pair[0], T, key=KEY, n_seeds=3, threads=1)  # one program: rounding may depend on the batch size
         assert traj.y.shape[:4] == (2, 1, 3, T)
         swept = jax.tree_util.tree_map(lambda a: a[1, 0, 2], traj)
         members = [(f, n_pair[0]) for f in f_pair]
     else:
-        traj = jcalib.sweep(f_pair[0], list(n_pair), T, KEY, n_seeds=3, threads=1)
+        traj = jcalib.core.sweep(f_pair[0], list(n_pair), T, key=KEY, n_seeds=3, threads=1)
         assert traj.y.shape[:3] == (2, 3, T)
         swept = jax.tree_util.tree_map(lambda a: a[1, 2], traj)
         members = [(f_pair[0], n) for n in n_pair]
@@ -110,7 +110,7 @@ def _play_pair(f_pair, n_pair, sweep_forecasters: bool, space: str):
     @jax.jit
     @chex.assert_max_traces(n=1)
     def run(f, n, k):
-        return jcalib.play(f, n, T, k)
+        return jcalib.core.play(f, n, T, key=k)
 
     a = run(*members[0], seeds[1])
     single = run(*members[1], seeds[2])

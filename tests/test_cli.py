@@ -1,9 +1,111 @@
-"""The demo's command line (its study: test_studies.py)."""
+"""The demo's command line, its study and report (on a tiny configuration), and the AOSA
+tutorial's table, which must be what ``make demo`` writes."""
 
+import re
 import subprocess
 import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from jcalib import cli
+from jcalib.forecasters import AlmostOneStepAhead, RunningFrequency, aosa_bound
+from jcalib.natures import Bernoulli, Contrarian
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "tutorials" / "aosa.md"
 
 
 def test_demo_help():
     out = subprocess.run([sys.executable, "-m", "jcalib.cli", "demo", "--help"], capture_output=True, text=True, check=True)
     assert "--seeds" in out.stdout and "--distance-seeds" in out.stdout
+
+
+@pytest.mark.parametrize("argv", [
+    ["--T", "0"], ["--T", "-5"], ["--T", "100", "10000000000"], ["--T", "ten"], ["--seeds", "0"],
+    ["--seeds", "-1"], ["--seeds", "1000000"], ["--distance-seeds", "-1"], ["--distance-seeds", "5", "--seeds", "2"],
+    ["--seed", "-1"], ["--seed", str(2**40)],
+], ids=lambda a: " ".join(a))
+def test_demo_rejects_bad_numbers(argv, capsys):
+    """A bad value of a numeric flag is a usage error (exit code 2, one error line), never a
+    traceback from deep inside a run."""
+    with pytest.raises(SystemExit) as e:
+        cli.main(["demo", *argv])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("jcalib demo: error: argument --") and "Traceback" not in "\n".join(err)
+
+
+def _forecasters(T):
+    return {"AOSA": AlmostOneStepAhead.for_horizon(T), "Running frequency": RunningFrequency()}
+
+
+def _natures(T, key):
+    return {"Bernoulli(0.3)": Bernoulli(0.3), "Contrarian": Contrarian()}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return cli.study([20, 60], 3, key=jax.random.key(0), forecasters_for=_forecasters, natures_for=_natures,
+                     distance_seeds=2)
+
+
+def test_study_covers_every_combination(runs):
+    assert len(runs) == 2 * 2 * 3 * 2
+    assert [r.T for r in runs] == sorted(r.T for r in runs)
+    for r in runs:
+        assert r.bound == aosa_bound(r.T)  # T/m + m + 1 with m = ceil(sqrt(T))
+        if r.seed_index < 2:
+            # ECE >= CalDist (paper 000, Lemma 1) and the interval is ordered
+            assert r.dist_lower <= r.dist_upper + 1e-9 and r.dist_upper <= r.ece + 1e-4
+        else:
+            assert np.isnan(r.dist_upper)
+        if r.forecaster == "AOSA":
+            # Theorem 1: CalDist <= certificate <= T/m + m + 1
+            assert r.certificate <= r.bound + 1e-4
+            assert np.isnan(r.dist_upper) or r.dist_upper <= r.certificate + 1e-4
+        else:
+            assert np.isnan(r.certificate)
+
+
+def test_study_numbers_do_not_depend_on_threads(runs):
+    one = cli.study([20, 60], 3, key=jax.random.key(0), forecasters_for=_forecasters, natures_for=_natures,
+                    distance_seeds=2, threads=1)
+    assert [(r.forecaster, r.nature, r.seed_index, r.T) for r in one] == [(r.forecaster, r.nature, r.seed_index, r.T) for r in runs]
+    np.testing.assert_array_equal([r.ece for r in one], [r.ece for r in runs])
+    np.testing.assert_array_equal([r.dist_upper for r in one], [r.dist_upper for r in runs])
+
+
+def test_study_needs_a_key():
+    with pytest.raises(TypeError, match="must be a JAX PRNG key"):
+        cli.study([20], 1, key=0, forecasters_for=_forecasters, natures_for=_natures)
+
+
+def test_report_files(runs, tmp_path):
+    paths = cli.report(runs, str(tmp_path), title="tiny")
+    summary = Path(paths["summary"]).read_text()
+    assert "Worst case for AOSA (either tie rule): AOSA" in summary and "held in every certified AOSA run" in summary
+    assert _table_of(summary).splitlines()[0] == _table_of(PAGE.read_text()).splitlines()[0].replace("10^4", "60")
+    for k in ("distance", "ece"):
+        assert Path(paths[k]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _table_of(markdown: str) -> str:
+    """The first markdown table of a page (its consecutive ``|`` lines)."""
+    m = re.search(r"(^\|.*\|\n)+", markdown, flags=re.M)
+    assert m, "no table"
+    return m.group(0).strip()
+
+
+def test_tutorial_quotes_the_demo():
+    """The page says how its table was made: ``make demo`` (defaults) and the file it copies."""
+    text = PAGE.read_text()
+    assert "make demo" in text and "results/demo/summary.md" in text
+
+
+@pytest.mark.slow
+def test_tutorial_table_is_what_the_demo_writes(tmp_path):
+    """``make demo`` at its defaults writes exactly the table the AOSA tutorial shows (minutes)."""
+    assert cli.main(["demo", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert _table_of((tmp_path / "summary.md").read_text()) == _table_of(PAGE.read_text())

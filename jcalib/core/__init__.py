@@ -1,21 +1,18 @@
-"""Core shapes and drivers: forecasters, natures, forecasts, trajectories, recorders, play, sweep."""
+"""Core shapes and drivers: forecasters, natures, forecasts, trajectories, ``play`` and ``sweep``
+(what a run keeps is a recorder: :mod:`jcalib.recorders`)."""
 
 from .checkpoint import CheckpointError
 from .drivers import as_traced_module, play, sweep
 from .optim import OptimResult, optimise, optax_update
-from .recorders import AbstractRecorder, History, Round
 from .types import AbstractForecaster, AbstractNature, Forecast, Mixture, Trajectory, as_mixture
 
 __all__ = [
     "AbstractForecaster",
     "AbstractNature",
-    "AbstractRecorder",
     "CheckpointError",
     "Forecast",
-    "History",
     "Mixture",
     "OptimResult",
-    "Round",
     "Trajectory",
     "as_mixture",
     "as_traced_module",

@@ -27,15 +27,16 @@ from typing import Any, Sequence
 
 import jax
 import numpy as np
+from jaxtyping import PRNGKeyArray
 
-from .._validation import check_positive_int
+from .._validation import check_key, check_positive_int
+from ..recorders.base import resolve_recorder
 from .batching import as_traced_module, stack_modules
 from .loop import check_compiler_options, chunk_length, run
-from .recorders import resolve_recorder
 from .sharding import gather_seeds, process_checkpoint, shard_seeds, split_keys, thread_parts
 from .types import AbstractForecaster, AbstractNature, check_outcome_spaces
 
-__all__ = ["play", "sweep", "as_traced_module"]
+__all__ = ["play", "sweep"]
 
 
 def _check_modules(forecaster, nature):
@@ -50,10 +51,10 @@ def play(
     forecaster: AbstractForecaster,
     nature: AbstractNature,
     T: int,
-    key,
     *,
+    key: PRNGKeyArray,
     record: Any = "full",
-    grid: int | None = None,
+    n_bins: int | None = None,
     chunk: int | None = None,
     progress: bool | None = None,
     checkpoint: str | os.PathLike | None = None,
@@ -65,12 +66,14 @@ def play(
         forecaster: the forecaster (an equinox module).
         nature: the nature (an equinox module).
         T: number of rounds (a positive Python int; it fixes array shapes).
-        key: a JAX PRNG key.
+        key: a JAX PRNG key (keyword-only, required), e.g. ``jax.random.key(0)``.
         record: what to keep: a recorder (``jcalib.recorders``), a tuple or dict of recorders,
             or a shorthand: ``"full"`` (:class:`~jcalib.recorders.History`, a
             :class:`~jcalib.core.Trajectory` with a leading axis of length T) or
-            ``"summary"`` (paper 000's :class:`~jcalib.recorders.GridSummary`, memory O(m)).
-        grid: the grid size m for ``record="summary"`` (default: ``forecaster.value_grid``).
+            ``"summary"`` (paper 000's :class:`~jcalib.recorders.GridSummary`, memory
+            O(``n_bins``)).
+        n_bins: the grid size for ``record="summary"``: forecasts are counted on
+            ``{0, 1/n_bins, ..., 1}`` (default: ``forecaster.value_grid``).
         chunk: rounds per compiled call (memory O(chunk) for a history, O(1) for
             summaries). One compiled chunk serves every ``T``: a last partial chunk runs fewer
             iterations of the same program. Default: ``T`` rounded up to a power of two,
@@ -100,13 +103,14 @@ def play(
     Example:
         >>> import jax, jcalib
         >>> f = jcalib.forecasters.AlmostOneStepAhead(n_bins=10)
-        >>> traj = jcalib.play(f, jcalib.natures.Bernoulli(0.3), 100, jax.random.key(0))
+        >>> traj = jcalib.core.play(f, jcalib.natures.Bernoulli(0.3), 100, key=jax.random.key(0))
         >>> traj.forecast.shape
         (100,)
     """
     T = check_positive_int(T, "T")
+    key = check_key(key)
     _check_modules(forecaster, nature)
-    recorder = resolve_recorder(record, forecaster, grid)
+    recorder = resolve_recorder(record, forecaster, n_bins)
     chunk = chunk_length(T, chunk)
     f, n = as_traced_module(forecaster), as_traced_module(nature)
     return run(f, n, recorder, key, T, chunk, progress, checkpoint, (None, None, None),
@@ -117,11 +121,11 @@ def sweep(
     forecaster: AbstractForecaster | Sequence[AbstractForecaster],
     natures: AbstractNature | Sequence[AbstractNature],
     T: int,
-    key,
     *,
+    key: PRNGKeyArray,
     n_seeds: int = 1,
     record: Any = "full",
-    grid: int | None = None,
+    n_bins: int | None = None,
     chunk: int | None = None,
     progress: bool | None = None,
     checkpoint: str | os.PathLike | None = None,
@@ -138,11 +142,11 @@ def sweep(
         natures: one nature or a sequence of natures of one class (stacked and vmapped). Put
             natures of different classes in a :class:`~jcalib.natures.Switch`.
         T: number of rounds, as in `play`.
-        key: a JAX PRNG key.
+        key: a JAX PRNG key (keyword-only, required).
         n_seeds: independent runs per (forecaster, nature); seed ``s`` uses
             ``jax.random.split(key, n_seeds)[s]`` for every pair (common random numbers).
         record: what to keep, as in `play`.
-        grid: the grid size for ``record="summary"``, as in `play`.
+        n_bins: the grid size for ``record="summary"``, as in `play`.
         chunk: rounds per compiled call, as in `play`.
         progress: progress bar between chunks, as in `play`.
         checkpoint: save and resume path, as in `play`.
@@ -174,6 +178,7 @@ def sweep(
     """
     T = check_positive_int(T, "T")
     n_seeds = check_positive_int(n_seeds, "n_seeds")
+    key = check_key(key)
     f_seq = isinstance(forecaster, (list, tuple))
     f_list = list(forecaster) if f_seq else [forecaster]
     n_list = list(natures) if isinstance(natures, (list, tuple)) else [natures]
@@ -183,7 +188,7 @@ def sweep(
         _check_modules(f, n_list[0])
     for n in n_list:
         _check_modules(f_list[0], n)
-    recorder = resolve_recorder(record, f_list[0], grid)
+    recorder = resolve_recorder(record, f_list[0], n_bins)
     chunk = chunk_length(T, chunk)
     fb, F = stack_modules(f_list, "forecasters") if f_seq else (as_traced_module(f_list[0]), 1)
     n_seq = isinstance(natures, (list, tuple))

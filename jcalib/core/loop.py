@@ -21,10 +21,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .._validation import check_positive_int
+from ..recorders.base import AbstractRecorder, Round, stack_outputs
 from .batching import nest
 from .checkpoint import Checkpoint, fingerprint
 from .keys import BLOCK, block_keys, split_run_key
-from .recorders import AbstractRecorder, Round, stack_outputs
 
 __all__ = ["DEFAULT_CHUNK", "run", "chunk_length", "check_compiler_options"]
 

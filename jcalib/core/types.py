@@ -34,6 +34,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from .._validation import check_key
+
 __all__ = [
     "Forecast",
     "Mixture",
@@ -75,9 +77,10 @@ class Mixture(NamedTuple):
 
         return jax.tree_util.tree_map(avg, self.support)
 
-    def sample(self, key: PRNGKeyArray) -> Any:
-        """One element of the support, drawn with ``probs``."""
-        k = jax.random.categorical(key, jnp.log(self.probs))
+    def sample(self, *, key: PRNGKeyArray) -> Any:
+        """One element of the support, drawn with ``probs`` (``key``: a JAX PRNG key,
+        keyword-only)."""
+        k = jax.random.categorical(check_key(key), jnp.log(self.probs))
         return jax.tree_util.tree_map(lambda s: jnp.asarray(s)[k], self.support)
 
 
@@ -246,8 +249,3 @@ def check_outcome_spaces(forecaster: AbstractForecaster, nature: AbstractNature)
                 f"but {type(nature).__name__} has no context (None); play it against a nature that "
                 "reveals a model's or an expert's forecast (e.g. DistortedModel, Replay(y, x))"
             )
-
-
-def outcome_dtype() -> jnp.dtype:
-    """Binary outcomes are int32 everywhere (exact counts; DESIGN.md "Numbers")."""
-    return jnp.dtype(jnp.int32)

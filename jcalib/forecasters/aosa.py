@@ -115,7 +115,7 @@ class AlmostOneStepAhead(AbstractForecaster):
     Example:
         >>> import jax, jcalib
         >>> f = AlmostOneStepAhead.for_horizon(10_000)
-        >>> traj = jcalib.play(f, jcalib.natures.Bernoulli(0.3), 10_000, jax.random.key(0))
+        >>> traj = jcalib.core.play(f, jcalib.natures.Bernoulli(0.3), 10_000, key=jax.random.key(0))
         >>> bool(jnp.all(jnp.abs(traj.forecast - traj.info) <= 1 / f.n_bins + 1e-6))
         True
 

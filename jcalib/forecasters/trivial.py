@@ -23,11 +23,11 @@ class ConstantState(NamedTuple):
 
 
 class Constant(AbstractForecaster):
-    """Forecast ``p`` every round (deterministic; ``public`` is the value).
+    """Forecast ``value`` every round (deterministic; ``public`` is the value).
 
     Attributes:
-        p: the forecast, in [0, 1]. An array-valued field, so a ``sweep`` over several
-            ``Constant`` forecasters vmaps over ``p``.
+        value: the forecast, in [0, 1]. An array-valued field, so a ``sweep`` over several
+            ``Constant`` forecasters vmaps over ``value``.
 
     Example:
         >>> Constant(0.25).predict(ConstantState(), None, None).value.item()
@@ -36,13 +36,13 @@ class Constant(AbstractForecaster):
 
     outcome_space = None  # it never reads the outcome: any outcome space
 
-    p: float = 0.5
+    value: float = 0.5
 
     def __check_init__(self):
-        arr = as_float_array(self.p, "p")
+        arr = as_float_array(self.value, "value")
         if arr.ndim != 0:
-            raise ValueError(f"p must be a scalar, got shape {tuple(arr.shape)}")
-        check_binary_probs(arr[None], "p")  # as 1-D: check_binary_probs reports bad entries by index
+            raise ValueError(f"value must be a scalar, got shape {tuple(arr.shape)}")
+        check_binary_probs(arr[None], "value")  # as 1-D: check_binary_probs reports bad entries by index
 
     @classmethod
     def for_horizon(cls, T: int) -> "Constant":
@@ -54,7 +54,7 @@ class Constant(AbstractForecaster):
         return ConstantState()
 
     def predict(self, state: ConstantState, x, key: PRNGKeyArray) -> Forecast:
-        v = jnp.asarray(self.p, jnp.result_type(float))
+        v = jnp.asarray(self.value, jnp.result_type(float))
         return Forecast(v, v)
 
     def update(self, state: ConstantState, x, forecast: Forecast, y) -> ConstantState:

@@ -1,10 +1,11 @@
-"""jcalib.natures: outcome streams (oblivious, adaptive, models with contexts, replays) for ``jcalib.play``."""
+"""jcalib.natures: outcome streams (oblivious, adaptive, models with contexts, replays) for ``jcalib.core.play``."""
 
 from .adaptive import Contrarian, MaxCalibrationError, RandomMixture
 from .contextual import DistortedModel, DriftingModel, TwoLevelModel
 from .interval import HalfSpaceAdversary, IIDInterval, OverconfidentGaussian
 from .oblivious import Bernoulli, Drifting, Markov, Periodic, RegimeSwitch, Replay
 from .recalibration import RecalibrationAdversary
+from .suite import binary_suite
 from .switch import Switch
 
 __all__: list[str] = [
@@ -25,4 +26,5 @@ __all__: list[str] = [
     "Switch",
     "TwoLevelModel",
     "RecalibrationAdversary",
+    "binary_suite",
 ]

@@ -13,6 +13,7 @@ recalibrator's result can be checked against the truth.
 
 from __future__ import annotations
 
+import abc
 from typing import NamedTuple
 
 import jax
@@ -41,7 +42,7 @@ class LatentState(NamedTuple):
     latent: Float[Array, ""]
 
 
-class _LatentModel(AbstractNature):
+class _AbstractLatentModel(AbstractNature):
     """Draws one uniform latent per round; subclasses map (t, latent) to (q_t, p*_t)."""
 
     outcome_space = "binary"
@@ -52,13 +53,13 @@ class _LatentModel(AbstractNature):
     def update(self, state: LatentState, x, forecast: Forecast, y, key: PRNGKeyArray) -> LatentState:
         return LatentState(state.t + 1, jax.random.uniform(key, (), float_dtype()))
 
+    @abc.abstractmethod
     def truth(self, state: LatentState) -> Float[Array, ""]:
         """$p^*_t$, the probability the outcome is drawn with."""
-        raise NotImplementedError  # abstract
 
+    @abc.abstractmethod
     def model(self, state: LatentState) -> Float[Array, ""]:
         """$q_t$, the model's forecast (the context)."""
-        raise NotImplementedError  # abstract
 
     def context(self, state: LatentState, key: PRNGKeyArray) -> Float[Array, ""]:
         return self.model(state)
@@ -67,7 +68,7 @@ class _LatentModel(AbstractNature):
         return _bernoulli(key, self.truth(state))
 
 
-class TwoLevelModel(_LatentModel):
+class TwoLevelModel(_AbstractLatentModel):
     r"""A model that only ever says ``says_low`` or ``says_high``, with other true rates.
 
     Each round the model is in its "high" state with probability ``p_high``; it then says
@@ -107,7 +108,7 @@ def _logit(p):
     return jnp.log(p) - jnp.log1p(-p)
 
 
-class DistortedModel(_LatentModel):
+class DistortedModel(_AbstractLatentModel):
     r"""A latent stream $p^*_t \sim \mathrm{Uniform}[\text{low}, \text{high}]$ seen through a
     logit-affine distortion:
 
@@ -143,17 +144,17 @@ class DistortedModel(_LatentModel):
         lo, hi = jnp.asarray(self.low, fdt), jnp.asarray(self.high, fdt)
         return lo + (hi - lo) * state.latent
 
-    def distortion(self, p: Float[Array, "..."]) -> Float[Array, "..."]:
-        """$g(p)$."""
-        fdt = jnp.result_type(p)
-        p = jnp.clip(p, jnp.finfo(fdt).tiny, 1 - jnp.finfo(fdt).eps)
-        return jax.nn.sigmoid(jnp.asarray(self.slope, fdt) * _logit(p) + jnp.asarray(self.shift, fdt))
+    def distortion(self, truth: Float[Array, "..."]) -> Float[Array, "..."]:
+        """$g(p^*)$: the model's forecast when the true probability is ``truth``."""
+        fdt = jnp.result_type(truth)
+        truth = jnp.clip(truth, jnp.finfo(fdt).tiny, 1 - jnp.finfo(fdt).eps)
+        return jax.nn.sigmoid(jnp.asarray(self.slope, fdt) * _logit(truth) + jnp.asarray(self.shift, fdt))
 
     def model(self, state: LatentState) -> Float[Array, ""]:
         return self.distortion(self.truth(state))
 
 
-class DriftingModel(_LatentModel):
+class DriftingModel(_AbstractLatentModel):
     r"""A model whose bias drifts: $p^*_t \sim \mathrm{Uniform}[\text{low}, \text{high}]$ and
 
     $$q_t = \sigma\big(\mathrm{logit}(p^*_t) + b_t\big),\qquad

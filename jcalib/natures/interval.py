@@ -70,7 +70,7 @@ class IIDInterval(AbstractNature):
         return jnp.zeros((), jnp.int32)
 
     def outcome(self, state, x, public, key: PRNGKeyArray) -> Float[Array, ""]:
-        return self.distribution().sample(key)
+        return self.distribution().sample(key=key)
 
     def update(self, state, x, forecast: Forecast, y, key: PRNGKeyArray):
         return state + 1
@@ -193,7 +193,7 @@ class OverconfidentGaussian(AbstractNature):
         return ExpertContext(binned_gaussian(state.mu, s, self.edges), state.mu)
 
     def outcome(self, state: LatentMean, x, public, key: PRNGKeyArray) -> Float[Array, ""]:
-        return self.truth(state).sample(key)
+        return self.truth(state).sample(key=key)
 
     def update(self, state: LatentMean, x, forecast: Forecast, y, key: PRNGKeyArray) -> LatentMean:
         dt = state.mu.dtype

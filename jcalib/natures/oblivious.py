@@ -2,7 +2,7 @@ r"""Oblivious natures: outcome streams that ignore the forecasts.
 
 Every nature here keeps the round index $t$ (0-based, int32) in its state, draws the outcome
 with the round's key, and returns int32 0/1 outcomes. Scalar settings are plain fields, so a
-``jcalib.sweep`` over a list of natures of one class stacks and vmaps them.
+``jcalib.core.sweep`` over a list of natures of one class stacks and vmaps them.
 """
 
 from __future__ import annotations
@@ -66,10 +66,10 @@ class _Clocked(AbstractNature):
 
 
 class Bernoulli(_Clocked):
-    """I.i.d. outcomes: $y_t \\sim \\mathrm{Bernoulli}(p)$.
+    """I.i.d. outcomes: $y_t \\sim \\mathrm{Bernoulli}(p)$, $p$ = ``prob``.
 
     Attributes:
-        p: the rate, in [0, 1].
+        prob: the rate $p$, in [0, 1].
 
     Example:
         >>> import jax
@@ -77,13 +77,13 @@ class Bernoulli(_Clocked):
         1
     """
 
-    p: float = 0.5
+    prob: float = 0.5
 
     def __check_init__(self):
-        _check_scalar_prob(self.p, "p")
+        _check_scalar_prob(self.prob, "prob")
 
     def outcome(self, state, x, public, key: PRNGKeyArray) -> Int[Array, ""]:
-        return _bernoulli(key, self.p)
+        return _bernoulli(key, self.prob)
 
 
 class Drifting(_Clocked):
@@ -310,7 +310,7 @@ class Replay(_Clocked):
 
     Example:
         >>> import jax, jcalib
-        >>> traj = jcalib.play(jcalib.forecasters.Constant(0.5), Replay([1, 0, 0]), 5, jax.random.key(0))
+        >>> traj = jcalib.core.play(jcalib.forecasters.Constant(0.5), Replay([1, 0, 0]), 5, key=jax.random.key(0))
         >>> traj.y.tolist()
         [1, 0, 0, 1, 0]
     """

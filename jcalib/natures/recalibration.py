@@ -60,7 +60,7 @@ class RecalibrationAdversary(AbstractNature):
     Example:
         >>> import jax, jcalib
         >>> f = jcalib.forecasters.ApproachabilityRecalibrator.for_horizon(500)
-        >>> traj = jcalib.play(f, RecalibrationAdversary(f.n_bins), 500, jax.random.key(0))
+        >>> traj = jcalib.core.play(f, RecalibrationAdversary(f.n_bins), 500, key=jax.random.key(0))
         >>> traj.y.dtype
         dtype('int32')
     """

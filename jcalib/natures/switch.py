@@ -1,11 +1,11 @@
 r"""A nature that is one of several, picked by an integer index: many nature classes in one sweep.
 
-``jcalib.sweep`` stacks natures of one class. To play a forecaster against natures of
+``jcalib.core.sweep`` stacks natures of one class. To play a forecaster against natures of
 *different* classes in one compiled program, wrap them in :class:`Switch` and sweep over the
 index::
 
     natures = (Bernoulli(0.3), Markov(0.05, 0.1), Contrarian())
-    runs = jcalib.sweep(f, Switch.all_of(natures), T, key, n_seeds=64)   # axes (3, 64, T)
+    runs = jcalib.core.sweep(f, Switch.all_of(natures), T, key=key, n_seeds=64)   # axes (3, 64, T)
 
 Under ``vmap`` with a batched index, ``lax.switch`` evaluates every branch and selects, so a
 round costs the sum of the natures' costs; in exchange the sweep compiles once instead of once
@@ -77,7 +77,7 @@ class Switch(AbstractNature):
 
     @classmethod
     def all_of(cls, natures: Sequence[AbstractNature]) -> list["Switch"]:
-        """One ``Switch`` per member, ready to pass to ``jcalib.sweep`` as a list."""
+        """One ``Switch`` per member, ready to pass to ``jcalib.core.sweep`` as a list."""
         natures = tuple(natures)
         return [cls(natures, jnp.asarray(i, jnp.int32)) for i in range(len(natures))]
 

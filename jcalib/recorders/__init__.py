@@ -4,7 +4,7 @@
 the number of rounds. One module per family.
 """
 
-from ..core.recorders import AbstractRecorder, History, Round, register_shorthand
+from .base import AbstractRecorder, History, Round, register_shorthand
 from .grid import GridCounts, GridSummary, forecast_grid, summary_from_trajectory
 from .buckets import RecalibrationCounts, RecalibrationSummary
 

@@ -20,7 +20,7 @@ from jaxtyping import Array, Float, Int
 from .._dtypes import float_dtype
 from .._grid import grid_index, off_grid
 from .._validation import check_positive_int
-from ..core.recorders import AbstractRecorder, Round
+from .base import AbstractRecorder, Round
 from ..core.types import as_mixture
 from ..metrics.online import calibration_from_buckets, grid_to_midpoint
 from ..scoring import AbstractScoringRule, Brier
@@ -55,32 +55,32 @@ class RecalibrationSummary(NamedTuple):
     off_grid: Int[Array, ""]
     T: Int[Array, ""]
 
-    def calibration(self, p: float = 1, form: str = "mean", *, expected: bool = True, n_buckets: int | None = None):
-        """(ε, ℓp)-calibration (normalised): grid bucketing, or midpoint buckets of width
-        ``1/n_buckets`` (grid points mapped by integer arithmetic); see
+    def calibration(self, order: float = 1, form: str = "mean", *, expected: bool = True, n_buckets: int | None = None):
+        """(ε, ℓp)-calibration (normalised) with $p$ = ``order``: grid bucketing, or midpoint
+        buckets of width ``1/n_buckets`` (grid points mapped by integer arithmetic); see
         :func:`jcalib.metrics.online.calibration_from_buckets`."""
         n = self.exp_counts if expected else self.counts
         o = self.exp_ones if expected else self.ones
         m = n.shape[-1] - 1
         fdt = float_dtype()
         if n_buckets is None:
-            return calibration_from_buckets(n, o, jnp.arange(m + 1).astype(fdt) / m, self.T, p, form)
+            return calibration_from_buckets(n, o, jnp.arange(m + 1).astype(fdt) / m, self.T, order=order, form=form)
         K = check_positive_int(n_buckets, "n_buckets")
         k = grid_to_midpoint(jnp.arange(m + 1), m, K)
         nb = jnp.zeros((K,), fdt).at[k].add(jnp.asarray(n).astype(fdt))
         ob = jnp.zeros((K,), fdt).at[k].add(jnp.asarray(o).astype(fdt))
-        return calibration_from_buckets(nb, ob, (jnp.arange(K).astype(fdt) + 0.5) / K, self.T, p, form)
+        return calibration_from_buckets(nb, ob, (jnp.arange(K).astype(fdt) + 0.5) / K, self.T, order=order, form=form)
 
     def regret(self, *, expected: bool = True) -> Float[Array, ""]:
         """Average regret against the model (normalised by T; not divided by L)."""
         s = self.exp_regret_sum if expected else self.regret_sum
         return s / self.T.astype(s.dtype)
 
-    def model_calibration(self, p: float = 1, form: str = "mean") -> Float[Array, ""]:
-        """The model's own (ε, ℓp)-calibration in its K midpoint buckets."""
+    def model_calibration(self, order: float = 1, form: str = "mean") -> Float[Array, ""]:
+        """The model's own (ε, ℓp)-calibration ($p$ = ``order``) in its K midpoint buckets."""
         K = self.model_counts.shape[-1]
         fdt = float_dtype()
-        return calibration_from_buckets(self.model_counts, self.model_ones, (jnp.arange(K).astype(fdt) + 0.5) / K, self.T, p, form)
+        return calibration_from_buckets(self.model_counts, self.model_ones, (jnp.arange(K).astype(fdt) + 0.5) / K, self.T, order=order, form=form)
 
 
 class RecalibrationCounts(AbstractRecorder):
@@ -92,44 +92,45 @@ class RecalibrationCounts(AbstractRecorder):
     index; a deterministic forecaster's value counts as a point mass.
 
     Attributes:
-        m: grid size (static).
+        n_bins: grid size $m$ (static): forecasts are counted on $\\{0, 1/m, \\dots, 1\\}$.
         scoring: the rule of the regret sums (default Brier).
-        n_model_buckets: K midpoint buckets for the model's forecasts (static; default m).
+        n_model_buckets: K midpoint buckets for the model's forecasts (static; default
+            ``n_bins``).
 
     Example:
         >>> import jax, jcalib
         >>> from jcalib.forecasters import ApproachabilityRecalibrator
         >>> f = ApproachabilityRecalibrator.for_horizon(1000)
-        >>> s = jcalib.play(f, jcalib.natures.TwoLevelModel(), 1000, jax.random.key(0),
+        >>> s = jcalib.core.play(f, jcalib.natures.TwoLevelModel(), 1000, key=jax.random.key(0),
         ...                 record=RecalibrationCounts(f.n_bins))
         >>> int(s.T), int(s.counts.sum())
         (1000, 1000)
     """
 
-    m: int = eqx.field(static=True)
+    n_bins: int = eqx.field(static=True)
     scoring: AbstractScoringRule = eqx.field(default_factory=Brier)
     n_model_buckets: int | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
-        check_positive_int(self.m, "m")
+        check_positive_int(self.n_bins, "n_bins")
         if self.n_model_buckets is not None:
             check_positive_int(self.n_model_buckets, "n_model_buckets")
 
     @property
     def _K(self) -> int:
-        return self.m if self.n_model_buckets is None else self.n_model_buckets
+        return self.n_bins if self.n_model_buckets is None else self.n_model_buckets
 
     def init(self) -> RecalibrationSummary:
         fdt = float_dtype()
-        zi = jnp.zeros((self.m + 1,), jnp.int32)
-        zf = jnp.zeros((self.m + 1,), fdt)
+        zi = jnp.zeros((self.n_bins + 1,), jnp.int32)
+        zf = jnp.zeros((self.n_bins + 1,), fdt)
         zk = jnp.zeros((self._K,), jnp.int32)
         s0 = jnp.zeros((), fdt)
         i0 = jnp.zeros((), jnp.int32)
         return RecalibrationSummary(zi, zi, zf, zf, s0, s0, zk, zk, jnp.zeros((self._K,), fdt), i0, i0)
 
     def step(self, s: RecalibrationSummary, rnd: Round):
-        m, K = self.m, self._K
+        m, K = self.n_bins, self._K
         fdt = float_dtype()
         y = jnp.asarray(rnd.y)
         if not (jnp.issubdtype(y.dtype, jnp.integer) or y.dtype == jnp.bool_):

@@ -15,12 +15,12 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Int
+from jaxtyping import Array, Float, Int
 
 from .._dtypes import float_dtype
 from .._grid import grid_index, off_grid
 from .._validation import check_positive_int
-from ..core.recorders import AbstractRecorder, Round, register_shorthand
+from .base import AbstractRecorder, Round, register_shorthand
 from ..core.types import Trajectory
 
 __all__ = ["GridCounts", "GridSummary", "forecast_grid", "summary_from_trajectory"]
@@ -55,6 +55,28 @@ class GridSummary(NamedTuple):
         # computed by JAX whether the counts are on the host or a device: one rounding everywhere
         return jnp.asarray(self.info_steps).astype(float_dtype()) / m
 
+    def ece(self) -> Float[Array, "..."]:
+        r"""The ECE of the realised forecasts, **unnormalised** (paper 000, §2):
+        $\sum_i |n_i\, i/m - o_i|$ with $n_i$ = ``counts[i]``, $o_i$ = ``ones[i]``. Leading
+        batch axes (a sweep's) are kept."""
+        return _grid_ece(self.counts, self.ones)
+
+    def certificate(self) -> Float[Array, "..."]:
+        r"""The proof's bound on the distance to calibration (paper 000, Theorem 1's triangle
+        inequality): $\sum_t |p_t - \tilde p_t| + \mathrm{ECE}(\tilde p)$, unnormalised, from the
+        post-outcome values $\tilde p_t$; NaN for a run without them (a forecaster with no
+        ``info``). Leading batch axes are kept."""
+        cert = self.info_l1 + _grid_ece(self.info_counts, self.info_ones)
+        return jnp.where(jnp.asarray(self.info_counts).sum(-1) > 0, cert, jnp.nan)
+
+
+def _grid_ece(counts, ones):
+    fdt = float_dtype()
+    counts, ones = jnp.asarray(counts).astype(fdt), jnp.asarray(ones).astype(fdt)
+    m = counts.shape[-1] - 1
+    grid = (jnp.arange(m + 1).astype(fdt) / m).reshape((1,) * (counts.ndim - 1) + (m + 1,))
+    return jnp.abs(counts * grid - ones).sum(-1)
+
 
 def _binary_outcome(y):
     dt = jnp.result_type(y)
@@ -81,23 +103,24 @@ class _GridState(NamedTuple):
 
 
 class GridCounts(AbstractRecorder):
-    """Record a :class:`GridSummary` on the grid $\\{0, 1/m, \\dots, 1\\}$ (memory O(m)).
+    """Record a :class:`GridSummary` on the grid $\\{0, 1/m, \\dots, 1\\}$, $m$ = ``n_bins``
+    (memory O(m)).
 
     Attributes:
-        m: grid size (static: fixes the counts' shape).
+        n_bins: grid size $m$ (static: fixes the counts' shape).
     """
 
-    m: int = eqx.field(static=True)
+    n_bins: int = eqx.field(static=True)
 
     def __check_init__(self):
-        check_positive_int(self.m, "m")
+        check_positive_int(self.n_bins, "n_bins")
 
     def init(self) -> _GridState:
         zero = jnp.zeros((), jnp.int32)
-        return _GridState(jnp.zeros((4 * (self.m + 1),), jnp.int32), zero, zero)
+        return _GridState(jnp.zeros((4 * (self.n_bins + 1),), jnp.int32), zero, zero)
 
     def step(self, s: _GridState, rnd: Round):
-        m = self.m
+        m = self.n_bins
         y = _binary_outcome(rnd.y)
         i, off = grid_index(rnd.forecast.value, m), off_grid(rnd.forecast.value, m)
         s = s._replace(off_grid=s.off_grid + off.astype(jnp.int32))
@@ -108,13 +131,13 @@ class GridCounts(AbstractRecorder):
         return s._replace(hist=s.hist.at[codes].add(1), info_steps=s.info_steps + jnp.abs(i - j)), None
 
     def finalise(self, s: _GridState, outs) -> GridSummary:
-        h = s.hist.reshape(s.hist.shape[:-1] + (2, self.m + 1, 2))
+        h = s.hist.reshape(s.hist.shape[:-1] + (2, self.n_bins + 1, 2))
         counts, info_counts = h[..., 0, :, :].sum(-1), h[..., 1, :, :].sum(-1)
         return GridSummary(counts, h[..., 0, :, 1], s.off_grid, info_counts, h[..., 1, :, 1], s.info_steps, counts.sum(-1))
 
 
 def forecast_grid(forecaster) -> int | None:
-    """The grid size m of a grid forecaster (forecasts in {0, 1/m, …, 1}), else ``None``.
+    """The grid size $m$ (``n_bins``) of a grid forecaster (forecasts in {0, 1/m, …, 1}), else ``None``.
 
     Grid forecasters say so with their ``value_grid`` property
     (:attr:`jcalib.core.AbstractForecaster.value_grid`, ``None`` by default; e.g. Gupta–Ramdas
@@ -124,22 +147,22 @@ def forecast_grid(forecaster) -> int | None:
     return None if m is None else int(m)
 
 
-def _summary_for(forecaster, grid=None) -> GridCounts:
+def _summary_for(forecaster, n_bins=None) -> GridCounts:
     m = forecast_grid(forecaster)
-    if grid is not None:
-        grid = check_positive_int(grid, "grid")
-        # every forecast on the forecaster's grid {j/m} must be a point of the summary's {i/grid}
-        if m is not None and grid % m:
+    if n_bins is not None:
+        n_bins = check_positive_int(n_bins, "n_bins")
+        # every forecast on the forecaster's grid {j/m} must be a point of the summary's {i/n_bins}
+        if m is not None and n_bins % m:
             raise ValueError(
-                f"grid={grid} does not match {type(forecaster).__name__}'s forecast grid m={m} "
-                f"(its forecasts j/{m} would fall off the summary's grid); pass grid={m} or a multiple, "
-                "or leave grid out"
+                f"n_bins={n_bins} does not match {type(forecaster).__name__}'s forecast grid of {m} bins "
+                f"(its forecasts j/{m} would fall off the summary's grid); pass n_bins={m} or a multiple, "
+                "or leave n_bins out"
             )
-        return GridCounts(grid)
+        return GridCounts(n_bins)
     if m is None:
         raise ValueError(
-            "record='summary' needs the forecast grid: pass grid=m (forecasts in {0, 1/m, ..., 1}); "
-            f"{type(forecaster).__name__} has no value_grid"
+            "record='summary' needs the forecast grid: pass n_bins (forecasts counted on "
+            f"{{0, 1/n_bins, ..., 1}}); {type(forecaster).__name__} has no value_grid"
         )
     return GridCounts(m)
 
@@ -147,9 +170,10 @@ def _summary_for(forecaster, grid=None) -> GridCounts:
 register_shorthand("summary", _summary_for)
 
 
-def summary_from_trajectory(traj: Trajectory, m: int) -> GridSummary:
-    """The :class:`GridSummary` of a recorded (unbatched) trajectory."""
-    rec = GridCounts(check_positive_int(m, "m"))
+def summary_from_trajectory(traj: Trajectory, n_bins: int) -> GridSummary:
+    """The :class:`GridSummary` of a recorded (unbatched) trajectory on the grid
+    $\\{0, 1/n_{bins}, \\dots, 1\\}$."""
+    rec = GridCounts(check_positive_int(n_bins, "n_bins"))
 
     def body(s, row):
         v, y, info = row

@@ -41,19 +41,19 @@ def _interrupted(f, n, T, key, record, path, stop, chunk=7):
     Checkpoint.save = save
     try:
         with pytest.raises(Stop):
-            jcalib.play(f, n, T, key, record=record, chunk=chunk, checkpoint=path, progress=False)
+            jcalib.core.play(f, n, T, key=key, record=record, chunk=chunk, checkpoint=path, progress=False)
     finally:
         Checkpoint.save = real
 
 
 def _play(f, n, T, path, record="full", chunk=7, key=KEY):
-    return jcalib.play(f, n, T, key, record=record, chunk=chunk, checkpoint=path, progress=False)
+    return jcalib.core.play(f, n, T, key=key, record=record, chunk=chunk, checkpoint=path, progress=False)
 
 
 @pytest.mark.parametrize("record", ["full", "summary", {"h": "full", "s": "summary"}])
 def test_checkpoint_resume_is_exact(tmp_path, record):
     f, n, T = F.FosterRandomized(n_bins=6), N.Markov(0.2, 0.3), 60
-    ref = jcalib.play(f, n, T, KEY, record=record, chunk=7, progress=False)
+    ref = jcalib.core.play(f, n, T, key=KEY, record=record, chunk=7, progress=False)
     for stop in (7, 21, 56):
         path = tmp_path / f"ck{stop}"
         _interrupted(f, n, T, KEY, record, path, stop)
@@ -97,7 +97,7 @@ class _KeyInState(AbstractForecaster):
 
 
 def test_state_holding_a_typed_key_resumes_exactly(tmp_path):
-    ref = jcalib.play(_KeyInState(), N.Bernoulli(0.3), 40, KEY, chunk=9, progress=False)
+    ref = jcalib.core.play(_KeyInState(), N.Bernoulli(0.3), 40, key=KEY, chunk=9, progress=False)
     path = tmp_path / "ck"
     _interrupted(_KeyInState(), N.Bernoulli(0.3), 40, KEY, "full", path, 18, chunk=9)
     chex.assert_trees_all_equal(_play(_KeyInState(), N.Bernoulli(0.3), 40, path, chunk=9), ref)
@@ -128,7 +128,7 @@ def test_fingerprint_hashes_function_bodies_and_closure_values(tmp_path):
         _play(_partitioned(_cells(0.5, other_body=True)), nature, T, path)
     with pytest.raises(ValueError, match="different run \\(forecaster"):
         _play(_partitioned(_cells(0.3)), nature, T, path)
-    ref = jcalib.play(_partitioned(_cells(0.5)), nature, T, KEY, chunk=7, progress=False)
+    ref = jcalib.core.play(_partitioned(_cells(0.5)), nature, T, key=KEY, chunk=7, progress=False)
     chex.assert_trees_all_equal(_play(_partitioned(_cells(0.5)), nature, T, path), ref)
 
 
@@ -156,7 +156,7 @@ _NEW_PROCESS = textwrap.dedent(
 
     f = jcalib.forecasters.Partitioned(jcalib.forecasters.RunningFrequency(), 2, Cells())
     assert " at 0x" in repr(f.cell_of)
-    out = jcalib.play(f, jcalib.natures.TwoLevelModel(), 60, jax.random.key(0), chunk=7, checkpoint=sys.argv[1],
+    out = jcalib.core.play(f, jcalib.natures.TwoLevelModel(), 60, key=jax.random.key(0), chunk=7, checkpoint=sys.argv[1],
                       progress=False)
     np.savez(sys.argv[2], forecast=out.forecast, y=out.y)
     """
@@ -184,12 +184,12 @@ def test_concurrent_writers_of_one_path_do_not_collide(tmp_path):
     task) each write through their own temporary file; every run completes, and the checkpoint
     left behind resumes to the uninterrupted result."""
     f, n, T = F.FosterRandomized(n_bins=6), N.Bernoulli(0.3), 96
-    ref = jcalib.play(f, n, T, KEY, chunk=2, progress=False)  # compiles once for every thread
+    ref = jcalib.core.play(f, n, T, key=KEY, chunk=2, progress=False)  # compiles once for every thread
     path, errors = tmp_path / "ck", []
 
     def worker():
         try:
-            chex.assert_trees_all_equal(jcalib.play(f, n, T, KEY, chunk=2, checkpoint=path, progress=False), ref)
+            chex.assert_trees_all_equal(jcalib.core.play(f, n, T, key=KEY, chunk=2, checkpoint=path, progress=False), ref)
         except BaseException as e:  # noqa: BLE001 — reported below
             errors.append(e)
 
@@ -279,9 +279,9 @@ def test_bytes_written_grow_linearly_with_the_chunk_count(tmp_path, monkeypatch)
 
 @pytest.mark.parametrize("record", ["full", "summary", ("full", "summary")])
 def test_results_are_host_arrays(record):
-    for out in (jcalib.play(AOSA, N.Bernoulli(0.3), 300, KEY, record=record, chunk=128, progress=False),
-                jcalib.sweep(AOSA, [N.Bernoulli(0.3), N.Bernoulli(0.5)], 300, KEY, n_seeds=3, record=record, progress=False),
-                jcalib.sweep(AOSA, N.Bernoulli(0.3), 300, KEY, n_seeds=3, record=record, progress=False)):
+    for out in (jcalib.core.play(AOSA, N.Bernoulli(0.3), 300, key=KEY, record=record, chunk=128, progress=False),
+                jcalib.core.sweep(AOSA, [N.Bernoulli(0.3), N.Bernoulli(0.5)], 300, key=KEY, n_seeds=3, record=record, progress=False),
+                jcalib.core.sweep(AOSA, N.Bernoulli(0.3), 300, key=KEY, n_seeds=3, record=record, progress=False)):
         leaves = jax.tree_util.tree_leaves(out)
         assert leaves and all(isinstance(x, np.ndarray) for x in leaves), [type(x) for x in leaves]
 
@@ -289,7 +289,7 @@ def test_results_are_host_arrays(record):
 def test_history_is_the_gathered_host_array_itself():
     """The history handed to ``finalise`` comes back as the same host array, not a device copy."""
     from jcalib.core import loop
-    from jcalib.core.recorders import History
+    from jcalib.recorders import History
 
     outs = jcalib.core.Trajectory(None, np.zeros((2, 5), np.float32), np.ones((2, 5), np.int32))
     got = loop._finalise(History(), jnp.zeros((2, 0)), outs, 1)

@@ -22,7 +22,7 @@ _WORKER = textwrap.dedent(
     key = jax.random.key(7)
     # 5 seeds: padded to 6 and split 3 + 3; chunk 100 crosses the 128-round blocks of random bits
     natures = [N.Markov(0.2, 0.3), N.Markov(0.6, 0.1)]
-    out = jcalib.sweep(F.AlmostOneStepAhead(n_bins=8), natures, 300, key, n_seeds=5,
+    out = jcalib.core.sweep(F.AlmostOneStepAhead(n_bins=8), natures, 300, key=key, n_seeds=5,
                        record={"summ": "summary", "full": "full"}, chunk=100, progress=False)
     summ, full = out["summ"], out["full"]
     np.savez(out_path, n_proc=jax.process_count(), counts=summ.counts, ones=summ.ones, info=summ.info_counts,

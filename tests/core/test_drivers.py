@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import jcalib
-from jcalib.core import AbstractForecaster, AbstractNature, Forecast, History, Mixture
+from jcalib.core import AbstractForecaster, AbstractNature, Forecast, Mixture
+from jcalib.recorders import History
 from jcalib.recorders import GridCounts, summary_from_trajectory
 
 
@@ -65,7 +66,7 @@ KEY = jax.random.key(0)
 
 
 def test_play_shapes_dtypes_and_certificate():
-    traj = jcalib.play(GridFrequency(), Coin(), 64, KEY)
+    traj = jcalib.core.play(GridFrequency(), Coin(), 64, key=KEY)
     assert traj.forecast.shape == (64,) and traj.y.shape == (64,)
     assert traj.y.dtype == jnp.int32
     assert traj.x is None and traj.public is None
@@ -75,8 +76,8 @@ def test_play_shapes_dtypes_and_certificate():
 
 
 def test_chunked_play_equals_one_scan():
-    full = jcalib.play(GridFrequency(), Coin(), 50, KEY)
-    chunked = jcalib.play(GridFrequency(), Coin(), 50, KEY, chunk=7, progress=False)
+    full = jcalib.core.play(GridFrequency(), Coin(), 50, key=KEY)
+    chunked = jcalib.core.play(GridFrequency(), Coin(), 50, key=KEY, chunk=7, progress=False)
     chex.assert_trees_all_equal(full, chunked)
 
 
@@ -90,8 +91,8 @@ def test_numbers_do_not_depend_on_chunk_across_blocks(chunk):
     assert BLOCK == 128
     T, F, N = 300, jcalib.forecasters, jcalib.natures
     for f, n in [(F.FosterRandomized(n_bins=6), N.Markov(0.2, 0.3)), (F.RunningFrequency(), N.RegimeSwitch((0.1, 0.9), 0.05))]:
-        ref = jcalib.play(f, n, T, KEY)
-        got = jcalib.play(f, n, T, KEY, chunk=chunk, progress=False)
+        ref = jcalib.core.play(f, n, T, key=KEY)
+        got = jcalib.core.play(f, n, T, key=KEY, chunk=chunk, progress=False)
         chex.assert_trees_all_equal(got, ref)
 
 
@@ -110,8 +111,8 @@ class _KeyInState(AbstractForecaster):
 
 
 def test_state_holding_a_key_runs_in_chunks():
-    ref = jcalib.play(_KeyInState(), Coin(), 40, KEY)
-    chex.assert_trees_all_equal(jcalib.play(_KeyInState(), Coin(), 40, KEY, chunk=9, progress=False), ref)
+    ref = jcalib.core.play(_KeyInState(), Coin(), 40, key=KEY)
+    chex.assert_trees_all_equal(jcalib.core.play(_KeyInState(), Coin(), 40, key=KEY, chunk=9, progress=False), ref)
     assert len(np.unique(np.asarray(ref.forecast))) == 40
 
 
@@ -119,17 +120,17 @@ def test_one_compiled_chunk_for_every_horizon():
     """T enters only as the number of chunk calls: with a fixed chunk, new horizons (longer,
     shorter, not multiples of the chunk) compile nothing."""
     f, n = jcalib.forecasters.AlmostOneStepAhead(n_bins=10), jcalib.natures.Bernoulli(0.3)
-    first = jcalib.play(f, n, 300, KEY, record="summary", chunk=256, progress=False)
-    jcalib.sweep(f, n, 300, KEY, n_seeds=3, record="summary", chunk=256, progress=False)  # a new batch shape compiles
+    first = jcalib.core.play(f, n, 300, key=KEY, record="summary", chunk=256, progress=False)
+    jcalib.core.sweep(f, n, 300, key=KEY, n_seeds=3, record="summary", chunk=256, progress=False)  # a new batch shape compiles
     with _CompileCounter() as c:
-        runs = {T: jcalib.play(f, n, T, KEY, record="summary", chunk=256, progress=False) for T in (100, 700, 1000)}
-        again = jcalib.sweep(f, n, 513, KEY, n_seeds=3, record="summary", chunk=256, progress=False)
+        runs = {T: jcalib.core.play(f, n, T, key=KEY, record="summary", chunk=256, progress=False) for T in (100, 700, 1000)}
+        again = jcalib.core.sweep(f, n, 513, key=KEY, n_seeds=3, record="summary", chunk=256, progress=False)
     assert c.n == 0, f"{c.n} compilations"
     assert int(first.T) == 300 and {T: int(r.T) for T, r in runs.items()} == {100: 100, 700: 700, 1000: 1000}
     assert again.counts.shape == (1, 3, 11) and int(again.T.sum()) == 3 * 513
     # a run is a prefix of a longer run with the same key
-    chex.assert_trees_all_equal(jcalib.play(f, n, 1000, KEY, chunk=256, progress=False).y[:700],
-                                jcalib.play(f, n, 700, KEY, chunk=256, progress=False).y)
+    chex.assert_trees_all_equal(jcalib.core.play(f, n, 1000, key=KEY, chunk=256, progress=False).y[:700],
+                                jcalib.core.play(f, n, 700, key=KEY, chunk=256, progress=False).y)
 
 
 def test_round_keys_read_their_bits_once_and_hash_the_rest():
@@ -156,8 +157,8 @@ def test_round_keys_read_their_bits_once_and_hash_the_rest():
 
 
 def test_summary_matches_full_history():
-    full = jcalib.play(GridFrequency(), Coin(0.6), 80, KEY)
-    summ = jcalib.play(GridFrequency(), Coin(0.6), 80, KEY, record="summary", chunk=16, progress=False)
+    full = jcalib.core.play(GridFrequency(), Coin(0.6), 80, key=KEY)
+    summ = jcalib.core.play(GridFrequency(), Coin(0.6), 80, key=KEY, record="summary", chunk=16, progress=False)
     ref = summary_from_trajectory(full, 10)
     chex.assert_trees_all_equal(summ, ref)
     np.testing.assert_array_equal(summ.counts, np.bincount(np.round(np.asarray(full.forecast) * 10).astype(int), minlength=11))
@@ -172,7 +173,7 @@ def test_info_l1_is_exact_at_large_T():
     in float32 drifted by 0.5% at this T)."""
     f = jcalib.forecasters.AlmostOneStepAhead(n_bins=1000)
     T = 1_000_000
-    s = jcalib.play(f, jcalib.natures.Bernoulli(0.3), T, KEY, record="summary", chunk=250_000, progress=False)
+    s = jcalib.core.play(f, jcalib.natures.Bernoulli(0.3), T, key=KEY, record="summary", chunk=250_000, progress=False)
     assert s.info_steps.dtype == jnp.int32
     # AOSA's |p − p̃| is one grid step when y = 1 (tie "low") and 0 otherwise
     assert int(s.info_steps) == int(s.ones.sum())
@@ -181,18 +182,18 @@ def test_info_l1_is_exact_at_large_T():
 
 def test_record_tuple_dict_and_mixtures():
     f = jcalib.forecasters.FosterRandomized(n_bins=5)
-    out = jcalib.play(f, Coin(), 30, KEY, record={"h": History(mixtures=True), "s": "summary"})
+    out = jcalib.core.play(f, Coin(), 30, key=KEY, record={"h": History(mixtures=True), "s": "summary"})
     assert out["h"].public.support.shape == (30, 2) and out["h"].public.probs.shape == (30, 2)
     np.testing.assert_allclose(np.asarray(out["h"].public.probs).sum(-1), 1.0, rtol=1e-6)
     chex.assert_trees_all_equal(out["s"], summary_from_trajectory(out["h"], 5))
-    both = jcalib.play(f, Coin(), 30, KEY, record=("full", GridCounts(5)))
+    both = jcalib.core.play(f, Coin(), 30, key=KEY, record=("full", GridCounts(5)))
     chex.assert_trees_all_equal(both[1], out["s"])
 
 
 def test_grid_summary_refuses_real_outcomes():
     y = np.linspace(0.1, 0.9, 10)
     with pytest.raises(ValueError, match="binary"):
-        jcalib.play(GridFrequency(), jcalib.natures.Replay(y, outcomes="real"), 10, KEY, record="summary")
+        jcalib.core.play(GridFrequency(), jcalib.natures.Replay(y, outcomes="real"), 10, key=KEY, record="summary")
 
 
 def test_forecast_grid():
@@ -204,7 +205,7 @@ def test_forecast_grid():
 
 def test_summary_needs_a_grid():
     with pytest.raises(ValueError, match="grid"):
-        jcalib.play(_NoBins(), Coin(), 10, KEY, record="summary")
+        jcalib.core.play(_NoBins(), Coin(), 10, key=KEY, record="summary")
 
 
 class _NoBins(AbstractForecaster):
@@ -220,10 +221,10 @@ class _NoBins(AbstractForecaster):
 
 def test_sweep_axes_and_seed_equals_play():
     natures = [Coin(0.1), Coin(0.5), Coin(0.9)]
-    out = jcalib.sweep(GridFrequency(), natures, 40, KEY, n_seeds=4)
+    out = jcalib.core.sweep(GridFrequency(), natures, 40, key=KEY, n_seeds=4)
     assert out.forecast.shape == (3, 4, 40)
     seed_keys = jax.random.split(KEY, 4)
-    single = jcalib.play(GridFrequency(), Coin(0.5), 40, seed_keys[2])
+    single = jcalib.core.play(GridFrequency(), Coin(0.5), 40, key=seed_keys[2])
     picked = jax.tree_util.tree_map(lambda a: a[1, 2], out)
     np.testing.assert_array_equal(picked.y, single.y)
     # batched and unbatched programs fuse float arithmetic differently: 1-ulp differences
@@ -231,9 +232,9 @@ def test_sweep_axes_and_seed_equals_play():
 
 
 def test_sweep_over_hyperparameters():
-    out = jcalib.sweep([GridFrequency(0.1), GridFrequency(0.9)], Coin(0.5), 30, KEY, n_seeds=2, record="summary")
+    out = jcalib.core.sweep([GridFrequency(0.1), GridFrequency(0.9)], Coin(0.5), 30, key=KEY, n_seeds=2, record="summary")
     assert out.counts.shape == (2, 1, 2, 11)
-    ref = jcalib.play(GridFrequency(0.9), Coin(0.5), 30, jax.random.split(KEY, 2)[1], record="summary")
+    ref = jcalib.core.play(GridFrequency(0.9), Coin(0.5), 30, key=jax.random.split(KEY, 2)[1], record="summary")
     chex.assert_trees_all_equal(jax.tree_util.tree_map(lambda a: a[1, 0, 1], out), ref)
 
 
@@ -241,24 +242,24 @@ def test_sweep_over_hyperparameters():
 def test_threads_split_the_seeds_without_changing_a_number(record):
     """Shares of 3 (5 seeds padded to 6) over two threads, forecasters and natures axes included."""
     fs, ns = [GridFrequency(0.1), GridFrequency(0.9)], [Coin(0.2), Coin(0.7)]
-    one = jcalib.sweep(fs, ns, 50, KEY, n_seeds=5, record=record, threads=1)
-    two = jcalib.sweep(fs, ns, 50, KEY, n_seeds=5, record=record, threads=2)
+    one = jcalib.core.sweep(fs, ns, 50, key=KEY, n_seeds=5, record=record, threads=1)
+    two = jcalib.core.sweep(fs, ns, 50, key=KEY, n_seeds=5, record=record, threads=2)
     chex.assert_trees_all_equal(one, two)
     assert jax.tree_util.tree_leaves(two)[0].shape[:3] == (2, 2, 5)
 
 
 def test_threads_checked():
     with pytest.raises(ValueError, match="threads must be a positive integer"):
-        jcalib.sweep(GridFrequency(), Coin(0.5), 5, KEY, threads=0)
+        jcalib.core.sweep(GridFrequency(), Coin(0.5), 5, key=KEY, threads=0)
     with pytest.raises(ValueError, match="cannot be combined with checkpoint"):
-        jcalib.sweep(GridFrequency(), Coin(0.5), 5, KEY, n_seeds=2, threads=2, checkpoint="unused")
+        jcalib.core.sweep(GridFrequency(), Coin(0.5), 5, key=KEY, n_seeds=2, threads=2, checkpoint="unused")
 
 
 def test_play_does_not_retrace_for_keys():
     @jax.jit
     @chex.assert_max_traces(n=1)
     def run(key):
-        return jcalib.play(GridFrequency(), Coin(), 20, key).forecast
+        return jcalib.core.play(GridFrequency(), Coin(), 20, key=key).forecast
 
     run(jax.random.key(1))
     run(jax.random.key(2))
@@ -290,10 +291,10 @@ def test_play_compiles_once_across_float_hyperparameters(record):
         (lambda v: F.DefensiveForecaster(n_grid=10, bandwidth=v), lambda v: jcalib.natures.Periodic(0.5, 0.2, 10 * v)),
     ]
     for make_f, make_n in cases:
-        jcalib.play(make_f(0.1), make_n(0.1), 25, KEY, record=record, grid=10)  # warm-up compile
+        jcalib.core.play(make_f(0.1), make_n(0.1), 25, key=KEY, record=record, n_bins=10)  # warm-up compile
         with _CompileCounter() as c:
             for v in (0.2, 0.3, 0.45):
-                jcalib.play(make_f(v), make_n(v), 25, KEY, record=record, grid=10)
+                jcalib.core.play(make_f(v), make_n(v), 25, key=KEY, record=record, n_bins=10)
         assert c.n == 0, f"{type(make_f(0.2)).__name__}: {c.n} recompilations"
 
 
@@ -322,14 +323,14 @@ def test_sweep_shares_unbatched_data_across_seeds():
 def test_contexts_through_play_and_sweep():
     N = jcalib.natures
     f = jcalib.forecasters.Partitioned(jcalib.forecasters.RunningFrequency(), 2, jcalib.forecasters.UniformCells(2))
-    traj = jcalib.play(f, N.TwoLevelModel(), 400, KEY)
+    traj = jcalib.core.play(f, N.TwoLevelModel(), 400, key=KEY)
     assert set(np.unique(np.asarray(traj.x)).tolist()) == {np.float32(0.2), np.float32(0.8)}
-    out = jcalib.sweep(f, [N.TwoLevelModel(), N.TwoLevelModel(0.1, 0.9)], 400, KEY, n_seeds=3)
+    out = jcalib.core.sweep(f, [N.TwoLevelModel(), N.TwoLevelModel(0.1, 0.9)], 400, key=KEY, n_seeds=3)
     assert out.x.shape == (2, 3, 400)
-    np.testing.assert_array_equal(out.x[0, 0], jcalib.play(f, N.TwoLevelModel(), 400, jax.random.split(KEY, 3)[0]).x)
+    np.testing.assert_array_equal(out.x[0, 0], jcalib.core.play(f, N.TwoLevelModel(), 400, key=jax.random.split(KEY, 3)[0]).x)
     # replayed contexts are any pytree with a leading round axis
     x = {"q": np.linspace(0, 1, 5), "feat": np.arange(10.0).reshape(5, 2)}
-    traj = jcalib.play(jcalib.forecasters.Constant(0.5), N.Replay([0, 1, 0, 1, 1], x), 5, KEY)
+    traj = jcalib.core.play(jcalib.forecasters.Constant(0.5), N.Replay([0, 1, 0, 1, 1], x), 5, key=KEY)
     np.testing.assert_allclose(traj.x["feat"], x["feat"])
 
 
@@ -341,22 +342,22 @@ def test_mixture_over_pytrees():
     np.testing.assert_allclose(mean["v"], [0.25, 0.75])
     point = jcalib.core.as_mixture({"p": jnp.float32(0.3)})
     assert point.support["p"].shape == (1,) and float(point.probs[0]) == 1.0
-    draws = jax.vmap(lambda k: mix.sample(k)["p"])(jax.random.split(KEY, 4000))
+    draws = jax.vmap(lambda k: mix.sample(key=k)["p"])(jax.random.split(KEY, 4000))
     assert abs(float(jnp.mean(draws == 0.6)) - 0.75) < 0.03  # 3 sd of a 4000-draw frequency
 
 
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: jcalib.play(GridFrequency(), Coin(), 0, KEY), "T must be a positive integer"),
-        (lambda: jcalib.play(GridFrequency(), Coin(), 5, KEY, record="everything"), "record"),
-        (lambda: jcalib.play(GridFrequency(), Coin(), 5, KEY, record=3), "record"),
-        (lambda: jcalib.play(Coin(), GridFrequency(), 5, KEY), "AbstractForecaster"),
-        (lambda: jcalib.sweep(GridFrequency(), [], 5, KEY), "must not be empty"),
-        (lambda: jcalib.sweep(GridFrequency(), [Coin(), _OtherNature()], 5, KEY), "one class"),
-        (lambda: jcalib.sweep([GridFrequency(n_bins=5), GridFrequency(n_bins=6)], Coin(), 5, KEY), "static"),
-        (lambda: jcalib.sweep(GridFrequency(), Coin(), 5, KEY, n_seeds=0), "n_seeds"),
-        (lambda: jcalib.sweep(GridFrequency(), [jcalib.natures.Replay([0, 1]), jcalib.natures.Replay([0, 1, 1])], 5, KEY), "equal shapes"),
+        (lambda: jcalib.core.play(GridFrequency(), Coin(), 0, key=KEY), "T must be a positive integer"),
+        (lambda: jcalib.core.play(GridFrequency(), Coin(), 5, key=KEY, record="everything"), "record"),
+        (lambda: jcalib.core.play(GridFrequency(), Coin(), 5, key=KEY, record=3), "record"),
+        (lambda: jcalib.core.play(Coin(), GridFrequency(), 5, key=KEY), "AbstractForecaster"),
+        (lambda: jcalib.core.sweep(GridFrequency(), [], 5, key=KEY), "must not be empty"),
+        (lambda: jcalib.core.sweep(GridFrequency(), [Coin(), _OtherNature()], 5, key=KEY), "one class"),
+        (lambda: jcalib.core.sweep([GridFrequency(n_bins=5), GridFrequency(n_bins=6)], Coin(), 5, key=KEY), "static"),
+        (lambda: jcalib.core.sweep(GridFrequency(), Coin(), 5, key=KEY, n_seeds=0), "n_seeds"),
+        (lambda: jcalib.core.sweep(GridFrequency(), [jcalib.natures.Replay([0, 1]), jcalib.natures.Replay([0, 1, 1])], 5, key=KEY), "equal shapes"),
     ],
 )
 def test_bad_arguments_raise(call, match):
@@ -379,10 +380,10 @@ _DEVICE_SCRIPT = textwrap.dedent(
     mod = util.module_from_spec(spec); spec.loader.exec_module(mod)
     natures = [mod.Coin(0.1), mod.Coin(0.5), mod.Coin(0.9)]
     key = jax.random.key(0)
-    full = jcalib.sweep(mod.GridFrequency(), natures, 30, key, n_seeds=3)
-    summ = jcalib.sweep(mod.GridFrequency(), natures, 30, key, n_seeds=3, record="summary", chunk=11, progress=False)
+    full = jcalib.core.sweep(mod.GridFrequency(), natures, 30, key=key, n_seeds=3)
+    summ = jcalib.core.sweep(mod.GridFrequency(), natures, 30, key=key, n_seeds=3, record="summary", chunk=11, progress=False)
     # 300 rounds in chunks of 100: chunks that start inside a 128-round block of random bits
-    long = jcalib.sweep(jcalib.forecasters.FosterRandomized(n_bins=5), natures, 300, key, n_seeds=5, chunk=100, progress=False)
+    long = jcalib.core.sweep(jcalib.forecasters.FosterRandomized(n_bins=5), natures, 300, key=key, n_seeds=5, chunk=100, progress=False)
     np.savez(sys.argv[1], n=len(jax.devices()), f=np.asarray(full.forecast), y=np.asarray(full.y), c=np.asarray(summ.counts),
              lf=np.asarray(long.forecast), ly=np.asarray(long.y))
     """
@@ -408,8 +409,8 @@ def test_sweep_results_do_not_depend_on_device_count(tmp_path):
 
 def test_gupta_ramdas_summary_is_on_its_value_grid():
     f = jcalib.forecasters.GuptaRamdas(n_bins=12)
-    full = jcalib.play(f, Coin(0.4), 300, KEY)
-    summ = jcalib.play(f, Coin(0.4), 300, KEY, record="summary")
+    full = jcalib.core.play(f, Coin(0.4), 300, key=KEY)
+    summ = jcalib.core.play(f, Coin(0.4), 300, key=KEY, record="summary")
     assert int(summ.off_grid) == 0
     chex.assert_trees_all_equal(summ, summary_from_trajectory(full, 24))
 
@@ -423,17 +424,17 @@ def test_compiler_options_reach_the_compiler_and_keep_exact_results():
     f = jcalib.forecasters.AlmostOneStepAhead(n_bins=6)
     natures = [jcalib.natures.Bernoulli(0.3), jcalib.natures.Bernoulli(0.7)]
     fast = {"xla_backend_optimization_level": 0}
-    want = jcalib.sweep(f, natures, 300, KEY, n_seeds=4, record="summary", progress=False)
-    got = jcalib.sweep(f, natures, 300, KEY, n_seeds=4, record="summary", progress=False, compiler_options=fast)
+    want = jcalib.core.sweep(f, natures, 300, key=KEY, n_seeds=4, record="summary", progress=False)
+    got = jcalib.core.sweep(f, natures, 300, key=KEY, n_seeds=4, record="summary", progress=False, compiler_options=fast)
     chex.assert_trees_all_equal(got, want)
     one = loop._chunk_with(loop.check_compiler_options(fast))
     assert one is loop._chunk_with((("xla_backend_optimization_level", 0),)) and one is not loop._chunk_all
-    traj = jcalib.play(f, natures[0], 40, KEY, progress=False, compiler_options=fast)
-    chex.assert_trees_all_equal(traj, jcalib.play(f, natures[0], 40, KEY, progress=False))
+    traj = jcalib.core.play(f, natures[0], 40, key=KEY, progress=False, compiler_options=fast)
+    chex.assert_trees_all_equal(traj, jcalib.core.play(f, natures[0], 40, key=KEY, progress=False))
     with pytest.raises(Exception, match="xla_no_such_option"):
-        jcalib.sweep(f, natures, 30, KEY, record="summary", progress=False, compiler_options={"xla_no_such_option": 1})
+        jcalib.core.sweep(f, natures, 30, key=KEY, record="summary", progress=False, compiler_options={"xla_no_such_option": 1})
     with pytest.raises(ValueError, match="compiler_options"):
-        jcalib.sweep(f, natures, 30, KEY, record="summary", progress=False, compiler_options=["opt"])
+        jcalib.core.sweep(f, natures, 30, key=KEY, record="summary", progress=False, compiler_options=["opt"])
 
 
 class CarryingFrequency(GridFrequency):
@@ -449,15 +450,15 @@ class CarryingFrequency(GridFrequency):
 
 def test_carry_reaches_update_and_is_recorded_only_when_asked():
     f, T = CarryingFrequency(), 40
-    plain = jcalib.play(f, Coin(), T, KEY)
+    plain = jcalib.core.play(f, Coin(), T, key=KEY)
     assert plain.carry is None  # History() drops the carry
-    kept = jcalib.play(f, Coin(), T, KEY, record=History(carry=True))
+    kept = jcalib.core.play(f, Coin(), T, key=KEY, record=History(carry=True))
     np.testing.assert_array_equal(np.asarray(kept.carry), np.arange(1, T + 1))
     # update used the carried count: the same run as the forecaster that counts by itself
-    ref = jcalib.play(GridFrequency(), Coin(), T, KEY)
+    ref = jcalib.core.play(GridFrequency(), Coin(), T, key=KEY)
     np.testing.assert_array_equal(np.asarray(plain.forecast), np.asarray(ref.forecast))
     np.testing.assert_array_equal(np.asarray(kept.certificate), np.arange(T))
-    swept = jcalib.sweep(f, Coin(), T, KEY, n_seeds=3, record=History(carry=True))
+    swept = jcalib.core.sweep(f, Coin(), T, key=KEY, n_seeds=3, record=History(carry=True))
     assert swept.carry.shape == swept.certificate.shape and swept.carry.shape[-2:] == (3, T)
 
 
@@ -467,10 +468,10 @@ def test_play_refuses_pairs_that_cannot_play_together():
 
     # a binary forecaster given real-valued outcomes used to run
     with pytest.raises(ValueError, match="forecasts binary outcomes but IIDInterval produces real"):
-        jcalib.play(AlmostOneStepAhead(10), IIDInterval.skewed(10), 5, jax.random.key(0))
+        jcalib.core.play(AlmostOneStepAhead(10), IIDInterval.skewed(10), 5, key=jax.random.key(0))
     with pytest.raises(ValueError, match="forecasts real outcomes but Bernoulli produces binary"):
-        jcalib.sweep(ORCA(), [Bernoulli(0.2), Bernoulli(0.4)], 5, jax.random.key(0))
+        jcalib.core.sweep(ORCA(), [Bernoulli(0.2), Bernoulli(0.4)], 5, key=jax.random.key(0))
     # a recalibrator against a nature with no context failed deep inside the trace
     with pytest.raises(ValueError, match="Bernoulli has no context"):
-        jcalib.play(ApproachabilityRecalibrator(10, 0.1), Bernoulli(0.3), 5, jax.random.key(0))
-    assert jcalib.play(ApproachabilityRecalibrator(10, 0.1), DistortedModel(), 5, jax.random.key(0)).y.shape == (5,)
+        jcalib.core.play(ApproachabilityRecalibrator(10, 0.1), Bernoulli(0.3), 5, key=jax.random.key(0))
+    assert jcalib.core.play(ApproachabilityRecalibrator(10, 0.1), DistortedModel(), 5, key=jax.random.key(0)).y.shape == (5,)

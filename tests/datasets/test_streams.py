@@ -37,7 +37,7 @@ def test_replayed_through_a_recalibrator():
     s = logistic_stream("breast_cancer")
     T = len(s.y)
     f = ApproachabilityRecalibrator.for_horizon(T)
-    out = jcalib.play(f, Replay(s.y, x=s.q), T, jax.random.key(0), record=RecalibrationCounts(f.n_bins))
+    out = jcalib.core.play(f, Replay(s.y, x=s.q), T, key=jax.random.key(0), record=RecalibrationCounts(f.n_bins))
     assert int(out.T) == T and int(out.model_counts.sum()) == T
 
 

@@ -28,7 +28,7 @@ def play_replays(f, ys):
     """Play ``f`` against Replay(y) for every row of ``ys`` (one compilation per shape)."""
     ys = np.asarray(ys)
     stacked = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *[Replay(y) for y in ys])
-    return eqx.filter_vmap(lambda n: jcalib.play(f, n, ys.shape[1], KEY))(stacked)
+    return eqx.filter_vmap(lambda n: jcalib.core.play(f, n, ys.shape[1], key=KEY))(stacked)
 
 
 def running_max_abs_bias(pt, y, m):
@@ -123,7 +123,7 @@ def test_state_is_the_exact_scaled_bias():
 
 def test_grid_values_are_correctly_rounded(x64):
     m = 49  # 49 * (1/49) != 1 in float64: a division rewritten as a product would miss
-    traj = jcalib.play(AlmostOneStepAhead(n_bins=m, tie="high"), Replay([1, 1]), 2, KEY)
+    traj = jcalib.core.play(AlmostOneStepAhead(n_bins=m, tie="high"), Replay([1, 1]), 2, key=KEY)
     assert float(traj.forecast[0]) == 1.0 and float(traj.info[0]) == 1.0
     pt = np.asarray(one_step_ahead(np.r_[np.zeros(2 * m, int), np.ones(2 * m, int)], m))
     assert set(pt.tolist()) <= {i / m for i in range(m + 1)}
@@ -142,7 +142,7 @@ ALL_SEQUENCES = ((np.arange(2**T_ALL)[:, None] >> np.arange(T_ALL)[None, :]) & 1
 
 def play_all(f, ys):
     """Play ``f`` against Replay(y) for every row of ``ys``: one jitted vmap over the rows."""
-    return jax.jit(jax.vmap(lambda y: jcalib.play(f, Replay(y), ys.shape[1], KEY)))(jnp.asarray(ys))
+    return jax.jit(jax.vmap(lambda y: jcalib.core.play(f, Replay(y), ys.shape[1], key=KEY)))(jnp.asarray(ys))
 
 
 def running_bias_batch(pt, y, m):
@@ -176,7 +176,7 @@ def test_guarantees_on_every_sequence_up_to_length_14(m, tie):
 @settings(max_examples=40, deadline=None)
 def test_guarantees_on_random_sequences_of_length_64(y, m, tie):
     """Longer sequences than the exhaustive test reaches, sampled (40 of the 2^64)."""
-    traj = jcalib.play(AlmostOneStepAhead(n_bins=m, tie=tie), Replay(y), 64, KEY)
+    traj = jcalib.core.play(AlmostOneStepAhead(n_bins=m, tie=tie), Replay(y), 64, key=KEY)
     p, pt, yy = np.asarray(traj.forecast), np.asarray(traj.info), np.asarray(traj.y)
     np.testing.assert_array_equal(yy, y)
     assert running_max_abs_bias(pt, yy, m) <= 1
@@ -200,7 +200,7 @@ def test_guarantees_against_natures(nature):
     T, m = 256, 16
     keys = jax.random.split(jax.random.key(3), 4)
     f = AlmostOneStepAhead(n_bins=m)
-    trajs = jax.vmap(lambda k: jcalib.play(f, nature, T, k))(keys)
+    trajs = jax.vmap(lambda k: jcalib.core.play(f, nature, T, key=k))(keys)
     for p, pt, y in zip(np.asarray(trajs.forecast), np.asarray(trajs.info), np.asarray(trajs.y)):
         assert running_max_abs_bias(pt, y, m) <= 1
         assert ece(pt, y) <= m + 1 + 1e-9
@@ -217,7 +217,7 @@ def test_guarantees_against_natures(nature):
 @settings(max_examples=25, deadline=None)
 def test_distance_to_calibration_exact_small_T(y, tie):
     T, m = 49, 7  # m = sqrt(T): the bound is 2 sqrt(T) + 1 = 15
-    traj = jcalib.play(AlmostOneStepAhead(n_bins=m, tie=tie), Replay(y), T, KEY)
+    traj = jcalib.core.play(AlmostOneStepAhead(n_bins=m, tie=tie), Replay(y), T, key=KEY)
     r = distance_to_calibration(traj.forecast, traj.y, exact=True)
     assert r.exact
     assert r.value <= 2 * math.sqrt(T) + 1 + 1e-6  # 1e-6: float32 forecasts summed in float64
@@ -231,17 +231,17 @@ def test_distance_to_calibration_exact_small_T(y, tie):
 def test_distance_to_calibration_certified_large_T(nature):
     T, m = 10_000, 100
     f, key = AlmostOneStepAhead(n_bins=m), jax.random.key(5)
-    s = jcalib.play(f, nature, T, key, record="summary")
+    s = jcalib.core.play(f, nature, T, key=key, record="summary")
     assert int(s.off_grid) == 0  # every forecast on the grid (tolerance 1e-3/m)
     assert int(s.counts.sum()) == T and int(s.info_counts.sum()) == T
     p, y, w = atoms_from_counts(s.counts, s.ones, m)
-    r = distance_to_calibration(p, y, w)
+    r = distance_to_calibration(p, y, sample_weight=w)
     assert r.lower <= r.upper
     # upper is the cost of a calibrated witness, so CalDist <= upper certifies Theorem 1
     assert r.upper <= 2 * math.sqrt(T) + 1
     # the triangle-inequality terms of the proof, from the summary: the integer grid steps
     # sum_t |i_t - j_t| equal a NumPy count on the full history, and are at most T (l1 <= T/m)
-    full = jcalib.play(f, nature, T, key)
+    full = jcalib.core.play(f, nature, T, key=key)
     steps = np.abs(np.rint(np.asarray(full.forecast, np.float64) * m).astype(np.int64)
                    - np.rint(np.asarray(full.info, np.float64) * m).astype(np.int64)).sum()
     assert int(s.info_steps) == steps <= T

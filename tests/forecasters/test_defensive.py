@@ -23,7 +23,7 @@ KEY = jax.random.key(0)
 def play_replays(f, ys):
     ys = np.asarray(ys)
     stacked = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *[Replay(y) for y in ys])
-    return eqx.filter_vmap(lambda n: jcalib.play(f, n, ys.shape[1], KEY))(stacked)
+    return eqx.filter_vmap(lambda n: jcalib.core.play(f, n, ys.shape[1], key=KEY))(stacked)
 
 
 def kernel_matrix(p, n_grid, bandwidth):
@@ -109,14 +109,14 @@ T_HYP = 64
 def test_guarantee_on_arbitrary_sequences(y):
     n_grid, bandwidth = 20, 0.1
     with jax.enable_x64(True):  # not the x64 fixture: hypothesis reruns the body, not fixtures
-        traj = jcalib.play(DefensiveForecaster(n_grid, bandwidth), Replay(y), T_HYP, KEY)
+        traj = jcalib.core.play(DefensiveForecaster(n_grid, bandwidth), Replay(y), T_HYP, key=KEY)
         check_guarantee(np.asarray(traj.forecast), y, n_grid, bandwidth, rtol=1e-9)  # float64 round-off
 
 
 @pytest.mark.parametrize("nature", [Contrarian(), MaxCalibrationError(20), RandomMixture(n_bins=20)], ids=lambda n: type(n).__name__)
 def test_guarantee_against_adaptive_natures(nature):
     T, n_grid, bandwidth = 400, 50, 0.1
-    traj = jcalib.play(DefensiveForecaster(n_grid, bandwidth), nature, T, jax.random.key(2))
+    traj = jcalib.core.play(DefensiveForecaster(n_grid, bandwidth), nature, T, key=jax.random.key(2))
     p, y = np.asarray(traj.forecast), np.asarray(traj.y)
     # 1e-4: float32 roots are zeros of Phi only up to round-off, |Phi(p_t)| r_t ~ 1e-6 per round
     check_guarantee(p, y, n_grid, bandwidth, rtol=1e-4)

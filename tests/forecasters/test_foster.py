@@ -73,7 +73,7 @@ def test_draws_follow_the_mixture():
 
 def mean_ece_rate(nature_for_k, T, n_seeds=8, seed=0):
     k = foster_bins(T)
-    s = jcalib.sweep(FosterRandomized(k), nature_for_k(k), T, jax.random.key(seed), n_seeds=n_seeds, record="summary")
+    s = jcalib.core.sweep(FosterRandomized(k), nature_for_k(k), T, key=jax.random.key(seed), n_seeds=n_seeds, record="summary")
     assert int(s.off_grid.sum()) == 0
     return np.mean([float(ece_from_counts(c, o, k)) for c, o in zip(s.counts[0], s.ones[0])]) / T
 

@@ -26,7 +26,7 @@ KEY = jax.random.key(0)
 def play_replays(f, ys):
     ys = np.asarray(ys)
     stacked = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *[Replay(y) for y in ys])
-    return eqx.filter_vmap(lambda n: jcalib.play(f, n, ys.shape[1], KEY))(stacked)
+    return eqx.filter_vmap(lambda n: jcalib.core.play(f, n, ys.shape[1], key=KEY))(stacked)
 
 
 def max_abs_deficit(judged, y, m):
@@ -68,7 +68,7 @@ T_HYP = 64
 @given(y=st.lists(st.integers(0, 1), min_size=T_HYP, max_size=T_HYP), m=st.sampled_from([1, 3, 8]))
 @settings(max_examples=40, deadline=None)
 def test_deficits_bounded_on_arbitrary_sequences(y, m):
-    traj = jcalib.play(GuptaRamdas(n_bins=m), Replay(y), T_HYP, KEY)
+    traj = jcalib.core.play(GuptaRamdas(n_bins=m), Replay(y), T_HYP, key=KEY)
     judged, p = np.asarray(traj.info), np.asarray(traj.forecast)
     assert max_abs_deficit(judged, y, m) <= 1  # every prefix, every grid point
     # the interval [p - 1/(2m), p + 1/(2m)] has the judged point as an endpoint
@@ -79,7 +79,7 @@ def test_deficits_bounded_on_arbitrary_sequences(y, m):
 @pytest.mark.parametrize("nature", [Contrarian(), MaxCalibrationError(n_bins=20), RandomMixture(n_bins=20)], ids=lambda n: type(n).__name__)
 def test_deficits_bounded_against_adaptive_natures(nature):
     T, m = 300, 10
-    trajs = jax.vmap(lambda k: jcalib.play(GuptaRamdas(n_bins=m), nature, T, k))(jax.random.split(KEY, 3))
+    trajs = jax.vmap(lambda k: jcalib.core.play(GuptaRamdas(n_bins=m), nature, T, key=k))(jax.random.split(KEY, 3))
     for judged, p, y in zip(np.asarray(trajs.info), np.asarray(trajs.forecast), np.asarray(trajs.y)):
         assert max_abs_deficit(judged, y, m) <= 1
         # Theorem 1's triangle inequality for the midpoints: sum |p - p~| = T/(2m) exactly,
@@ -94,10 +94,10 @@ def test_midpoints_distance_to_calibration(nature):
     T = 10_000
     f = GuptaRamdas.for_horizon(T)
     m = f.n_bins
-    s = jcalib.play(f, nature, T, jax.random.key(5), record="summary", grid=2 * m)
+    s = jcalib.core.play(f, nature, T, key=jax.random.key(5), record="summary", n_bins=2 * m)
     assert int(s.counts.sum()) == T and int(s.off_grid) == 0  # midpoints on the 2m grid (tolerance 1e-3)
     p, y, w = atoms_from_counts(s.counts, s.ones, 2 * m)
-    r = distance_to_calibration(p, y, w)
+    r = distance_to_calibration(p, y, sample_weight=w)
     assert r.lower <= r.upper <= T / (2 * m) + m + 1
 
 

@@ -44,7 +44,7 @@ def test_log_space_does_not_overflow():
 
 def test_parity_with_numpy_reference(x64):
     f = LeeMultiObjectiveMW(n_bins=6, learning_rate=0.2)
-    traj = jcalib.play(f, DistortedModel(slope=2.5, shift=0.5), 300, jax.random.key(2), record=jcalib.core.History(mixtures=True))
+    traj = jcalib.core.play(f, DistortedModel(slope=2.5, shift=0.5), 300, key=jax.random.key(2), record=jcalib.recorders.History(mixtures=True))
     idx, w = lee_run(np.asarray(traj.x), np.asarray(traj.y), 6, 0.2, brier, 2.0)
     sup = np.asarray(traj.public.support)
     np.testing.assert_array_equal(np.rint(sup[:, 0] * 6).astype(int), idx)
@@ -58,7 +58,7 @@ def test_mw_guarantee_on_adaptive_and_oblivious_natures():
     f = LeeMultiObjectiveMW.for_horizon(T)
     m, eta, C = f.n_bins, f.learning_rate, 2.0
     natures = [RecalibrationAdversary(m, alpha=a) for a in (0.0, 0.5, 1.0)]
-    s = jcalib.sweep(f, natures, T, jax.random.key(0), n_seeds=2, record=RecalibrationCounts(m))
+    s = jcalib.core.sweep(f, natures, T, key=jax.random.key(0), n_seeds=2, record=RecalibrationCounts(m))
     cal = np.asarray(jax.vmap(jax.vmap(lambda z: z.calibration()))(s))
     reg = np.asarray(jax.vmap(jax.vmap(lambda z: z.regret()))(s))
     ln_d = (m + 1) * math.log(2) + math.log1p(2.0 ** -(m + 1))

@@ -27,14 +27,14 @@ def test_running_frequency_bad_priors_raise(kw):
 
 
 def test_constant_forecasts_p():
-    traj = jcalib.play(Constant(0.25), Replay([1, 0, 1]), 3, KEY)
+    traj = jcalib.core.play(Constant(0.25), Replay([1, 0, 1]), 3, key=KEY)
     np.testing.assert_array_equal(np.asarray(traj.forecast), np.full(3, 0.25, np.float32))
 
 
 @pytest.mark.parametrize("a,b", [(1.0, 2.0), (0.0, 1.0), (0.5, 3.0)])
 def test_running_frequency_matches_formula(x64, a, b):
     y = np.random.default_rng(0).integers(0, 2, 50)
-    traj = jcalib.play(RunningFrequency(a, b), Replay(y), 50, KEY)
+    traj = jcalib.core.play(RunningFrequency(a, b), Replay(y), 50, key=KEY)
     ones_before = np.r_[0, np.cumsum(y)[:-1]]
     want = (ones_before + a) / (np.arange(50) + b)
     np.testing.assert_allclose(np.asarray(traj.forecast), want, rtol=1e-14)
@@ -43,15 +43,15 @@ def test_running_frequency_matches_formula(x64, a, b):
 def test_contrarian_defeats_the_constant():
     # y_t = 1 iff p_t < 1/2: the constant 1/2 sees y = 0 forever, ECE = T/2 exactly
     T = 200
-    traj = jcalib.play(Constant(0.5), Contrarian(), T, KEY)
+    traj = jcalib.core.play(Constant(0.5), Contrarian(), T, key=KEY)
     assert int(traj.y.sum()) == 0
     assert ece(np.asarray(traj.forecast), np.asarray(traj.y)) == T / 2
     # the running frequency oscillates around 1/2 and stays badly calibrated
-    traj = jcalib.play(RunningFrequency(), Contrarian(), T, KEY)
+    traj = jcalib.core.play(RunningFrequency(), Contrarian(), T, key=KEY)
     assert ece(np.asarray(traj.forecast), np.asarray(traj.y)) > 0.4 * T
 
 
 def test_for_horizon_defaults():
     assert Constant.for_horizon(10) == Constant()
     assert RunningFrequency.for_horizon(10) == RunningFrequency()
-    assert float(jnp.asarray(Constant().p)) == 0.5
+    assert float(jnp.asarray(Constant().value)) == 0.5

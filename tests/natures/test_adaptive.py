@@ -116,8 +116,8 @@ def test_random_mixture_one_hot_is_the_pure_nature(which):
     weights = dict(contrarian=0.0, max_error=0.0, bernoulli=0.0)
     weights[which] = 1.0
     mixed = RandomMixture(**weights, n_bins=m)
-    a = jcalib.play(f, pure, T, KEY)
-    b = jcalib.play(f, mixed, T, jax.random.key(7))
+    a = jcalib.core.play(f, pure, T, key=KEY)
+    b = jcalib.core.play(f, mixed, T, key=jax.random.key(7))
     np.testing.assert_array_equal(np.asarray(a.y), np.asarray(b.y))
 
 
@@ -125,7 +125,7 @@ def test_random_mixture_mode_frequencies():
     # against the constant 1/2 the contrarian says 0 and Bernoulli(1) says 1, so P(y = 1) is the
     # Bernoulli weight's share; the zero-weight max-error mode is never drawn
     nat = RandomMixture(contrarian=1.0, max_error=0.0, bernoulli=3.0, rate=1.0, n_bins=4)
-    y = np.asarray(jcalib.sweep(Constant(0.5), nat, 250, KEY, n_seeds=16).y)
+    y = np.asarray(jcalib.core.sweep(Constant(0.5), nat, 250, key=KEY, n_seeds=16).y)
     assert abs(y.mean() - 0.75) <= 5 * np.sqrt(0.75 * 0.25 / y.size)
 
 

@@ -19,7 +19,7 @@ def within(freq, p, n, sds=4.0):
 
 
 def play_many(nature, T=4000, seeds=8):
-    out = jcalib.sweep(Constant(0.5), nature, T, KEY, n_seeds=seeds)
+    out = jcalib.core.sweep(Constant(0.5), nature, T, key=KEY, n_seeds=seeds)
     return np.asarray(out.x).ravel(), np.asarray(out.y).ravel()
 
 
@@ -48,7 +48,7 @@ def test_distorted_model_is_calibrated_after_inverting_g(slope, shift):
 
 def test_drifting_model_bias_moves():
     nat = DriftingModel(-1.5, 1.5, 1000.0)
-    out = jcalib.sweep(Constant(0.5), nat, 2000, KEY, n_seeds=16)
+    out = jcalib.core.sweep(Constant(0.5), nat, 2000, key=KEY, n_seeds=16)
     x, y = np.asarray(out.x)[0], np.asarray(out.y)[0]  # axes (nature, seed, round)
     early, late = (x[:, :300] - y[:, :300]).mean(), (x[:, 1000:] - y[:, 1000:]).mean()
     assert early < -0.1 and late > 0.1  # under- then over-forecasting

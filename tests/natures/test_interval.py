@@ -40,7 +40,7 @@ def test_conformance_adversary():
 
 def test_iid_draws_follow_the_density():
     nat = IIDInterval.skewed(10)
-    traj = jcalib.play(kf(), nat, 4000, jax.random.key(0))
+    traj = jcalib.core.play(kf(), nat, 4000, key=jax.random.key(0))
     counts = np.bincount(np.minimum((np.asarray(traj.y) * 10).astype(int), 9), minlength=10) / 4000
     # 4 standard errors of a frequency from 4000 draws
     assert np.all(np.abs(counts - np.asarray(nat.probs)) <= 4 * np.sqrt(0.25 / 4000))

@@ -15,7 +15,7 @@ KEY = jax.random.key(0)
 def outcomes(natures, T, n_seeds):
     """(N, n_seeds, T) int outcomes of natures of one class against a constant forecaster, in
     one ``sweep`` (one compilation)."""
-    y = jcalib.sweep(Constant(0.5), natures, T, KEY, n_seeds=n_seeds).y
+    y = jcalib.core.sweep(Constant(0.5), natures, T, key=KEY, n_seeds=n_seeds).y
     assert y.dtype == jnp.int32
     y = np.asarray(y)
     assert set(np.unique(y).tolist()) <= {0, 1}
@@ -116,7 +116,7 @@ def test_replay_replays_and_wraps():
     seq = np.array([1, 0, 0, 1, 1], np.int64)
     r = Replay(seq)
     assert r.y.dtype == jnp.int32
-    traj = jcalib.play(Constant(0.5), r, 12, KEY)
+    traj = jcalib.core.play(Constant(0.5), r, 12, key=KEY)
     np.testing.assert_array_equal(np.asarray(traj.y), np.resize(seq, 12))
     assert Replay([True, False]).y.tolist() == [1, 0]
     assert Replay(np.array([1.0, 0.0])).y.tolist() == [1, 0]
@@ -144,7 +144,7 @@ def test_periodic_keeps_its_phase_at_large_t():
 def test_replay_with_contexts_and_real_outcomes():
     y = np.array([0.5, -1.0, 2.0])
     x = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
-    traj = jcalib.play(jcalib.forecasters.Constant(0.5), Replay(y, x, outcomes="real"), 4, jax.random.key(0))
+    traj = jcalib.core.play(jcalib.forecasters.Constant(0.5), Replay(y, x, outcomes="real"), 4, key=jax.random.key(0))
     np.testing.assert_allclose(traj.y, [0.5, -1.0, 2.0, 0.5])
     np.testing.assert_allclose(traj.x, x[[0, 1, 2, 0]])
     assert jnp.issubdtype(traj.y.dtype, jnp.floating)
@@ -171,7 +171,7 @@ def test_replay_bad_input_raises(make, match):
         (lambda: Drifting(horizon=[100.0, 200.0]), "horizon must be a real scalar"),  # changed the output shape
         (lambda: Drifting(start="0.2"), "start must be a real scalar"),
         (lambda: Periodic(amplitude=float("nan")), "amplitude must be finite"),
-        (lambda: Bernoulli(p=jnp.array([0.2, 0.4])), "p must be a scalar"),
+        (lambda: Bernoulli(prob=jnp.array([0.2, 0.4])), "prob must be a scalar"),
         (lambda: Markov(p01=1.5), r"p01 must be finite \(no NaN\) in \[0, 1\]"),
     ],
 )
@@ -182,5 +182,5 @@ def test_hyperparameters_are_checked(make, match):
 
 def test_stacked_hyperparameters_still_sweep():
     # concrete checks only: a sweep's stacked (traced) hyperparameters pass
-    traj = jcalib.sweep(Constant(0.5), [Drifting(horizon=10.0), Drifting(horizon=20.0)], 5, jax.random.key(0), n_seeds=1)
+    traj = jcalib.core.sweep(Constant(0.5), [Drifting(horizon=10.0), Drifting(horizon=20.0)], 5, key=jax.random.key(0), n_seeds=1)
     assert traj.y.shape[:2] == (2, 1)

@@ -41,7 +41,7 @@ def test_bias_is_the_negated_expected_calibration_vector():
     T, m = 500, 6
     f = ApproachabilityRecalibrator(n_bins=m, step_size=0.2)
     nat = RecalibrationAdversary(m, alpha=0.7, low=0.2, high=0.9)
-    traj = jcalib.play(f, nat, T, jax.random.key(0), record=jcalib.core.History(mixtures=True))
+    traj = jcalib.core.play(f, nat, T, key=jax.random.key(0), record=jcalib.recorders.History(mixtures=True))
     sup, w, y = np.asarray(traj.public.support), np.asarray(traj.public.probs), np.asarray(traj.y)
     bias = np.zeros(m + 1)
     np.add.at(bias, np.rint(sup * m).astype(int).ravel(), (w * (sup - y[:, None])).ravel())
@@ -58,7 +58,7 @@ def test_calibration_adversary_drives_a_constant_forecaster_to_error_one_half():
     side it is on: the adversary keeps the sign (ties: y = 0), so y = 0 throughout and the
     calibration error is 0.5, the most a forecast of 0.5 can have."""
     T = 2000
-    s = jcalib.sweep(Constant(0.5), [RecalibrationAdversary(10, alpha=1.0)], T, jax.random.key(0))
+    s = jcalib.core.sweep(Constant(0.5), [RecalibrationAdversary(10, alpha=1.0)], T, key=jax.random.key(0))
     assert float(jnp.mean(s.y)) == 0.0
 
 

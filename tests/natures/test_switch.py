@@ -17,8 +17,8 @@ def test_switch_member_equals_the_member_alone():
     f = AlmostOneStepAhead(n_bins=8)
     key = jax.random.key(3)
     for i, member in enumerate(MEMBERS):
-        via_switch = jcalib.play(f, Switch(MEMBERS, i), 50, key)
-        alone = jcalib.play(f, member, 50, key)
+        via_switch = jcalib.core.play(f, Switch(MEMBERS, i), 50, key=key)
+        alone = jcalib.core.play(f, member, 50, key=key)
         np.testing.assert_array_equal(via_switch.y, alone.y)
         np.testing.assert_array_equal(via_switch.forecast, alone.forecast)
 
@@ -26,10 +26,10 @@ def test_switch_member_equals_the_member_alone():
 def test_sweep_over_switch_indices_matches_per_class_sweeps():
     f = AlmostOneStepAhead(n_bins=8)
     key = jax.random.key(0)
-    together = jcalib.sweep(f, Switch.all_of(MEMBERS), 40, key, n_seeds=3)
+    together = jcalib.core.sweep(f, Switch.all_of(MEMBERS), 40, key=key, n_seeds=3)
     assert together.y.shape == (len(MEMBERS), 3, 40)
     for i, member in enumerate(MEMBERS):
-        alone = jcalib.sweep(f, member, 40, key, n_seeds=3)
+        alone = jcalib.core.sweep(f, member, 40, key=key, n_seeds=3)
         np.testing.assert_array_equal(together.y[i], alone.y[0])
 
 
@@ -39,7 +39,7 @@ def test_switch_compiles_once_for_every_index():
     @jax.jit
     @chex.assert_max_traces(n=1)
     def run(index, key):
-        return jcalib.play(f, Switch(MEMBERS, index), 20, key).y
+        return jcalib.core.play(f, Switch(MEMBERS, index), 20, key=key).y
 
     for i in range(len(MEMBERS)):
         run(np.int32(i), jax.random.key(i))
@@ -61,9 +61,9 @@ def test_traced_out_of_range_index_raises():
     f = AlmostOneStepAhead(n_bins=8)
 
     def run(i):
-        return jcalib.play(f, Switch(MEMBERS, i), 10, jax.random.key(0)).y
+        return jcalib.core.play(f, Switch(MEMBERS, i), 10, key=jax.random.key(0)).y
 
-    np.testing.assert_array_equal(jax.jit(run)(np.int32(1)), jcalib.play(f, MEMBERS[1], 10, jax.random.key(0)).y)
+    np.testing.assert_array_equal(jax.jit(run)(np.int32(1)), jcalib.core.play(f, MEMBERS[1], 10, key=jax.random.key(0)).y)
     for bad in (len(MEMBERS), -1):  # above and below the range: raised, not clipped
         with pytest.raises(Exception, match="out of range"):
             jax.block_until_ready(jax.jit(run)(np.int32(bad)))
@@ -76,13 +76,13 @@ def test_switch_over_natures_with_contexts():
     members = (TwoLevelModel(), DistortedModel(2.0))
     f = Partitioned(RunningFrequency(), 4, UniformCells(4))
     key = jax.random.key(1)
-    together = jcalib.sweep(f, Switch.all_of(members), 30, key, n_seeds=2)
+    together = jcalib.core.sweep(f, Switch.all_of(members), 30, key=key, n_seeds=2)
     for i, m in enumerate(members):
-        alone = jcalib.sweep(f, m, 30, key, n_seeds=2)
+        alone = jcalib.core.sweep(f, m, 30, key=key, n_seeds=2)
         np.testing.assert_array_equal(together.x[i], alone.x[0])
         np.testing.assert_array_equal(together.y[i], alone.y[0])
 
 
 def test_contexts_from_some_members_only_raise():
     with pytest.raises(ValueError, match="every member"):
-        jcalib.play(AlmostOneStepAhead(n_bins=4), Switch((Bernoulli(0.3), jcalib.natures.TwoLevelModel()), 0), 5, jax.random.key(0))
+        jcalib.core.play(AlmostOneStepAhead(n_bins=4), Switch((Bernoulli(0.3), jcalib.natures.TwoLevelModel()), 0), 5, key=jax.random.key(0))

@@ -25,9 +25,9 @@ import equinox as eqx
 import jax
 from jaxtyping import Array, Int
 
-from .types import Forecast, Trajectory
+from ..core.types import Forecast, Trajectory
 
-__all__ = ["AbstractRecorder", "History", "Round", "register_shorthand", "resolve_recorder"]
+__all__ = ["AbstractRecorder", "History", "Round", "register_shorthand"]
 
 
 class Round(NamedTuple):
@@ -121,26 +121,26 @@ class _Several(AbstractRecorder):
         return self._map(lambda r, s, o: r.finalise(s, o), state, outs)
 
 
-_SHORTHANDS: dict[str, Callable[..., AbstractRecorder]] = {"full": lambda forecaster, grid: History()}
+_SHORTHANDS: dict[str, Callable[..., AbstractRecorder]] = {"full": lambda forecaster, n_bins: History()}
 
 
 def register_shorthand(name: str, factory: Callable[..., AbstractRecorder]) -> None:
-    """Make ``record=name`` mean ``factory(forecaster, grid)`` in ``play`` and ``sweep``."""
+    """Make ``record=name`` mean ``factory(forecaster, n_bins)`` in ``play`` and ``sweep``."""
     _SHORTHANDS[name] = factory
 
 
-def resolve_recorder(record, forecaster, grid=None) -> AbstractRecorder:
+def resolve_recorder(record, forecaster, n_bins=None) -> AbstractRecorder:
     """The recorder that ``record=`` names (a recorder, a tuple/dict of them, or a shorthand)."""
     if isinstance(record, AbstractRecorder):
         return record
     if isinstance(record, str):
         if record not in _SHORTHANDS:
             raise ValueError(f"record must be a recorder or one of {sorted(_SHORTHANDS)}, got {record!r}")
-        return _SHORTHANDS[record](forecaster, grid)
+        return _SHORTHANDS[record](forecaster, n_bins)
     if isinstance(record, (tuple, list)):
-        return _Several(tuple(resolve_recorder(r, forecaster, grid) for r in record))
+        return _Several(tuple(resolve_recorder(r, forecaster, n_bins) for r in record))
     if isinstance(record, dict):
-        return _Several({k: resolve_recorder(r, forecaster, grid) for k, r in record.items()})
+        return _Several({k: resolve_recorder(r, forecaster, n_bins) for k, r in record.items()})
     raise ValueError(f"record must be a recorder, a tuple or dict of recorders, or a shorthand string; got {type(record).__name__}")
 
 

@@ -1,0 +1,61 @@
+r"""Paper 000's line-up of binary natures, sized for a horizon: oblivious streams, a replayed
+sequence and adaptive adversaries (the demo's and ``experiments/aosa_distance_bound.py``'s
+natures)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import PRNGKeyArray
+
+from .._validation import check_key, check_positive_int
+from ..core.types import AbstractNature
+from .adaptive import Contrarian, MaxCalibrationError, RandomMixture
+from .oblivious import Bernoulli, Drifting, Markov, Periodic, RegimeSwitch, Replay
+
+__all__ = ["binary_suite"]
+
+
+def binary_suite(T: int, n_bins: int, *, key: PRNGKeyArray) -> dict[str, AbstractNature]:
+    r"""Every binary nature, by display name, sized for horizon ``T``.
+
+    Four Bernoulli rates, a drift from 0.1 to 0.9 over ``T`` rounds, a periodic rate (period
+    ``T/10``), a sticky Markov chain, switches between three regimes, a replayed coin whose
+    rate follows $0.5 + 0.4\sin(t/50)$, and three adaptive adversaries that see each forecast:
+    the contrarian, the calibration-error maximiser and a random mixture of the two with i.i.d.
+    coins.
+
+    Args:
+        T: the horizon (a positive int).
+        n_bins: the grid the adaptive adversaries bucket forecasts on (e.g. AOSA's
+            ``n_bins``).
+        key: a JAX PRNG key (keyword-only, required): draws the replayed sequence.
+
+    Returns:
+        A dict of twelve natures, in the order above.
+
+    Example:
+        >>> import jax
+        >>> from jcalib.natures import binary_suite
+        >>> len(binary_suite(100, 10, key=jax.random.key(0)))
+        12
+    """
+    T = check_positive_int(T, "T")
+    n_bins = check_positive_int(n_bins, "n_bins")
+    key = check_key(key)
+    wave = 0.5 + 0.4 * jnp.sin(jnp.arange(T) / 50)
+    coin = jax.random.bernoulli(key, wave).astype(jnp.int32)
+    return {
+        "Bernoulli(0.1)": Bernoulli(0.1),
+        "Bernoulli(0.37)": Bernoulli(0.37),
+        "Bernoulli(0.5)": Bernoulli(0.5),
+        "Bernoulli(0.83)": Bernoulli(0.83),
+        "Drifting 0.1->0.9": Drifting(0.1, 0.9, T),
+        "Periodic": Periodic(0.5, 0.4, max(2, T // 10)),
+        "Markov": Markov(0.05, 0.1),
+        "Regime switch": RegimeSwitch(jnp.asarray([0.2, 0.8, 0.5]), 0.01),
+        "Replay (sine-modulated coin)": Replay(coin),
+        "Contrarian": Contrarian(),
+        "Max calibration error": MaxCalibrationError(n_bins=n_bins),
+        "Random mixture": RandomMixture(n_bins=n_bins),
+    }
