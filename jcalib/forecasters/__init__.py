@@ -17,6 +17,7 @@ from .gupta_ramdas import GuptaRamdas
 from .kuleshov_ermon import KuleshovErmon, SwapRegretCalibrated
 from .lee_mw import LeeMultiObjectiveMW, lee_weights
 from .partitioned import Partitioned, UniformCells
+from .suite import binary_suite
 from .trivial import Constant, RunningFrequency
 
 __all__: list[str] = [
@@ -36,6 +37,7 @@ __all__: list[str] = [
     "UniformCells",
     "aosa_bins",
     "aosa_bound",
+    "binary_suite",
     "foster_bins",
     "one_step_ahead",
     "ApproachabilityRecalibrator",
