@@ -1,4 +1,4 @@
-"""Almost-One-Step-Ahead throughput: ``jcalib.sweep`` against the baselines a researcher would
+"""Almost-One-Step-Ahead throughput: ``jcalib.core.sweep`` against the baselines a researcher would
 otherwise write, all measured in this one run.
 
 Rounds per second = B·T / wall time (median of repeats after a warm-up call; the
@@ -158,7 +158,7 @@ def main(argv=None):
         key = jax.random.key(B)
 
         def run_jax():
-            s = jcalib.sweep(f, nature, T, key, n_seeds=B, record="summary", progress=False)
+            s = jcalib.core.sweep(f, nature, T, key=key, n_seeds=B, record="summary", progress=False)
             jax.block_until_ready(s)
 
         # warm-up (the compile) first, then the implementations take turns in every repeat, so

@@ -1,4 +1,4 @@
-"""Approachability recalibrator (paper 001) throughput: ``jcalib.sweep`` against the baselines a
+"""Approachability recalibrator (paper 001) throughput: ``jcalib.core.sweep`` against the baselines a
 researcher would otherwise write, measured in one run on the same B runs of the same stream.
 
 - ``numba``: the per-sequence loop of Algorithm 1 compiled with numba (``pip install
@@ -64,7 +64,7 @@ def recalibrator_numpy(B: int, q_seq, y_seq, m: int, eta: float, Lam: float, eps
     Returns ``(theta, lam, cal, draws, hist)``: the final normals ``(B, m+1)`` and ``(B,)``, the
     calibration sums ``(B, m+1)``, the sum over rounds of each run's drawn forecast, and the
     histogram of (drawn grid point, outcome) pairs ``(B, 2(m+1))`` — the O(m) summary that
-    ``jcalib.sweep(..., record="summary")`` keeps (an O(1) update per round). The draw
+    ``jcalib.core.sweep(..., record="summary")`` keeps (an O(1) update per round). The draw
     is ``p_i`` if ``u < w`` else ``p_{i+1}`` with ``u`` from ``rng``, or from ``uniforms[t, b]``
     when given (``(T, B)``: the deterministic rule of the ``--check`` comparison).
     """
@@ -278,7 +278,7 @@ def check_numba(approach_numba, B: int = 8, T: int = 2000, seed: int = 7) -> str
     q_seq, y_seq = model_stream(T, rng)
     nb = 128  # not a batch size the timed runs use, so their compile time is not hidden by a cache hit
     got = approach_numba(q_seq, y_seq, m, eta, Lam, eps, nb, 3, np.zeros((0, 0)))[4].sum(0).reshape(m + 1, 2)
-    summ = jcalib.sweep(f, jcalib.natures.Replay(y_seq, x=q_seq), T, jax.random.key(3), n_seeds=nb,
+    summ = jcalib.core.sweep(f, jcalib.natures.Replay(y_seq, x=q_seq), T, key=jax.random.key(3), n_seeds=nb,
                         record="summary", progress=False)
     ref_counts = np.asarray(summ.counts).reshape(-1, m + 1).sum(0)
     ref_ones = np.asarray(summ.ones).reshape(-1, m + 1).sum(0)
@@ -289,7 +289,7 @@ def check_numba(approach_numba, B: int = 8, T: int = 2000, seed: int = 7) -> str
     z = float(np.max(np.abs(got.sum(1) - ref_counts) / np.sqrt(2 * np.maximum(ref_counts, 1))))
     return (f"check: numba == NumPy on {B} runs x T = {T} (m = {m}; same uniforms for the draws): "
             f"theta, lambda, calibration sums, summed draws and (forecast, outcome) histograms agree, max abs diff {worst:.1e}; "
-            f"jcalib.sweep vs numba on {nb} runs of one stream: pooled histograms within sampling noise (max |z| {z:.1f})")
+            f"jcalib.core.sweep vs numba on {nb} runs of one stream: pooled histograms within sampling noise (max |z| {z:.1f})")
 
 
 def main(argv=None):
@@ -331,7 +331,7 @@ def main(argv=None):
 
     def sweep(fc, nature):
         def run():
-            jax.block_until_ready(jcalib.sweep(fc, nature, T, jax.random.key(0), n_seeds=B, record="summary", progress=False))
+            jax.block_until_ready(jcalib.core.sweep(fc, nature, T, key=jax.random.key(0), n_seeds=B, record="summary", progress=False))
         return run
 
     # warm-ups (the compiles) first, then the implementations take turns in every repeat, so that
@@ -340,7 +340,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     run_jax()
     first = time.perf_counter() - t0
-    impls = {"jcalib.sweep": (run_jax, T)}
+    impls = {"jcalib.core.sweep": (run_jax, T)}
     if approach_numba is not None:
         no_u = np.zeros((0, 0))
         impls["numba"] = (lambda: approach_numba(q_seq, y_seq, m, eta, Lam, eps, B, 1, no_u), T)
@@ -354,8 +354,8 @@ def main(argv=None):
             fn()
             times[k].append(time.perf_counter() - t0)
     rate = {k: B * impls[k][1] / statistics.median(v) for k, v in times.items()}
-    t_jax = statistics.median(times["jcalib.sweep"])
-    rows = [("jcalib.sweep, replay", rate["jcalib.sweep"], first - t_jax)]
+    t_jax = statistics.median(times["jcalib.core.sweep"])
+    rows = [("jcalib.core.sweep, replay", rate["jcalib.core.sweep"], first - t_jax)]
     if "numba" in rate:
         rows.append(("numba per-sequence loop", rate["numba"], nb_compile))
     rows.append((f"NumPy (vectorised), {nT} rounds", rate["NumPy"], float("nan")))
@@ -373,7 +373,7 @@ def main(argv=None):
     print("-" * len(header))
     for name, r, c in rows:
         print(f"{name:<32} {r:>12.3e} {c:>10.2f}")
-    r_ours = rate["jcalib.sweep"]
+    r_ours = rate["jcalib.core.sweep"]
     nb = f"jcalib / numba = {r_ours / rate['numba']:.2f} (goal >= 0.5); " if "numba" in rate else ""
     print(f"{nb}jcalib / NumPy = {r_ours / rate['NumPy']:.1f}x (goal >= 10x); median of {args.repeats} "
           f"alternating repeats; compile s = first call minus the median (numba: its first call, on a tiny case)")

@@ -3,7 +3,7 @@
 ORCA as set up in the paper's experiments (50 bins, the experiment payoff: quantile + CRPS/MSE
 regret + moments) recalibrating an overconfident Gaussian expert. Measured in this one run:
 
-- ``jcalib.play`` for one stream and ``jcalib.sweep`` for B = 8 and B = 64 vmapped streams
+- ``jcalib.core.play`` for one stream and ``jcalib.core.sweep`` for B = 8 and B = 64 vmapped streams
   (with its default ``threads``: on a CPU the seeds split over the cores, the same program on
   each share), and B = 64 again with ``threads=1`` (one program for all 64);
 - the per-round Python loop a researcher would write: a jitted round (predict + outcome +
@@ -52,9 +52,9 @@ import time
 ROWS = (("loop", 1), ("play", 1), ("sweep", 8), ("sweep", 64), ("one", 64))
 NAMES = {
     "loop": "per-round Python loop of a jitted round",
-    "play": "jcalib.play (one scan)",
-    "sweep": "jcalib.sweep (vmapped, default threads)",
-    "one": "jcalib.sweep, threads=1 (one program)",
+    "play": "jcalib.core.play (one scan)",
+    "sweep": "jcalib.core.sweep (vmapped, default threads)",
+    "one": "jcalib.core.sweep, threads=1 (one program)",
 }
 
 
@@ -114,17 +114,17 @@ def measure(T: int, steps: int, repeats: int, rows=ROWS) -> dict:
     jcalib, f, nat = setup(steps)
     key = jax.random.key(0)
     out = {}
-    threads = "threads" in inspect.signature(jcalib.sweep).parameters  # older commits: one program always
+    threads = "threads" in inspect.signature(jcalib.core.sweep).parameters  # older commits: one program always
     for kind, B in rows:
         if kind == "one" and not threads:
             continue
         if kind == "loop":
             fn = python_loop(f, nat, T, key)
         elif kind == "play":
-            fn = lambda s: jcalib.play(f, nat, T, jax.random.fold_in(key, s)).y  # noqa: E731
+            fn = lambda s: jcalib.core.play(f, nat, T, key=jax.random.fold_in(key, s)).y  # noqa: E731
         else:
             kw = {"threads": 1} if kind == "one" else {}
-            fn = lambda s, B=B, kw=kw: jcalib.sweep(f, nat, T, jax.random.fold_in(key, s), n_seeds=B, **kw).y  # noqa: E731
+            fn = lambda s, B=B, kw=kw: jcalib.core.sweep(f, nat, T, key=jax.random.fold_in(key, s), n_seeds=B, **kw).y  # noqa: E731
         c, w = timed(fn, repeats)
         out[f"{kind}:{B}"] = (c, w, B * T / w)
         print(f"  {kind} B = {B}: compile + 1st {c:.1f} s, {B * T / w:.1f} rounds/s", file=sys.stderr, flush=True)
@@ -142,7 +142,7 @@ def forecasts(T: int, steps: int, B: int = FORECAST_STREAMS) -> dict:
     import numpy as np
 
     jcalib, f, nat = setup(steps)
-    traj = jcalib.sweep(f, nat, T, jax.random.key(0), n_seeds=B, threads=1)
+    traj = jcalib.core.sweep(f, nat, T, key=jax.random.key(0), n_seeds=B, threads=1)
     leaves = {"forecast": traj.forecast, "certificate": traj.certificate}
     return {k: [np.asarray(x, np.float64) for x in jax.tree_util.tree_leaves(v)] for k, v in leaves.items()}
 
@@ -312,8 +312,8 @@ def main(argv=None):
     if args.paper:
         jcalib, f, nat = setup(args.steps)
         t0 = time.perf_counter()
-        jax.block_until_ready(jcalib.sweep(f, nat, 1000,
-                                           jax.random.key(0), n_seeds=8).y)
+        jax.block_until_ready(jcalib.core.sweep(f, nat, 1000,
+                                           key=jax.random.key(0), n_seeds=8).y)
         print(f"measured in full (compile included): {time.perf_counter() - t0:.0f} s")
 
 

@@ -44,7 +44,8 @@ import numpy as np
 from _timing import profile_ops, timed  # benchmarks/ is on sys.path when a script here runs
 
 import jcalib
-from jcalib.core import AbstractRecorder, Forecast
+from jcalib.core import Forecast
+from jcalib.recorders import AbstractRecorder
 from jcalib._grid import grid_points
 from jcalib.forecasters.aosa import AlmostOneStepAhead
 
@@ -97,7 +98,7 @@ def main(argv=None):
         seeds = 1 if isinstance(n, list) else B
 
         def run():
-            jax.block_until_ready(jcalib.sweep(f, n, T, key, n_seeds=seeds, record=rec, progress=False))
+            jax.block_until_ready(jcalib.core.sweep(f, n, T, key=key, n_seeds=seeds, record=rec, progress=False))
 
         t = timed(run)[1]
         print(f"{name:48s} {B * T / t:10.3e} {t * 1e6 / T:8.1f}")
@@ -135,7 +136,7 @@ def trace(f, nature, B, T, key, top=25):
     """Per-operation wall times of one sweep, from the JAX profiler's trace of the XLA thunks."""
 
     def run():
-        jax.block_until_ready(jcalib.sweep(f, nature, T, key, n_seeds=B, record="summary", progress=False))
+        jax.block_until_ready(jcalib.core.sweep(f, nature, T, key=key, n_seeds=B, record="summary", progress=False))
 
     profile_ops(run, f"one sweep (B = {B}, T = {T})", top)
 
@@ -166,7 +167,7 @@ def approachability(B, T, with_trace):
     }
 
     def runner(fc, rec):
-        return lambda: jax.block_until_ready(jcalib.sweep(fc, replay, T, key, n_seeds=B, record=rec, progress=False))
+        return lambda: jax.block_until_ready(jcalib.core.sweep(fc, replay, T, key=key, n_seeds=B, record=rec, progress=False))
 
     runs = {k: runner(*v) for k, v in variants.items()}
     for r in runs.values():

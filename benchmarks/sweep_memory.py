@@ -1,6 +1,6 @@
 """Peak memory of a sweep over replayed sequences × seeds: shared data vs a copy per batch element.
 
-``jcalib.sweep`` vmaps over natures and seeds with nested vmaps, so a ``Replay`` of length T is
+``jcalib.core.sweep`` vmaps over natures and seeds with nested vmaps, so a ``Replay`` of length T is
 stored once per nature, not once per (nature, seed). The baseline measured in the same run is
 what a flat batch that copies every array leaf into each element costs: the same sweep with the
 replays repeated per seed (N·S natures, one seed each), which holds N·S copies of the sequence
@@ -29,9 +29,9 @@ f = jcalib.forecasters.AlmostOneStepAhead.for_horizon(T)
 key = jax.random.key(0)
 t0 = time.perf_counter()
 if mode == "shared":
-    out = jcalib.sweep(f, [jcalib.natures.Replay(y) for y in ys], T, key, n_seeds=S, record="summary")
+    out = jcalib.core.sweep(f, [jcalib.natures.Replay(y) for y in ys], T, key=key, n_seeds=S, record="summary")
 else:  # a copy of every sequence per (nature, seed), as a flat batch stores it
-    out = jcalib.sweep(f, [jcalib.natures.Replay(y) for y in ys for _ in range(S)], T, key, n_seeds=1, record="summary")
+    out = jcalib.core.sweep(f, [jcalib.natures.Replay(y) for y in ys for _ in range(S)], T, key=key, n_seeds=1, record="summary")
 jax.block_until_ready(out)
 print(json.dumps({"mode": mode, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "seconds": time.perf_counter() - t0}))

@@ -47,7 +47,7 @@ def theorem_43(T, out):
         f = BlackwellForecaster.from_oracle(oracle)
         nat = HalfSpaceAdversary(f.payoff, n_grid=101, lo=1e-3, context_value=x)
         t0 = time.perf_counter()
-        traj = jcalib.play(f, nat, T, jax.random.key(0), record=jcalib.History(mixtures=True))
+        traj = jcalib.core.play(f, nat, T, key=jax.random.key(0), record=jcalib.recorders.History(mixtures=True))
         pub = traj.public if traj.public is not None else traj.forecast
         pis = np.asarray(jax.vmap(lambda p, y: f.payoff(x, p, y))(pub, traj.y), np.float64)
         path = np.sum(np.cumsum(pis, 0) ** 2, 1) / np.arange(1, T + 1)
@@ -62,7 +62,7 @@ def orca_recalibration(T, steps, out):
     f = ORCA(n_steps=steps)
     nat = OverconfidentGaussian()
     t0 = time.perf_counter()
-    traj = jcalib.play(f, nat, T, jax.random.key(0))
+    traj = jcalib.core.play(f, nat, T, key=jax.random.key(0))
     wall = time.perf_counter() - t0
     E = f.edges
     pit = lambda probs, y: np.asarray(jax.vmap(lambda p, yy: PiecewiseConstant(p, E).cdf(yy))(probs, y))  # noqa: E731

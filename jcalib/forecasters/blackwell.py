@@ -62,7 +62,7 @@ class BlackwellForecaster(AbstractForecaster):
         >>> import jax, jcalib
         >>> from jcalib.payoffs import KakadeFoster
         >>> f = BlackwellForecaster.from_oracle(KakadeFoster(10))
-        >>> traj = jcalib.play(f, jcalib.natures.Contrarian(), 500, jax.random.key(0))
+        >>> traj = jcalib.core.play(f, jcalib.natures.Contrarian(), 500, key=jax.random.key(0))
         >>> bool((traj.certificate <= 1e-6).all())
         True
 

@@ -33,7 +33,7 @@ def payoff_path(f, traj, x=None):
 
 
 def run(f, nature, T, seed=0):
-    return jcalib.play(f, nature, T, jax.random.key(seed), record=jcalib.History(mixtures=True))
+    return jcalib.core.play(f, nature, T, key=jax.random.key(seed), record=jcalib.recorders.History(mixtures=True))
 
 
 THEOREM_CASES = {
@@ -131,7 +131,7 @@ def test_parity_with_numpy_loop(x64):
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 300)
     f = BlackwellForecaster.from_oracle(KakadeFoster(7))
-    traj = jcalib.play(f, jcalib.natures.Replay(jnp.asarray(y, jnp.int32)), 300, jax.random.key(0))
+    traj = jcalib.core.play(f, jcalib.natures.Replay(jnp.asarray(y, jnp.int32)), 300, key=jax.random.key(0))
     forecasts, certs, means = kakade_foster_run(y, 7)
     np.testing.assert_allclose(np.asarray(traj.forecast), forecasts, atol=1e-12)
     np.testing.assert_allclose(np.asarray(traj.certificate), certs, atol=1e-12)
@@ -171,7 +171,7 @@ def test_theorem_5_2_per_cell_recalibration(x64):
     inner = BlackwellForecaster.from_oracle(KakadeFoster(m))
     f = Partitioned(inner, n_cells, UniformCells(n_cells))
     nat = DistortedModel(slope=2.5, shift=0.5)
-    traj = jcalib.play(f, nat, T, jax.random.key(3))
+    traj = jcalib.core.play(f, nat, T, key=jax.random.key(3))
     q, p, y = (np.asarray(a, np.float64) for a in (traj.x, traj.forecast, traj.y))
     cells = np.minimum((q * n_cells).astype(int), n_cells - 1)
     worst_cal = 0.0

@@ -18,11 +18,11 @@ def test_each_cell_plays_the_inner_forecaster_on_its_own_rounds():
     q = rng.random(T)
     y = rng.integers(0, 2, T)
     inner = AlmostOneStepAhead(n_bins=6)
-    traj = jcalib.play(Partitioned(inner, n, UniformCells(n)), Replay(y, q), T, KEY)
+    traj = jcalib.core.play(Partitioned(inner, n, UniformCells(n)), Replay(y, q), T, key=KEY)
     cells = np.minimum((q * n).astype(int), n - 1)
     for c in range(n):
         sel = cells == c
-        alone = jcalib.play(inner, Replay(y[sel]), int(sel.sum()), KEY)  # AOSA ignores keys
+        alone = jcalib.core.play(inner, Replay(y[sel]), int(sel.sum()), key=KEY)  # AOSA ignores keys
         np.testing.assert_array_equal(np.asarray(traj.forecast)[sel], np.asarray(alone.forecast))
         np.testing.assert_array_equal(np.asarray(traj.info)[sel], np.asarray(alone.info))
 
@@ -31,7 +31,7 @@ def test_per_cell_running_frequency_recovers_the_truth():
     """A running frequency per cell of q learns the calibrated map of a distorted model."""
     nat = DistortedModel(3.0, 0.0)
     f = Partitioned(RunningFrequency(), 10, UniformCells(10))
-    traj = jcalib.play(f, nat, 20_000, KEY)
+    traj = jcalib.core.play(f, nat, 20_000, key=KEY)
     x, p, y = (np.asarray(a)[-5000:] for a in (traj.x, traj.forecast, traj.y))
     # per cell the forecast is the cell's frequency of ones so far: calibrated within cells
     for c in range(10):
@@ -67,11 +67,11 @@ def test_out_of_range_cells_and_missing_contexts_are_refused():
         f.predict(state, 0.5, jax.random.key(1))
     nature = Replay(jnp.array([0, 1, 1]), jnp.array([0.2, 0.5, 0.9]))
     with pytest.raises(Exception, match=r"outside \[0, 3\)"):
-        jax.block_until_ready(jcalib.play(f, nature, 3, jax.random.key(0)).y)
+        jax.block_until_ready(jcalib.core.play(f, nature, 3, key=jax.random.key(0)).y)
     # a nature with no context: refused when play traces the round
     g = Partitioned(RunningFrequency(), 3, UniformCells(3))
     with pytest.raises(ValueError, match="has no context"):
-        jcalib.play(g, jcalib.natures.Bernoulli(0.5), 3, jax.random.key(0))
+        jcalib.core.play(g, jcalib.natures.Bernoulli(0.5), 3, key=jax.random.key(0))
     with pytest.raises(ValueError, match="integer scalar"):
         Partitioned(RunningFrequency(), 3, lambda x: x).predict(state, 0.5, jax.random.key(1))
     assert Partitioned(RunningFrequency(), np.int64(3), UniformCells(np.int64(3))).n_cells == 3
