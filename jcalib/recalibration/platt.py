@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._validation import as_int, check_multiclass_inputs, check_positive_int, check_simplex_probs
+from .._validation import as_int, check_multiclass_inputs, check_positive_int
 from ._one_vs_rest import apply_one_vs_rest, check_one_vs_rest_probs, fit_logistic, fit_one_vs_rest, log_features
 from .base import AbstractFittedRecalibrator, AbstractRecalibrator
 

@@ -6,7 +6,6 @@ theirs); conformance (jit, vmap over bootstrap refits, no retrace); the adapter 
 import doctest
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from reference import beta_one_parameter as ref_a

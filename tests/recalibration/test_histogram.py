@@ -6,8 +6,6 @@ conformance (jit, vmap over bootstrap refits, no retrace); the adapter and bad i
 
 import doctest
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from reference import bins as bins_ref

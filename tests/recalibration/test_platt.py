@@ -6,8 +6,6 @@ fit never raises the calibration NLL above the identity map's; the adapter and b
 import doctest
 
 import chex
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from reference import classifier_recalibration as ref

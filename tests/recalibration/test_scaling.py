@@ -7,7 +7,6 @@ float32 against float64 on Gaussian naive Bayes's digits probabilities (exact ze
 against the ODIR optimum found by Newton's method."""
 
 import doctest
-import functools
 
 import chex
 import jax
