@@ -21,6 +21,9 @@ UNCOVERED = {
     "recalibration.FittedDecisionCalibration": "a fitted map (built by fit)",
     "recalibration.FittedKernelCalibration": "a fitted map (built by fit)",
     "recalibration.TheoremAuditor": "built by projected_smooth_auditor / sigmoid_auditor",
+    "metrics.partition_search": "the search kernel over residuals and weights (its callers validate)",
+    "metrics.decision_objective": "Eq. (8)/(9) of one witness over residuals and weights (its callers validate)",
+    "metrics.partition_weights": "the cells of one witness (its callers validate)",
     **{f"recalibration.Fitted{m}": "a fitted map (built by fit)" for m in (
         "TemperatureScaling", "VectorScaling", "MatrixScaling", "DirichletCalibration", "PlattScaling",
         "BetaCalibration", "HistogramBinning", "IsotonicCalibration")},

@@ -3,8 +3,12 @@
 from .decision import (
     DecisionCalibrationResult,
     DecisionLossGapResult,
+    SearchResult,
     decision_calibration_error,
     decision_loss_gap,
+    decision_objective,
+    partition_search,
+    partition_weights,
 )
 from .binary import (
     PrecisionWarning,
@@ -62,8 +66,12 @@ from .regression import (
 __all__: list[str] = [
     "DecisionCalibrationResult",
     "DecisionLossGapResult",
+    "SearchResult",
     "decision_calibration_error",
     "decision_loss_gap",
+    "decision_objective",
+    "partition_search",
+    "partition_weights",
     "PrecisionWarning",
     "ace",
     "bin_index",

@@ -67,7 +67,6 @@ __all__ = [
     "decision_calibration_error",
     "decision_loss_gap",
     "decision_objective",
-    "family_values",
     "partition_weights",
     "partition_search",
 ]
@@ -232,7 +231,6 @@ def family_values(
     return SearchResult(ws, soft, hard)
 
 
-@partial(jax.jit, static_argnames=("n_actions",))
 def partition_search(
     probs: Float[Array, "N C"],
     residual: Float[Array, "N C"],
@@ -277,7 +275,16 @@ def partition_search(
 
     Returns:
         :class:`SearchResult` with every restart's final witness and its soft and hard values.
+
+    Raises:
+        TypeError: a key that is not a PRNG key (``None`` only with ``init``).
     """
+    check_key(key, optional=init is not None)
+    return _partition_search(probs, residual, weights, action_mask, init, key, n_actions=n_actions, search=search)
+
+
+@partial(jax.jit, static_argnames=("n_actions",))
+def _partition_search(probs, residual, weights, action_mask, init, key, *, n_actions, search):
     n_classes = probs.shape[1]
     learning_rate = jnp.asarray(search.learning_rate, probs.dtype)
     scale = jnp.asarray(search.scale, probs.dtype)

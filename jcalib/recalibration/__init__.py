@@ -1,6 +1,6 @@
 """jcalib.recalibration"""
 
-from .decision import DecisionCalibration, FittedDecisionCalibration
+from .decision import DecisionCalibration, FittedDecisionCalibration, StageInfo
 from .kernel import (
     FittedKernelCalibration,
     KernelCalibration,
@@ -51,6 +51,7 @@ __all__: list[str] = [
     "FittedQuantileRecalibration",
     "DecisionCalibration",
     "FittedDecisionCalibration",
+    "StageInfo",
     "FittedKernelCalibration",
     "KernelCalibration",
     "TheoremAuditor",

@@ -339,6 +339,9 @@ def test_keys_are_required_and_keyword_only(key):
     for f in (decision_calibration_error, decision_loss_gap):
         with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
             f(_GOOD_P, _GOOD_Y, key=key)
+    resid = np.eye(2)[_GOOD_Y] - _GOOD_P
+    with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
+        partition_search(_GOOD_P, resid, np.full(3, 1 / 3), key=key, n_actions=2, search=PartitionSearch(1, 2))
     with pytest.raises(TypeError):
         decision_calibration_error(_GOOD_P, _GOOD_Y, 2, K0)  # no fourth positional argument
     with pytest.raises(TypeError):
