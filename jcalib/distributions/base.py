@@ -95,7 +95,7 @@ class AbstractDistribution(eqx.Module):
         raise NotImplementedError  # abstract
 
     @abc.abstractmethod
-    def sample(self, key: PRNGKeyArray, shape: tuple[int, ...] = ()) -> Float[Array, "..."]:
+    def sample(self, shape: tuple[int, ...] = (), *, key: PRNGKeyArray) -> Float[Array, "..."]:
         raise NotImplementedError  # abstract
 
     def prob(self, y: ArrayLike) -> Float[Array, "..."]:

@@ -26,7 +26,7 @@ import numpy as np
 from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._validation import as_float_array
+from .._validation import as_float_array, check_key
 from .base import AbstractDistribution, _check_static_int, _jit
 from .piecewise import PiecewiseConstant, check_edges
 
@@ -158,9 +158,9 @@ class Gaussian(AbstractDistribution):
         z = self._z(y)
         return -0.5 * z**2 - jnp.log(jnp.broadcast_to(self.scale, z.shape)) - _LOG_SQRT_2PI
 
-    def sample(self, key: PRNGKeyArray, shape: tuple[int, ...] = ()) -> Float[Array, "..."]:
+    def sample(self, shape: tuple[int, ...] = (), *, key: PRNGKeyArray) -> Float[Array, "..."]:
         """Draws of shape ``shape + batch_shape`` (reparameterised: $\\mu + \\sigma\\varepsilon$)."""
-        eps = jax.random.normal(key, tuple(shape) + self.batch_shape, self.dtype)
+        eps = jax.random.normal(check_key(key), tuple(shape) + self.batch_shape, self.dtype)
         return jnp.broadcast_to(self.loc, eps.shape) + jnp.broadcast_to(self.scale, eps.shape) * eps
 
     def entropy(self) -> Float[Array, "..."]:

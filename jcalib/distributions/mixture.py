@@ -37,7 +37,7 @@ import numpy as np
 from jax.scipy.special import ndtr
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._validation import as_float_array
+from .._validation import as_float_array, check_key
 from ..core.types import Mixture
 from .base import AbstractDistribution, _check_static_int, _jit
 from .gaussian import Gaussian
@@ -250,11 +250,11 @@ class MixtureDistribution(AbstractDistribution):
         out = jnp.where(ok, jnp.clip(newton, lo0, hi0), q)
         return jnp.where((alpha >= 0) & (alpha <= 1), out, jnp.nan)
 
-    def sample(self, key: PRNGKeyArray, shape: tuple[int, ...] = ()) -> Float[Array, "..."]:
+    def sample(self, shape: tuple[int, ...] = (), *, key: PRNGKeyArray) -> Float[Array, "..."]:
         """Draws of shape ``shape + batch_shape``: a component by ``weights``, then a draw from it."""
-        k_comp, k_draw = jax.random.split(key)
+        k_comp, k_draw = jax.random.split(check_key(key))
         shape = tuple(shape)
-        draws = self.components.sample(k_draw, shape)  # shape + (k,) + batch
+        draws = self.components.sample(shape, key=k_draw)  # shape + (k,) + batch
         logw = jnp.log(self.weights)
         idx = jax.random.categorical(k_comp, logw, shape=shape + self.batch_shape)
         idx = jnp.expand_dims(idx, len(shape))

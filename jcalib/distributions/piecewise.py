@@ -61,7 +61,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._validation import as_float_array
+from .._validation import as_float_array, check_key
 from .base import AbstractDistribution, _batched, _check_static_int, _jit
 
 __all__ = ["PiecewiseConstant", "uniform_edges", "check_edges", "probs_atol"]
@@ -573,12 +573,12 @@ class PiecewiseConstant(AbstractDistribution):
         ok = (y >= self.low) & (y <= self.high) & (p_i > 0)
         return jnp.where(ok, jnp.log(jnp.where(ok, p_i, 1)) - jnp.log(w_i), -jnp.inf)
 
-    def sample(self, key: PRNGKeyArray, shape: tuple[int, ...] = ()) -> Float[Array, "..."]:
+    def sample(self, shape: tuple[int, ...] = (), *, key: PRNGKeyArray) -> Float[Array, "..."]:
         """Draws of shape ``shape + batch_shape`` by inversion, ``quantile(U)``, $U \\sim U[0, 1)$.
 
         Reparameterised: the draws are differentiable in the masses.
         """
-        u = jax.random.uniform(key, tuple(shape) + self.batch_shape, self.dtype)
+        u = jax.random.uniform(check_key(key), tuple(shape) + self.batch_shape, self.dtype)
         return self.quantile(u)
 
     @_jit

@@ -93,10 +93,10 @@ def test_to_piecewise_far_tail_precision(x64):
 
 def test_sampling_ks():
     g = Gaussian(jnp.float32(0.5), jnp.float32(2.0))
-    x = np.asarray(g.sample(jax.random.key(0), (20000,)), np.float64)
+    x = np.asarray(g.sample((20000,), key=jax.random.key(0)), np.float64)
     # fixed key; 1e-3 is far below what a correct sampler gives with any key but catches a wrong scale
     assert scipy.stats.kstest(x, scipy.stats.norm(0.5, 2.0).cdf).pvalue > 1e-3
-    assert g.sample(jax.random.key(0), (3, 2)).shape == (3, 2)
+    assert g.sample((3, 2), key=jax.random.key(0)).shape == (3, 2)
 
 
 def test_broadcasting_dtypes_and_vmap():

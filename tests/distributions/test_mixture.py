@@ -133,13 +133,13 @@ def test_gaussian_mixture_to_piecewise_averages_binned_components(x64):
 
 def test_sampling_ks():
     m = MixtureDistribution(Gaussian(jnp.asarray(LOC, jnp.float32), jnp.asarray(SCALE, jnp.float32)), jnp.asarray(W, jnp.float32))
-    x = np.asarray(m.sample(jax.random.key(1), (20000,)), np.float64)
+    x = np.asarray(m.sample((20000,), key=jax.random.key(1)), np.float64)
     F = _ref_cdf()
     # fixed key; a correct sampler passes at 1e-3 with overwhelming probability
     assert scipy.stats.kstest(x, F).pvalue > 1e-3
     edges = uniform_edges(6)
     mp = MixtureDistribution(PiecewiseConstant(jnp.eye(6)[:2], edges), jnp.asarray([0.25, 0.75]))
-    xp = np.asarray(mp.sample(jax.random.key(2), (4000,)))
+    xp = np.asarray(mp.sample((4000,), key=jax.random.key(2)))
     # every draw is in the first two bins, about a quarter in the first
     assert np.all(xp < 2 / 6 + 1e-6) and abs(np.mean(xp < 1 / 6) - 0.25) < 0.03  # 4.4 standard errors
 
@@ -151,7 +151,7 @@ def test_batched_components_jit_and_vmap():
     m = MixtureDistribution(g, jnp.asarray(W, jnp.float32))
     ys = jnp.linspace(-0.5, 0.5, 5)
     assert m.batch_shape == (5,) and m.cdf(ys).shape == (5,) and m.crps(ys).shape == (5,)
-    assert m.quantile(0.3).shape == (5,) and m.sample(jax.random.key(0), (7,)).shape == (7, 5)
+    assert m.quantile(0.3).shape == (5,) and m.sample((7,), key=jax.random.key(0)).shape == (7, 5)
     per = jax.jit(jax.vmap(lambda l, y: MixtureDistribution(Gaussian(l, jnp.full((3,), 0.5)), jnp.asarray(W, jnp.float32)).crps(y)))(
         locs.T, ys
     )

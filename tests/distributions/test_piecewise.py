@@ -195,7 +195,7 @@ def test_sampling_matches_cdf_ks():
     p, edges = _random_density(6, zero_bins=(1,))
     d = PiecewiseConstant(jnp.asarray(p, jnp.float32), edges)
     n = 20000
-    x = np.sort(np.asarray(d.sample(jax.random.key(3), (n,)), np.float64))
+    x = np.sort(np.asarray(d.sample((n,), key=jax.random.key(3)), np.float64))
     F = np.asarray(d.cdf(jnp.asarray(x, jnp.float32)), np.float64)
     ks = max(np.max(np.arange(1, n + 1) / n - F), np.max(F - np.arange(n) / n))
     # Kolmogorov's 0.1% critical value 1.95/√n (fixed key, so the test is deterministic)
@@ -268,7 +268,7 @@ def test_core_mixture_of_densities_is_the_mixture_density():
     np.testing.assert_allclose(mix.cdf(ys), weighted, atol=1e-6)
     np.testing.assert_allclose(mix.mean(), sum(w[k] * comps[k].mean() for k in range(3)), atol=1e-6)
     # a draw from the Mixture is one of the components
-    drawn = Mixture(support=stacked, probs=w).sample(jax.random.key(0))
+    drawn = Mixture(support=stacked, probs=w).sample(key=jax.random.key(0))
     assert any(bool(jnp.all(drawn.probs == c.probs)) for c in comps)
 
 
