@@ -3,8 +3,9 @@ r"""Binned ECE and smooth ECE at any $n$: histograms on a fixed grid, folded in 
 Both metrics depend on the data only through sums over a fixed partition of $[0, 1]$, so a
 stream of predictions can be summarised in $O(\text{grid})$ memory and the metric read off at
 the end (or at any time). Each accumulator is a small equinox module with three pure
-functions, ``init() -> state``, ``update(state, probs, labels[, sample_weight]) -> state``
-and ``result(state) -> metric``, all jit- and vmap-able; ``update`` is a ``segment_sum``.
+functions in the library's accumulator vocabulary (the recorders' words), ``init() -> state``,
+``step(state, probs, labels, *, sample_weight=None) -> state`` and ``finalise(state) -> metric``,
+all jit- and vmap-able; ``step`` is a ``segment_sum``.
 
 Sums are kept with Neumaier's compensated summation (a running total and its round-off per
 cell), so float32 state holds about twice float32's precision: $10^9$ predictions fed in
@@ -12,12 +13,12 @@ chunks lose no more than a few float32 ulps of the total, instead of all signifi
 $2^{24}$ rounds.
 
 * :class:`StreamingBinnedECE` keeps, per uniform bin, the weight, $\sum w p$ and $\sum w y$;
-  its result equals :func:`jcalib.metrics.binned_ece` (``strategy="uniform"``) on the
+  its final value equals :func:`jcalib.metrics.binned_ece` (``strategy="uniform"``) on the
   concatenated data, to float round-off (same bins: :func:`~jcalib.metrics.binary` 's
   bin rule).
 * :class:`StreamingSmoothECE` splits each forecast's weight linearly between its two
   neighbours on the grid $\{j/(G-1)\}$ (relplot's own discretisation step, done once, at
-  resolution $G$), separately for $y = 0$ and $y = 1$; its result is
+  resolution $G$), separately for $y = 0$ and $y = 1$; its final value is
   :func:`jcalib.metrics.smooth_ece` of the $2G$ weighted grid points, i.e. the smooth ECE of
   the data rounded to the grid. Forecasts on the grid are reproduced exactly; others move by
   at most $1/(2(G-1))$, a change of the smooth ECE of the same order (Błasiok–Nakkiran's
@@ -78,8 +79,9 @@ def _inputs(state, probs, labels, sample_weight):
     return p.astype(dt), y.astype(dt), w.astype(dt)
 
 
-class _Accumulator(eqx.Module):
-    """``init`` and ``update`` shared by the accumulators; subclasses say what a chunk adds."""
+class _AbstractAccumulator(eqx.Module):
+    """``init`` and ``step`` shared by the accumulators; subclasses say what a chunk adds and
+    implement ``finalise``."""
 
     _rows = 0
 
@@ -96,49 +98,55 @@ class _Accumulator(eqx.Module):
         """Empty sums (in ``dtype``, default: JAX's default float)."""
         return _init(self._rows, self._cells(), dtype)
 
-    def update(
+    def step(
         self,
         state: HistogramState,
         probs: Float[Array, " n"],
         labels: Int[Array, " n"],
+        *,
         sample_weight: Float[Array, " n"] | None = None,
     ) -> HistogramState:
         """Fold a chunk of forecasts, outcomes and optional weights into the state."""
-        return _update(self, state, *_inputs(state, probs, labels, sample_weight))
+        return _step(self, state, *_inputs(state, probs, labels, sample_weight))
+
+    @abc.abstractmethod
+    def finalise(self, state: HistogramState) -> Float[Array, ""]:
+        """The metric of everything folded in so far."""
+        raise NotImplementedError  # abstract
 
 
 @eqx.filter_jit
-def _update(acc, state, p, y, w):
+def _step(acc, state, p, y, w):
     return _fold(state, acc._sums(p, y, w))
 
 
-class StreamingBinnedECE(_Accumulator):
+class StreamingBinnedECE(_AbstractAccumulator):
     r"""Binned ECE (uniform bins) accumulated over chunks; **normalised** like :func:`binned_ece`.
 
-    State rows: bin weight $W_b$, $\sum_{i\in b} w_i p_i$, $\sum_{i \in b} w_i y_i$. Result
-    $\big(\sum_b \frac{W_b}{W} |\bar p_b - \bar y_b|^p\big)^{1/p}$, which for $p = 1$ is
+    State rows: bin weight $W_b$, $\sum_{i\in b} w_i p_i$, $\sum_{i \in b} w_i y_i$. Final value
+    $\big(\sum_b \frac{W_b}{W} |\bar p_b - \bar y_b|^r\big)^{1/r}$ ($r$ = ``order``), which for $r = 1$ is
     $\frac1W \sum_b |\sum_{i\in b} w_i (p_i - y_i)|$ (Naeini et al. 2015; Guo et al. 2017).
 
     Attributes:
         n_bins: number of equal-width bins (static).
-        p: exponent $p \ge 1$ (static).
+        order: exponent $r \ge 1$ (static).
 
     Examples:
         >>> import jax.numpy as jnp
         >>> acc = StreamingBinnedECE(n_bins=2)
-        >>> s = acc.update(acc.init(), jnp.array([0.1, 0.2]), jnp.array([0, 1]))
-        >>> s = acc.update(s, jnp.array([0.9]), jnp.array([1]))
-        >>> round(float(acc.result(s)), 4)   # binned_ece of the three forecasts at once
+        >>> s = acc.step(acc.init(), jnp.array([0.1, 0.2]), jnp.array([0, 1]))
+        >>> s = acc.step(s, jnp.array([0.9]), jnp.array([1]))
+        >>> round(float(acc.finalise(s)), 4)   # binned_ece of the three forecasts at once
         0.2667
     """
 
     n_bins: int = eqx.field(static=True, default=15)
-    p: float = eqx.field(static=True, default=1)
+    order: float = eqx.field(static=True, default=1)
 
     def __check_init__(self):
         check_positive_int(self.n_bins, "n_bins")
-        if isinstance(self.p, bool) or not isinstance(self.p, (int, float)) or not self.p >= 1:
-            raise ValueError(f"p must be a number >= 1, got {self.p!r}")
+        if isinstance(self.order, bool) or not isinstance(self.order, (int, float)) or not self.order >= 1:
+            raise ValueError(f"order must be a number >= 1, got {self.order!r}")
 
     _rows = 3
 
@@ -149,23 +157,23 @@ class StreamingBinnedECE(_Accumulator):
         idx = bin_index(p, self.n_bins)
         return jax.ops.segment_sum(jnp.stack([w, w * p, w * y], axis=1), idx, num_segments=self.n_bins).T
 
-    def result(self, state: HistogramState) -> Float[Array, ""]:
+    def finalise(self, state: HistogramState) -> Float[Array, ""]:
         """The binned ECE of everything folded in so far."""
         wb, fb, yb = _value(state)
         total = jnp.sum(wb)
-        if self.p == 1:
+        if self.order == 1:
             return jnp.sum(jnp.abs(fb - yb)) / total
         safe = jnp.where(wb > 0, wb, 1)
-        terms = jnp.where(wb > 0, wb / total * jnp.abs((fb - yb) / safe) ** self.p, 0)
-        return jnp.sum(terms) ** (1.0 / self.p)
+        terms = jnp.where(wb > 0, wb / total * jnp.abs((fb - yb) / safe) ** self.order, 0)
+        return jnp.sum(terms) ** (1.0 / self.order)
 
 
-class StreamingSmoothECE(_Accumulator):
+class StreamingSmoothECE(_AbstractAccumulator):
     r"""Smooth ECE (Błasiok–Nakkiran 2023) of a stream, from a histogram on a fixed grid.
 
     State rows: the weight of outcomes 0 and of outcomes 1 split linearly onto the grid
     $t_j = j/(G-1)$, $j = 0..G-1$ (a forecast $p$ with $p(G-1) = j + f$ puts $(1-f)w$ on
-    $t_j$ and $fw$ on $t_{j+1}$, as relplot's ``smooth_round_to_grid`` does). Result:
+    $t_j$ and $fw$ on $t_{j+1}$, as relplot's ``smooth_round_to_grid`` does). Final value:
     :func:`jcalib.metrics.smooth_ece` of the $2G$ weighted grid points, **normalised**, and
     with it the bandwidth when asked.
 
@@ -176,9 +184,9 @@ class StreamingSmoothECE(_Accumulator):
     Examples:
         >>> import jax.numpy as jnp
         >>> acc = StreamingSmoothECE(n_grid=11)
-        >>> s = acc.update(acc.init(), jnp.array([0.2, 0.8]), jnp.array([1, 0]))
+        >>> s = acc.step(acc.init(), jnp.array([0.2, 0.8]), jnp.array([1, 0]))
         >>> from jcalib.metrics import smooth_ece
-        >>> bool(jnp.isclose(acc.result(s), smooth_ece(jnp.array([0.2, 0.8]), jnp.array([1, 0]))))
+        >>> bool(jnp.isclose(acc.finalise(s), smooth_ece(jnp.array([0.2, 0.8]), jnp.array([1, 0]))))
         True
     """
 
@@ -204,7 +212,7 @@ class StreamingSmoothECE(_Accumulator):
         return flat.reshape(2, G)
 
     def grid_points(self, state: HistogramState):
-        """The $2G$ weighted points the result is the smooth ECE of: ``(probs, labels, weights)``."""
+        """The $2G$ weighted points whose smooth ECE :meth:`finalise` returns: ``(probs, labels, weights)``."""
         G = self.n_grid
         dt = state.totals.dtype
         t = jnp.arange(G, dtype=dt) / (G - 1)
@@ -212,7 +220,8 @@ class StreamingSmoothECE(_Accumulator):
         labels = jnp.concatenate([jnp.zeros((G,), dt), jnp.ones((G,), dt)])
         return probs, labels, _value(state).reshape(-1)
 
-    def result(self, state: HistogramState, *, return_bandwidth: bool = False):
+    def finalise(self, state: HistogramState, *, return_bandwidth: bool = False):
         """The smooth ECE of the grid-rounded stream (and its bandwidth if asked)."""
-        val, sigma = smooth_ece(*self.grid_points(state), return_bandwidth=True)
+        probs, labels, weights = self.grid_points(state)
+        val, sigma = smooth_ece(probs, labels, sample_weight=weights, return_bandwidth=True)
         return (val, sigma) if return_bandwidth else val

@@ -28,20 +28,20 @@ def _fold(acc, p, y, w=None, cuts=(0, 1000, 1001, 4321, 10_000)):
     cuts = sorted({min(c, len(p)) for c in cuts} | {len(p)})
     for a, b in zip(cuts[:-1], cuts[1:]):
         if b > a:
-            s = acc.update(s, p[a:b], y[a:b], None if w is None else w[a:b])
+            s = acc.step(s, p[a:b], y[a:b], sample_weight=None if w is None else w[a:b])
     return s
 
 
 @pytest.mark.parametrize("p_exp", [1, 2])
 def test_binned_equals_one_shot(x64, p_exp):
     p, y, w = _data(0, 12_000)
-    acc = StreamingBinnedECE(n_bins=12, p=p_exp)
+    acc = StreamingBinnedECE(n_bins=12, order=p_exp)
     for weights in (None, w):
-        got = float(acc.result(_fold(acc, p, y, weights)))
+        got = float(acc.finalise(_fold(acc, p, y, weights)))
         want = float(binned_ece(p, y, n_bins=12, sample_weight=weights, p=p_exp))
         assert got == pytest.approx(want, rel=1e-12)
     order = np.random.default_rng(1).permutation(12_000)  # order of arrival does not matter
-    assert float(acc.result(_fold(acc, p[order], y[order]))) == pytest.approx(float(binned_ece(p, y, 12, p=p_exp)), rel=1e-12)
+    assert float(acc.finalise(_fold(acc, p[order], y[order]))) == pytest.approx(float(binned_ece(p, y, 12, p=p_exp)), rel=1e-12)
 
 
 def test_smooth_equals_one_shot_on_the_grid(x64):
@@ -50,7 +50,7 @@ def test_smooth_equals_one_shot_on_the_grid(x64):
     pg = np.round(p * (G - 1)) / (G - 1)  # forecasts on the accumulator's grid
     acc = StreamingSmoothECE(n_grid=G)
     for weights in (None, w):
-        got, sig = acc.result(_fold(acc, pg, y, weights), return_bandwidth=True)
+        got, sig = acc.finalise(_fold(acc, pg, y, weights), return_bandwidth=True)
         want, wsig = smooth_ece(pg, y, weights, return_bandwidth=True)
         assert float(sig) == float(wsig)
         assert float(got) == pytest.approx(float(want), rel=1e-10)
@@ -60,12 +60,12 @@ def test_smooth_equals_one_shot_of_the_grid_rounded_data(x64):
     G = 257
     p, y, w = _data(3, 3000)
     acc = StreamingSmoothECE(n_grid=G)
-    got = float(acc.result(_fold(acc, p, y, w, cuts=(0, 1000, 2000))))
+    got = float(acc.finalise(_fold(acc, p, y, w, cuts=(0, 1000, 2000))))
     gp, gy, gw = ref.grid_split(p, y, w, G)  # each mass split linearly, by an explicit loop
     assert got == pytest.approx(float(smooth_ece(gp, gy.astype(np.int32), gw)), rel=1e-10)
     # and the rounding moves the default-grid value little from the raw-data value
     fine = StreamingSmoothECE()
-    assert abs(float(fine.result(_fold(fine, p, y, w))) - float(smooth_ece(p, y, w))) < 1e-4
+    assert abs(float(fine.finalise(_fold(fine, p, y, w))) - float(smooth_ece(p, y, w))) < 1e-4
 
 
 def test_float32_state_counts_past_2_to_the_24():
@@ -76,13 +76,13 @@ def test_float32_state_counts_past_2_to_the_24():
     y = jnp.zeros((4096,), jnp.int32)
 
     def body(s, _):
-        return acc.update(s, p, y), None
+        return acc.step(s, p, y), None
 
     s, _ = jax.lax.scan(body, acc.init(jnp.float32), None, length=8193)
-    s = acc.update(s, p[:3], y[:3])
+    s = acc.step(s, p[:3], y[:3])
     total = float(s.totals[0, 0]) + float(s.compensation[0, 0])
     assert total == 8193 * 4096 + 3
-    assert float(acc.result(s)) == pytest.approx(0.25, rel=1e-6)
+    assert float(acc.finalise(s)) == pytest.approx(0.25, rel=1e-6)
 
 
 def test_conformance():
@@ -91,33 +91,33 @@ def test_conformance():
     @jax.jit
     @chex.assert_max_traces(n=1)
     def step(s, p, y):
-        return acc.update(s, p, y)
+        return acc.step(s, p, y)
 
     s = acc.init()
     for seed in range(3):
         p, y, _ = _data(seed, 128)
         s = step(s, jnp.asarray(p, jnp.float32), jnp.asarray(y))
-    assert jnp.isfinite(acc.result(s))
+    assert jnp.isfinite(acc.finalise(s))
     bacc = StreamingBinnedECE(n_bins=5)
     P = jax.random.uniform(jax.random.key(0), (4, 100))
     Y = (P > 0.5).astype(jnp.int32)
-    states = jax.vmap(lambda p, y: bacc.update(bacc.init(), p, y))(P, Y)
-    assert jax.vmap(bacc.result)(states).shape == (4,)
+    states = jax.vmap(lambda p, y: bacc.step(bacc.init(), p, y))(P, Y)
+    assert jax.vmap(bacc.finalise)(states).shape == (4,)
 
 
 def test_bad_inputs():
     with pytest.raises(ValueError, match="n_bins"):
         StreamingBinnedECE(n_bins=0)
-    with pytest.raises(ValueError, match="p must"):
-        StreamingBinnedECE(p=0.5)
+    with pytest.raises(ValueError, match="order must"):
+        StreamingBinnedECE(order=0.5)
     with pytest.raises(ValueError, match="n_grid"):
         StreamingSmoothECE(n_grid=1)
     acc = StreamingBinnedECE()
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        acc.update(acc.init(), np.array([1.5]), np.array([1]))
+        acc.step(acc.init(), np.array([1.5]), np.array([1]))
     sm = StreamingSmoothECE(n_grid=11)
     with pytest.raises(ValueError, match="sums to zero"):
-        sm.result(sm.init())  # nothing folded in yet
+        sm.finalise(sm.init())  # nothing folded in yet
 
 
 def test_docstring_examples():
