@@ -87,7 +87,7 @@ class AbstractScoringRule(eqx.Module):
     lipschitz_bounded = True
 
     @abc.abstractmethod
-    def __call__(self, p: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
+    def __call__(self, probs: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
         raise NotImplementedError  # abstract
 
     @property
@@ -95,17 +95,17 @@ class AbstractScoringRule(eqx.Module):
     def lipschitz(self) -> float:
         raise NotImplementedError  # abstract
 
-    def expected(self, p: ArrayLike, q: ArrayLike) -> Float[Array, "..."]:
+    def expected(self, probs: ArrayLike, q: ArrayLike) -> Float[Array, "..."]:
         r"""$\mathbb{E}_{y \sim \mathrm{Bern}(q)}\, s(p, y) = q\, s(p, 1) + (1-q)\, s(p, 0)$."""
         q = jnp.asarray(q)
-        one, zero = self(p, jnp.ones_like(q, jnp.int32)), self(p, jnp.zeros_like(q, jnp.int32))
+        one, zero = self(probs, jnp.ones_like(q, jnp.int32)), self(probs, jnp.zeros_like(q, jnp.int32))
         return q * one + (1 - q) * zero
 
 
 def _checked(p, y):
     """``(p, y)`` as arrays of ``p``'s float dtype, after the concrete checks (tracers pass)."""
     if is_concrete(p):
-        check_binary_probs(p, "p")
+        check_binary_probs(p, "probs")
     if is_concrete(y):
         check_binary_labels(y, "y")
     p = jnp.asarray(p, float_dtype(p))
@@ -131,9 +131,9 @@ class Brier(AbstractScoringRule):
         0.5625
     """
 
-    def __call__(self, p, y):
-        p, y = _checked(p, y)
-        return (p - y) ** 2
+    def __call__(self, probs, y):
+        probs, y = _checked(probs, y)
+        return (probs - y) ** 2
 
     @property
     def lipschitz(self) -> float:
@@ -155,9 +155,9 @@ class Spherical(AbstractScoringRule):
         0.0
     """
 
-    def __call__(self, p, y):
-        py, p = _py(p, y)
-        return 1 - py / jnp.sqrt(p**2 + (1 - p) ** 2)
+    def __call__(self, probs, y):
+        py, probs = _py(probs, y)
+        return 1 - py / jnp.sqrt(probs**2 + (1 - probs) ** 2)
 
     @property
     def lipschitz(self) -> float:
@@ -182,8 +182,8 @@ class LogScore(AbstractScoringRule):
         if not (isinstance(self.clip, (int, float)) and 0 < self.clip < 0.5):
             raise ValueError(f"clip must be a number in (0, 1/2), got {self.clip!r}")
 
-    def __call__(self, p, y):
-        py, _ = _py(p, y)
+    def __call__(self, probs, y):
+        py, _ = _py(probs, y)
         return -jnp.log(jnp.maximum(py, jnp.asarray(self.clip, py.dtype)))
 
     @property
@@ -222,8 +222,10 @@ def crps(dist, y: ArrayLike) -> Float[Array, "..."]:
     distribution, in closed form: calls ``dist.crps(y)`` (see :mod:`jcalib.distributions`).
     Strictly proper; equal to $\mathbb{E}|X - y| - \tfrac12 \mathbb{E}|X - X'|$.
     """
-    if not hasattr(dist, "crps"):
-        raise ValueError(f"crps needs a distribution with a crps method, got {type(dist).__name__}")
+    from .distributions import AbstractDistribution
+
+    if not isinstance(dist, AbstractDistribution):
+        raise ValueError(f"crps needs dist to be a jcalib.distributions.AbstractDistribution, got {type(dist).__name__}")
     return dist.crps(_real(y, "y"))
 
 

@@ -51,6 +51,8 @@ UNCOVERED = {
     "recorders.register_shorthand": "takes a recorder factory",
     "recorders.summary_from_trajectory": "takes a trajectory",
     # inner-loop kernels of the algorithms (their callers validate)
+    "payoffs.DefaultExpectations": "takes a payoff",
+    "payoffs.as_expectations": "takes a payoff",
     "forecasters.one_step_ahead": "AOSA's kernel over a 0/1 stream",
     "forecasters.halfspace_oracle": "the recalibrator's oracle",
     "forecasters.lee_weights": "Lee et al.'s weights of utility matrices",

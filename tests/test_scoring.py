@@ -73,7 +73,7 @@ def test_incomplete_scoring_rule_cannot_be_instantiated():
 
 
 @pytest.mark.parametrize("rule", [scoring.Brier(), scoring.LogScore(), scoring.Spherical()])
-@pytest.mark.parametrize("p, y, match", [(-0.5, 0, "p must lie"), (1.5, 1, "p must lie"), (float("nan"), 1, "NaN"), (0.3, 2, "y must be 0 or 1"), (0.3, 0.5, "y must be 0 or 1")])
+@pytest.mark.parametrize("p, y, match", [(-0.5, 0, "probs must lie"), (1.5, 1, "probs must lie"), (float("nan"), 1, "NaN"), (0.3, 2, "y must be 0 or 1"), (0.3, 0.5, "y must be 0 or 1")])
 def test_rules_refuse_bad_forecasts_and_outcomes(rule, p, y, match):
     # LogScore()(-0.5, 0) was -0.405 and Brier()(0.3, 2) was 2.89
     with pytest.raises(ValueError, match=match):

@@ -43,7 +43,7 @@ payoff's variation between neighbouring points. The warm start ($\theta_t$ and t
 goes from ``predict`` to ``update`` in ``Forecast.carry`` (an :class:`ORCACarry`), which
 recorders keep only when asked (``History(carry=True)``).
 
-Cost: the component values are :meth:`~jcalib.payoffs.AbstractPayoff.expect_bins_along`, closed
+Cost: the component values are :meth:`~jcalib.payoffs.AbstractExpectations.expect_bins_along`, closed
 forms in the bin masses and their cumulative sums ($O(n + m)$ for the quantile block with $m$
 levels, cumulative sums for the CRPS; the expert's terms do not depend on $\theta$ and XLA
 computes them once per round, outside the Adam loop). ``benchmarks/profile_orca.py`` times a
@@ -64,9 +64,16 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from .._validation import as_int, check_hyper, check_int, check_positive_int
 from ..core.optim import optimise, standard_promotion
 from ..core.types import AbstractForecaster, Forecast
-from ..distributions import PiecewiseConstant, uniform_edges
-from ..payoffs.base import AbstractPayoff, DirectSum, direction
-from ..payoffs.interval import ExpertRegret, experiment_payoff
+from ..distributions import AbstractDistribution, PiecewiseConstant, uniform_edges
+from ..payoffs.base import (
+    AbstractExpectations,
+    AbstractIntervalPayoff,
+    AbstractPayoff,
+    DirectSum,
+    as_expectations,
+    direction,
+)
+from ..payoffs.interval import ExpertRegret, check_range, experiment_payoff
 
 __all__ = ["ORCA", "ORCACarry", "ORCACertificate", "ORCAState", "ExpertMeanCells"]
 
@@ -131,9 +138,11 @@ class ORCA(AbstractForecaster):
     Attributes:
         payoff: the payoff (default :func:`~jcalib.payoffs.experiment_payoff`: quantile +
             CRPS/MSE regret against the context's expert + moments 1, 2, blocks normalised).
-            Its ``expect_bins_along`` (by default ``expect_uniform`` on the bins, projected)
-            gives the component values, its ``jumps`` the outcomes where it steps; outcomes are
-            scalars in ``[edges[0], edges[-1]]``.
+            Any :class:`~jcalib.payoffs.AbstractPayoff`: its ``expect_bins_along``
+            (:class:`~jcalib.payoffs.AbstractExpectations`; by default ``expect_uniform`` on
+            the bins, projected, :class:`~jcalib.payoffs.DefaultExpectations`) gives the
+            component values, its ``jumps`` the outcomes where it steps; outcomes are scalars
+            in ``[edges[0], edges[-1]]``.
         edges: static tuple of bin edges (default 50 equal bins of $[0, 1]$).
         n_steps: Adam steps per round (static, default 400).
         learning_rate: Adam's step size (float, vmappable; default 0.05).
@@ -168,7 +177,7 @@ class ORCA(AbstractForecaster):
         >>> import jax, jcalib
         >>> from jcalib.natures import IIDInterval
         >>> f = ORCA(payoff=jcalib.payoffs.QuantileCalibration(9), edges=uniform_edges(10), n_steps=20)
-        >>> traj = jcalib.play(f, IIDInterval.skewed(10), 5, jax.random.key(0))
+        >>> traj = jcalib.core.play(f, IIDInterval.skewed(10), 5, key=jax.random.key(0))
         >>> traj.certificate.value.shape
         (5,)
 
@@ -222,8 +231,8 @@ class ORCA(AbstractForecaster):
         # (and the normalisation of a DirectSum) holds only there
         span = e[-1] - e[0]
         for b in _leaf_blocks(self.payoff):
-            if hasattr(b, "lo") and hasattr(b, "hi"):
-                lo, hi = float(b.lo), float(b.hi)
+            if isinstance(b, AbstractIntervalPayoff):
+                lo, hi = b.outcome_range
                 if abs(lo - e[0]) > 1e-9 * span or abs(hi - e[-1]) > 1e-9 * span:
                     raise ValueError(
                         f"payoff block {type(b).__name__} is built for outcomes in [{lo}, {hi}] but edges "
@@ -237,7 +246,7 @@ class ORCA(AbstractForecaster):
         context carries none."""
         regret = [b for b in _leaf_blocks(self.payoff) if isinstance(b, ExpertRegret)]
         expert = ExpertRegret.expert_of(x) if regret else None
-        if regret and not (hasattr(expert, "crps") and hasattr(expert, "mean")):
+        if regret and not isinstance(expert, AbstractDistribution):
             raise ValueError(
                 f"ORCA's payoff has an ExpertRegret block, which compares with the context's expert "
                 f"forecast, but the nature's context is {type(x).__name__}; play against a nature "
@@ -305,9 +314,16 @@ class ORCA(AbstractForecaster):
             opt_state = self._optimizer(fdt).init(theta)
         return ORCAState(jnp.zeros((self.payoff.dim,), fdt), jnp.zeros((), jnp.int32), theta, opt_state)
 
+    @property
+    def expectations(self) -> AbstractExpectations:
+        """The payoff with the expectations the inner loop calls: the payoff itself when it states
+        them (:class:`~jcalib.payoffs.AbstractExpectations`: the built-in interval payoffs), else
+        :class:`~jcalib.payoffs.DefaultExpectations` of it (quadrature and ``vmap``)."""
+        return as_expectations(self.payoff)
+
     def component_values(self, theta, c, x) -> Float[Array, " K"]:
         """$v_k(\\theta) = \\mathbb E_{y\\sim q_k}\\langle c, \\pi(x, p_\\theta, y)\\rangle$ for each bin $k$."""
-        return self.payoff.expect_bins_along(x, self.distribution(theta), self.edges, c)
+        return self.expectations.expect_bins_along(x, self.distribution(theta), self.edges, c)
 
     def objective(self, theta, c, x) -> Float[Array, ""]:
         """The inner max over components of $v_k/\\|c\\|$: exact, or $\\tau$-log-sum-exp when ``temperature`` $= \\tau > 0$.
@@ -355,7 +371,7 @@ class ORCA(AbstractForecaster):
         that already passes is kept.
 
         Cost: the spikes are ranked by the values of the mixtures $(1-\\gamma)p_\\theta + \\gamma\\delta_j$
-        themselves (:meth:`~jcalib.payoffs.AbstractPayoff.spike_values`: closed forms in
+        themselves (:meth:`~jcalib.payoffs.AbstractExpectations.spike_values`: closed forms in
         $O(|\\text{spike\\_weights}|\\,n^2)$ dense operations for the payoffs of
         :mod:`jcalib.payoffs.interval`, no cumulative sum per candidate); the start returned is the
         chosen mixture's projected logits (:meth:`spikes`). The projection floors each bin at
@@ -363,14 +379,14 @@ class ORCA(AbstractForecaster):
         ranking ignores.
         """
         cands = self.spikes(theta)
-        spiked = self.payoff.spike_values(x, self.distribution(theta), self.edges, c, self.spike_weights)
+        spiked = self.expectations.spike_values(x, self.distribution(theta), self.edges, c, self.spike_weights)
         own = jnp.max(self.component_values(theta, c, x))
         vals = jnp.concatenate([own[None], jnp.max(spiked, axis=-1).reshape(-1)])  # [γ, j] rows, as in spikes
         if self.satisfice:
             vals = jnp.maximum(vals, 0)  # argmin keeps the first: the start itself when it already passes
         return cands[jnp.argmin(vals)]
 
-    def check_points(self, x, p: PiecewiseConstant) -> Float[Array, " m"]:
+    def check_points(self, x, forecast: PiecewiseConstant) -> Float[Array, " m"]:
         """The outcomes of the pointwise certificate: a grid per bin and both sides of each jump of the payoff.
 
         The jumps are the payoff's own (:meth:`~jcalib.payoffs.AbstractPayoff.jumps`: the
@@ -380,8 +396,8 @@ class ORCA(AbstractForecaster):
         e = np.asarray(self.edges, np.float64)
         t = np.linspace(0, 1, self.n_check + 1)[:-1]
         grid = (e[:-1, None] + np.diff(e)[:, None] * t[None, :]).reshape(-1)
-        pts = [jnp.asarray(np.r_[grid, e[-1]], p.dtype)]
-        jumps = jnp.asarray(self.payoff.jumps(x, p)).astype(p.dtype)
+        pts = [jnp.asarray(np.r_[grid, e[-1]], forecast.dtype)]
+        jumps = jnp.asarray(self.payoff.jumps(x, forecast)).astype(forecast.dtype)
         if jumps.shape[0]:
             # both sides of each jump, eps away from it: at y = Q(α) exactly the indicator
             # 1{F(y) <= α} flips with the last ulp of F (batched and unbatched programs differ)
@@ -413,7 +429,7 @@ class ORCA(AbstractForecaster):
         p = self.distribution(theta)
         value = jnp.max(self.component_values(theta, c, x))
         ys = self.check_points(x, p)
-        pointwise = jnp.max(self.payoff.along_at(x, p, c, ys))
+        pointwise = jnp.max(self.expectations.along_at(x, p, c, ys))
         start = res.losses[0] if self.n_steps > 0 else self.objective(theta, c, x)
         return Forecast(p, p, ORCACertificate(value, pointwise, start), ORCACarry(theta, res.state))
 
@@ -451,6 +467,7 @@ class ExpertMeanCells(eqx.Module):
 
     def __check_init__(self):
         check_positive_int(self.n_cells, "n_cells")
+        check_range(self.lo, self.hi)
 
     def __call__(self, x) -> Int[Array, ""]:
         m = jnp.asarray(ExpertRegret.expert_of(x).mean())

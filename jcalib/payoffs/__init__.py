@@ -5,7 +5,18 @@ Algorithm 1 (:class:`jcalib.forecasters.BlackwellForecaster`) and ORCA
 (:class:`jcalib.forecasters.ORCA`) drive to zero.
 """
 
-from .base import AbstractPayoff, DirectSum, ExpertContext, Recipe, direction, expect_under_bins
+from .base import (
+    AbstractExpectations,
+    AbstractIntervalPayoff,
+    AbstractPayoff,
+    DefaultExpectations,
+    DirectSum,
+    ExpertContext,
+    Recipe,
+    as_expectations,
+    direction,
+    expect_under_bins,
+)
 from .binary import BinaryCalibration, MixedBinaryCalibration, tent_weights
 from .decision import DecisionCalibration, SwapRegret
 from .grid import (
@@ -39,12 +50,15 @@ from .oracles import (
 from .pinball import PinballRegret
 
 __all__: list[str] = [
+    "AbstractExpectations",
+    "AbstractIntervalPayoff",
     "AbstractOracle",
     "AbstractPayoff",
     "BinaryCalibration",
     "ConformalOracle",
     "ConformalPayoff",
     "DecisionCalibration",
+    "DefaultExpectations",
     "DirectSum",
     "DistributionCalibration",
     "ExpertContext",
@@ -63,6 +77,7 @@ __all__: list[str] = [
     "SmoothConformalOracle",
     "SmoothConformalPayoff",
     "SwapRegret",
+    "as_expectations",
     "conformal_certificate",
     "direction",
     "expect_under_bins",

@@ -15,27 +15,41 @@ measures miscalibration: $\|\bar\pi_T\|_2$ (unnormalised by $d$). The paper's co
    part of $\bar\pi$ (Proposition A.5): :attr:`AbstractPayoff.semi` marks those coordinates;
 3. continuous in $p$ (Wasserstein).
 
-Every payoff here is an equinox module with ``__call__(x, p, y) -> (d,)``, ``bound()``,
-``semi`` and, for real outcomes:
+A payoff is defined by what :class:`AbstractPayoff` asks for and nothing else:
+``__call__(x, forecast, y) -> (d,)`` (the context, the forecast — the paper's $p$, whatever object
+the forecaster publishes — and the outcome), ``dim``, ``bound()``, ``semi`` (which coordinates are
+regret coordinates, default none) and ``jumps(x, forecast)`` (where the payoff may jump in $y$,
+default nowhere). A payoff a user writes needs these only, and runs with Algorithm 1 (given an
+oracle) and with ORCA.
 
-- ``expect_uniform(x, p, lo, hi) -> (K, d)``: the expected payoff when $y$ is uniform on each
+ORCA's inner loop asks more of a payoff over real outcomes: expectations under uniform
+outcomes on intervals and on its bins, projected on a direction, and the payoff at many
+outcomes at once. Those are the methods of :class:`AbstractExpectations`, a payoff that
+states them; its base class computes each one from the definition (Gauss–Legendre quadrature,
+``vmap`` over outcomes), and the payoffs of :mod:`jcalib.payoffs.interval` and
+:class:`~jcalib.payoffs.PinballRegret` override them in closed form. ORCA runs any other payoff
+through :class:`DefaultExpectations`, which adds the default methods to its definition:
+
+- ``expect_uniform(x, forecast, lo, hi) -> (K, d)``: the expected payoff when $y$ is uniform on each
   of $K$ intervals $[lo_k, hi_k]$ — the nature family of ORCA (Marx et al., §6.1) and the
   quadrature behind consistency checks. The default computes it by Gauss–Legendre quadrature
   (exact for payoffs polynomial of degree $\le 2\cdot$``quad_nodes``$-1$ in $y$ on each
-  interval); the payoffs of :mod:`jcalib.payoffs.interval` override it in closed form, which for
-  payoffs with steps in $y$ (quantile calibration) is what keeps ORCA's gradients non-zero.
-- ``expect_bins(x, p, edges) -> (n, d)``: the same for the $n$ bins of static ``edges``, the
-  call in ORCA's inner loop; payoffs override it where the bins are the forecast's own (dense
-  expressions of the bin masses and their cumulative sums), else it is ``expect_uniform``.
-- ``spike_values(x, p, edges, c, gammas) -> (G, n, n)``: the projected component values of the
+  interval); closed forms matter for payoffs with steps in $y$ (quantile calibration), where
+  they keep ORCA's gradients non-zero.
+- ``expect_bins(x, forecast, edges) -> (n, d)``: the same for the $n$ bins of static ``edges``;
+  payoffs override it where the bins are the forecast's own (dense expressions of the bin
+  masses and their cumulative sums), else it is ``expect_uniform``.
+- ``expect_bins_along(x, forecast, edges, c) -> (n,)``: ``expect_bins`` projected on $c$, ORCA's
+  component values.
+- ``spike_values(x, forecast, edges, c, gammas) -> (G, n, n)``: the projected component values of the
   spiked mixtures $(1-\gamma)p + \gamma\delta_j$, ORCA's start screen (default: one
   ``expect_bins_along`` per mixture).
-- ``along_at(x, p, c, ys) -> (M,)``: $\langle c, \pi(x, p, y)\rangle$ at many outcomes, the
+- ``along_at(x, forecast, c, ys) -> (M,)``: $\langle c, \pi(x, p, y)\rangle$ at many outcomes, the
   call behind ORCA's pointwise certificate (default: the payoff vmapped over ``ys``).
-- ``jumps(x, p) -> (J,)``: the outcomes where $\pi(x, p, \cdot)$ may jump (default: none).
-  A certificate that maximises over single outcomes (ORCA's pointwise certificate) checks
-  both sides of each, so it is exact for any payoff that declares its jumps, a user's own
-  included.
+
+A certificate that maximises over single outcomes (ORCA's pointwise certificate) checks both
+sides of each of the payoff's ``jumps``, so it is exact for any payoff that declares them, a
+user's own included.
 """
 
 from __future__ import annotations
@@ -52,10 +66,14 @@ from jaxtyping import Array, Float
 from .._dtypes import float_dtype
 
 __all__ = [
+    "AbstractExpectations",
+    "AbstractIntervalPayoff",
     "AbstractPayoff",
+    "DefaultExpectations",
     "DirectSum",
     "ExpertContext",
     "Recipe",
+    "as_expectations",
     "direction",
     "expect_under_bins",
 ]
@@ -79,7 +97,15 @@ def _gauss_legendre(n: int):
 
 
 class AbstractPayoff(eqx.Module):
-    """A vector payoff $\\pi(x, p, y)$ with its bound and (for real $y$) its bin expectations."""
+    """A vector payoff $\\pi(x, p, y)$: what defines it (value, dimension, bound, regret coordinates, jumps).
+
+    Subclasses implement :attr:`dim`, :meth:`__call__` and :meth:`bound`; :attr:`semi` and
+    :meth:`jumps` have defaults (no regret coordinates, no jumps). The arguments of
+    ``__call__`` are the same everywhere in :mod:`jcalib.payoffs`: ``x`` the context (``None``,
+    a model's forecast, an :class:`ExpertContext`, features), ``forecast`` — the paper's
+    $p$: a probability, a grid point, a :class:`~jcalib.core.Mixture`, a distribution, whatever
+    object the forecaster publishes (``Forecast.public``) — and ``y`` the outcome.
+    """
 
     @property
     @abc.abstractmethod
@@ -88,7 +114,8 @@ class AbstractPayoff(eqx.Module):
         raise NotImplementedError  # abstract
 
     @abc.abstractmethod
-    def __call__(self, x: Any, p: Any, y: Any) -> Float[Array, " d"]:
+    def __call__(self, x: Any, forecast: Any, y: Any) -> Float[Array, " d"]:
+        """$\\pi(x, p, y)$, shape ``(d,)``."""
         raise NotImplementedError  # abstract
 
     @abc.abstractmethod
@@ -101,70 +128,141 @@ class AbstractPayoff(eqx.Module):
         """Boolean mask ``(d,)`` of semi-consistent (regret) coordinates (default: none)."""
         return np.zeros(self.dim, bool)
 
-    quad_nodes = 3  # Gauss–Legendre nodes per interval in :meth:`expect_uniform`
-
-    def expect_uniform(self, x: Any, p: Any, lo: Float[Array, " K"], hi: Float[Array, " K"]) -> Float[Array, "K d"]:
-        """$\\mathbb E_{y\\sim U[lo_k, hi_k]}\\,\\pi(x, p, y)$ for each $k$ (Gauss–Legendre)."""
-        nodes, weights = _gauss_legendre(self.quad_nodes)
-        lo, hi = jnp.asarray(lo), jnp.asarray(hi)
-        fdt = lo.dtype
-        mid, half = (lo + hi) / 2, (hi - lo) / 2
-        ys = mid[:, None] + half[:, None] * jnp.asarray(nodes, fdt)[None, :]  # (K, n)
-        vals = jax.vmap(jax.vmap(lambda y: self(x, p, y)))(ys)  # (K, n, d)
-        return jnp.einsum("knd,n->kd", vals, jnp.asarray(weights, fdt))
-
-    def expect_bins(self, x: Any, p: Any, edges: tuple) -> Float[Array, "n d"]:
-        """$\\mathbb E_{y\\sim U[e_k, e_{k+1}]}\\,\\pi(x, p, y)$ for each bin $k$ of the static ``edges``.
-
-        Default: :meth:`expect_uniform` on the bins (in ``p``'s dtype). Payoffs override it with
-        a cheaper closed form where ``edges`` are the forecast's own bins (ORCA's inner loop).
-        """
-        lo, hi = _bin_ends(edges, p)
-        return self.expect_uniform(x, p, lo, hi)
-
-    def expect_bins_along(self, x: Any, p: Any, edges: tuple, c: Float[Array, " d"]) -> Float[Array, " n"]:
-        """$\\langle c, \\mathbb E_{y\\sim U[e_k, e_{k+1}]}\\,\\pi(x, p, y)\\rangle$ for each bin $k$ (ORCA's component values).
-
-        Default: ``expect_bins(x, p, edges) @ c``. Payoffs override it where the projection on
-        $c$ is cheaper than the $(n, d)$ matrix (quantile calibration: $O(n + m)$).
-        """
-        return self.expect_bins(x, p, edges) @ c
-
-    def spike_values(self, x: Any, p: Any, edges: tuple, c: Float[Array, " d"], gammas: tuple) -> Float[Array, "G n n"]:
-        r"""The component values of the spiked mixtures $(1-\gamma)p + \gamma\delta_j$ (ORCA's start screen).
-
-        ``[g, j, k]`` is $\langle c, \mathbb E_{y\sim U[e_k, e_{k+1}]}\,\pi(x, p'_{gj}, y)\rangle$ for
-        $p'_{gj} = (1-\gamma_g)p + \gamma_g\delta_j$, $\delta_j$ the uniform density on bin $j$, for a
-        piecewise-constant ``p`` on the static ``edges``. Default: :meth:`expect_bins_along` of each
-        of the $G n$ mixtures. The payoffs of :mod:`jcalib.payoffs.interval` override it in closed
-        form: on bin $k \ne j$ the mixture is $(1-\gamma)p$ shifted by $0$ or $\gamma$ in CDF, so
-        their values are $O(Gn)$ evaluations plus dense $(G, n, n)$ expressions.
-        """
-        from ..distributions import PiecewiseConstant
-
-        n = p.probs.shape[-1]
-        g = jnp.asarray(gammas, p.dtype)[:, None, None]
-        mix = (1 - g) * p.probs[None, None, :] + g * jnp.eye(n, dtype=p.dtype)[None]  # (G, n, n): [g, j, :]
-        one = lambda q: self.expect_bins_along(x, PiecewiseConstant(q, p.edges), edges, c)  # noqa: E731
-        return jax.vmap(jax.vmap(one))(mix)
-
-    def along_at(self, x: Any, p: Any, c: Float[Array, " d"], ys: Float[Array, " M"]) -> Float[Array, " M"]:
-        """$\\langle c, \\pi(x, p, y_i)\\rangle$ for each outcome of ``ys`` ``(M,)`` (ORCA's pointwise certificate).
-
-        Default: the payoff at every outcome (``vmap``), projected on $c$: $O(dM)$ plus $M$ times
-        the payoff's own cost. Payoffs override it where the projection at many outcomes has a
-        cheaper closed form (the payoffs of :mod:`jcalib.payoffs.interval`: $O(n + m + M)$).
-        """
-        return jax.vmap(lambda y: self(x, p, y))(ys) @ jnp.asarray(c)
-
-    def jumps(self, x: Any, p: Any) -> Float[Array, " J"]:
+    def jumps(self, x: Any, forecast: Any) -> Float[Array, " J"]:
         """The outcomes $y$ at which $\\pi(x, p, y)$ may jump, ``(J,)`` with ``J`` fixed by the payoff.
 
         Default: none (the payoff is continuous in $y$). A payoff with steps in $y$ (quantile
         calibration: at $Q_p(\\alpha)$) returns where they are, so that a maximum over single
         outcomes (ORCA's pointwise certificate) looks at both sides of every step.
         """
-        return jnp.zeros((0,), _dtype_of(p))
+        return jnp.zeros((0,), _dtype_of(forecast))
+
+
+class AbstractIntervalPayoff(AbstractPayoff):
+    """A payoff built for real outcomes in a range $[lo, hi]$: its bound holds there only.
+
+    ORCA checks that such a payoff's range is the range of its ``edges``. Subclasses implement
+    :attr:`outcome_range` (the payoffs here from their static fields ``lo`` and ``hi``).
+    """
+
+    @property
+    @abc.abstractmethod
+    def outcome_range(self) -> tuple[float, float]:
+        """``(lo, hi)``: the outcome range the payoff (and its bound) is built for (Python floats)."""
+        raise NotImplementedError  # abstract
+
+
+class AbstractExpectations(AbstractPayoff):
+    """A payoff with the expectations ORCA's inner loop asks for (see the module docstring).
+
+    Every method has a default computed from the payoff's definition (Gauss–Legendre
+    quadrature, ``vmap`` over outcomes); subclasses override the ones they have in closed form.
+    A payoff that is not an :class:`AbstractExpectations` gets the defaults through
+    :class:`DefaultExpectations` (:func:`as_expectations`).
+    """
+
+    quad_nodes = 3  # Gauss–Legendre nodes per interval in :meth:`expect_uniform`
+
+    def expect_uniform(self, x: Any, forecast: Any, lo: Float[Array, " K"], hi: Float[Array, " K"]) -> Float[Array, "K d"]:
+        """$\\mathbb E_{y\\sim U[lo_k, hi_k]}\\,\\pi(x, p, y)$ for each $k$ (Gauss–Legendre)."""
+        nodes, weights = _gauss_legendre(self.quad_nodes)
+        lo, hi = jnp.asarray(lo), jnp.asarray(hi)
+        fdt = lo.dtype
+        mid, half = (lo + hi) / 2, (hi - lo) / 2
+        ys = mid[:, None] + half[:, None] * jnp.asarray(nodes, fdt)[None, :]  # (K, n)
+        vals = jax.vmap(jax.vmap(lambda y: self(x, forecast, y)))(ys)  # (K, n, d)
+        return jnp.einsum("knd,n->kd", vals, jnp.asarray(weights, fdt))
+
+    def expect_bins(self, x: Any, forecast: Any, edges: tuple) -> Float[Array, "n d"]:
+        """$\\mathbb E_{y\\sim U[e_k, e_{k+1}]}\\,\\pi(x, p, y)$ for each bin $k$ of the static ``edges``.
+
+        Default: :meth:`expect_uniform` on the bins (in the forecast's dtype). Payoffs override it with
+        a cheaper closed form where ``edges`` are the forecast's own bins (ORCA's inner loop).
+        """
+        lo, hi = _bin_ends(edges, forecast)
+        return self.expect_uniform(x, forecast, lo, hi)
+
+    def expect_bins_along(self, x: Any, forecast: Any, edges: tuple, c: Float[Array, " d"]) -> Float[Array, " n"]:
+        """$\\langle c, \\mathbb E_{y\\sim U[e_k, e_{k+1}]}\\,\\pi(x, p, y)\\rangle$ for each bin $k$ (ORCA's component values).
+
+        Default: ``expect_bins(x, forecast, edges) @ c``. Payoffs override it where the projection on
+        $c$ is cheaper than the $(n, d)$ matrix (quantile calibration: $O(n + m)$).
+        """
+        return self.expect_bins(x, forecast, edges) @ c
+
+    def spike_values(self, x: Any, forecast: Any, edges: tuple, c: Float[Array, " d"], gammas: tuple) -> Float[Array, "G n n"]:
+        r"""The component values of the spiked mixtures $(1-\gamma)p + \gamma\delta_j$ (ORCA's start screen).
+
+        ``[g, j, k]`` is $\langle c, \mathbb E_{y\sim U[e_k, e_{k+1}]}\,\pi(x, p'_{gj}, y)\rangle$ for
+        $p'_{gj} = (1-\gamma_g)p + \gamma_g\delta_j$, $\delta_j$ the uniform density on bin $j$, for a
+        piecewise-constant forecast $p$ on the static ``edges``. Default: :meth:`expect_bins_along` of each
+        of the $G n$ mixtures. The payoffs of :mod:`jcalib.payoffs.interval` override it in closed
+        form: on bin $k \ne j$ the mixture is $(1-\gamma)p$ shifted by $0$ or $\gamma$ in CDF, so
+        their values are $O(Gn)$ evaluations plus dense $(G, n, n)$ expressions.
+        """
+        from ..distributions import PiecewiseConstant
+
+        n = forecast.probs.shape[-1]
+        g = jnp.asarray(gammas, forecast.dtype)[:, None, None]
+        mix = (1 - g) * forecast.probs[None, None, :] + g * jnp.eye(n, dtype=forecast.dtype)[None]  # (G, n, n): [g, j, :]
+        one = lambda q: self.expect_bins_along(x, PiecewiseConstant(q, forecast.edges), edges, c)  # noqa: E731
+        return jax.vmap(jax.vmap(one))(mix)
+
+    def along_at(self, x: Any, forecast: Any, c: Float[Array, " d"], ys: Float[Array, " M"]) -> Float[Array, " M"]:
+        """$\\langle c, \\pi(x, p, y_i)\\rangle$ for each outcome of ``ys`` ``(M,)`` (ORCA's pointwise certificate).
+
+        Default: the payoff at every outcome (``vmap``), projected on $c$: $O(dM)$ plus $M$ times
+        the payoff's own cost. Payoffs override it where the projection at many outcomes has a
+        cheaper closed form (the payoffs of :mod:`jcalib.payoffs.interval`: $O(n + m + M)$).
+        """
+        return jax.vmap(lambda y: self(x, forecast, y))(ys) @ jnp.asarray(c)
+
+
+class DefaultExpectations(AbstractExpectations):
+    """A payoff's definition with :class:`AbstractExpectations`' default methods: how ORCA runs a payoff
+    that states no expectations of its own (a user's, say).
+
+    Attributes:
+        payoff: the payoff (any :class:`AbstractPayoff`).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from jcalib.distributions import PiecewiseConstant
+        >>> mean = Recipe(lambda x, p: jnp.ones(1), lambda y: jnp.stack([y]), lambda p: jnp.stack([p.mean()]),
+        ...               n_context=1, n_witness=1, bound_value=1.0)
+        >>> p = PiecewiseConstant(jnp.array([0.5, 0.5]), (0.0, 0.5, 1.0))
+        >>> [round(float(v), 4) for v in DefaultExpectations(mean).expect_bins(None, p, p.edges)[:, 0]]
+        [0.25, -0.25]
+    """
+
+    payoff: AbstractPayoff
+
+    def __check_init__(self):
+        if not isinstance(self.payoff, AbstractPayoff):
+            raise ValueError(f"payoff must be an AbstractPayoff, got {type(self.payoff).__name__}")
+
+    @property
+    def dim(self) -> int:
+        return self.payoff.dim
+
+    def __call__(self, x, forecast, y):
+        return self.payoff(x, forecast, y)
+
+    def bound(self) -> float:
+        return self.payoff.bound()
+
+    @property
+    def semi(self) -> np.ndarray:
+        return self.payoff.semi
+
+    def jumps(self, x, forecast):
+        return self.payoff.jumps(x, forecast)
+
+
+def as_expectations(payoff: AbstractPayoff) -> AbstractExpectations:
+    """``payoff`` itself if it states its expectations (:class:`AbstractExpectations`), else
+    :class:`DefaultExpectations` of it."""
+    return payoff if isinstance(payoff, AbstractExpectations) else DefaultExpectations(payoff)
 
 
 def _dtype_of(p) -> jnp.dtype:
@@ -180,10 +278,11 @@ def _bin_ends(edges: tuple, p) -> tuple[Array, Array]:
     return jnp.asarray(e[:-1], dt), jnp.asarray(e[1:], dt)
 
 
-def expect_under_bins(payoff: AbstractPayoff, x, p, q_probs, edges) -> Float[Array, " d"]:
-    """$\\mathbb E_{y\\sim q}\\,\\pi(x, p, y)$ for $q$ piecewise constant with bin masses ``q_probs`` on ``edges``."""
+def expect_under_bins(payoff: AbstractPayoff, x, forecast, q_probs, edges) -> Float[Array, " d"]:
+    """$\\mathbb E_{y\\sim q}\\,\\pi(x, p, y)$ for $q$ piecewise constant with bin masses ``q_probs`` on ``edges``
+    (through :meth:`AbstractExpectations.expect_uniform`; any payoff, by :func:`as_expectations`)."""
     e = jnp.asarray(edges, jnp.asarray(q_probs).dtype)
-    return jnp.asarray(q_probs) @ payoff.expect_uniform(x, p, e[:-1], e[1:])
+    return jnp.asarray(q_probs) @ as_expectations(payoff).expect_uniform(x, forecast, e[:-1], e[1:])
 
 
 def direction(payoff: AbstractPayoff, mean: Float[Array, " d"]) -> Float[Array, " d"]:
@@ -193,7 +292,7 @@ def direction(payoff: AbstractPayoff, mean: Float[Array, " d"]) -> Float[Array, 
     return jnp.where(mask, jnp.maximum(mean, 0), mean)
 
 
-class DirectSum(AbstractPayoff):
+class DirectSum(AbstractExpectations):
     r"""The direct sum $\pi = \bigoplus_i \pi^{(i)}/\sqrt{B_i}$ (paper 002, Prop. 4.4).
 
     Each block is divided by the square root of its own bound, so each has bound 1 and the sum
@@ -232,8 +331,8 @@ class DirectSum(AbstractPayoff):
             i += b.dim
         return tuple(out)
 
-    def __call__(self, x, p, y):
-        return jnp.concatenate([b(x, p, y) * s for b, s in zip(self.blocks, self.scales())])
+    def __call__(self, x, forecast, y):
+        return jnp.concatenate([b(x, forecast, y) * s for b, s in zip(self.blocks, self.scales())])
 
     def bound(self) -> float:
         if self.normalise:
@@ -244,29 +343,29 @@ class DirectSum(AbstractPayoff):
     def semi(self) -> np.ndarray:
         return np.concatenate([b.semi for b in self.blocks])
 
-    def expect_uniform(self, x, p, lo, hi):
+    def expect_uniform(self, x, forecast, lo, hi):
         return jnp.concatenate(
-            [b.expect_uniform(x, p, lo, hi) * s for b, s in zip(self.blocks, self.scales())], axis=-1
+            [as_expectations(b).expect_uniform(x, forecast, lo, hi) * s for b, s in zip(self.blocks, self.scales())], axis=-1
         )
 
-    def expect_bins(self, x, p, edges):
-        return jnp.concatenate([b.expect_bins(x, p, edges) * s for b, s in zip(self.blocks, self.scales())], axis=-1)
+    def expect_bins(self, x, forecast, edges):
+        return jnp.concatenate([as_expectations(b).expect_bins(x, forecast, edges) * s for b, s in zip(self.blocks, self.scales())], axis=-1)
 
-    def expect_bins_along(self, x, p, edges, c):
-        parts = [b.expect_bins_along(x, p, edges, c[sl] * s) for b, sl, s in zip(self.blocks, self.slices(), self.scales())]
+    def expect_bins_along(self, x, forecast, edges, c):
+        parts = [as_expectations(b).expect_bins_along(x, forecast, edges, c[sl] * s) for b, sl, s in zip(self.blocks, self.slices(), self.scales())]
         return sum(parts[1:], parts[0])
 
-    def spike_values(self, x, p, edges, c, gammas):
-        parts = [b.spike_values(x, p, edges, c[sl] * s, gammas) for b, sl, s in zip(self.blocks, self.slices(), self.scales())]
+    def spike_values(self, x, forecast, edges, c, gammas):
+        parts = [as_expectations(b).spike_values(x, forecast, edges, c[sl] * s, gammas) for b, sl, s in zip(self.blocks, self.slices(), self.scales())]
         return sum(parts[1:], parts[0])
 
-    def along_at(self, x, p, c, ys):
-        parts = [b.along_at(x, p, c[sl] * s, ys) for b, sl, s in zip(self.blocks, self.slices(), self.scales())]
+    def along_at(self, x, forecast, c, ys):
+        parts = [as_expectations(b).along_at(x, forecast, c[sl] * s, ys) for b, sl, s in zip(self.blocks, self.slices(), self.scales())]
         return sum(parts[1:], parts[0])
 
-    def jumps(self, x, p):
+    def jumps(self, x, forecast):
         """Every block's jumps, concatenated (the scales do not move them)."""
-        return jnp.concatenate([b.jumps(x, p) for b in self.blocks])
+        return jnp.concatenate([b.jumps(x, forecast) for b in self.blocks])
 
 
 class Recipe(AbstractPayoff):
@@ -302,9 +401,9 @@ class Recipe(AbstractPayoff):
     def dim(self) -> int:
         return self.n_context * self.n_witness
 
-    def __call__(self, x, p, y):
-        c = jnp.asarray(self.context_fn(x, p))
-        w = jnp.asarray(self.expect_witness(p)) - jnp.asarray(self.witness(y))
+    def __call__(self, x, forecast, y):
+        c = jnp.asarray(self.context_fn(x, forecast))
+        w = jnp.asarray(self.expect_witness(forecast)) - jnp.asarray(self.witness(y))
         return (c[:, None] * w[None, :]).reshape(-1)
 
     def bound(self) -> float:

@@ -26,15 +26,26 @@ from .base import AbstractPayoff
 __all__ = ["BinaryCalibration", "MixedBinaryCalibration", "tent_weights"]
 
 
-def tent_weights(p, m: int) -> Float[Array, " m+1"]:
-    """Tent (piecewise-linear) partition of unity on the grid $\\{0, 1/m, \\dots, 1\\}$ at $p$.
+def tent_weights(forecasts, n_bins: int) -> Float[Array, "... n_bins+1"]:
+    """Tent (piecewise-linear) partition of unity on the grid $\\{0, 1/m, \\dots, 1\\}$, $m$ = ``n_bins``, at each forecast.
 
     $w_v(p) = \\max(0, 1 - |m p - v|)$: at most two non-zero weights, summing to 1, with
     $\\sum_v w_v(p)\\, v/m = p$ (barycentric coordinates of $p$ on its segment).
+
+    Args:
+        forecasts: forecasts $p \\in [0, 1]$, any shape.
+        n_bins: $m$, the grid's number of cells ($m + 1$ points).
+
+    Returns:
+        The weights, shape ``forecasts.shape + (n_bins + 1,)``.
+
+    Example:
+        >>> [round(float(w), 2) for w in tent_weights(0.3, 4)]
+        [0.0, 0.8, 0.2, 0.0, 0.0]
     """
-    p = jnp.asarray(p)
-    v = jnp.arange(m + 1, dtype=p.dtype)
-    return jnp.maximum(0.0, 1.0 - jnp.abs(m * p - v))
+    p = jnp.asarray(forecasts)
+    v = jnp.arange(n_bins + 1, dtype=p.dtype)
+    return jnp.maximum(0.0, 1.0 - jnp.abs(n_bins * p[..., None] - v))
 
 
 class BinaryCalibration(AbstractPayoff):
@@ -63,19 +74,19 @@ class BinaryCalibration(AbstractPayoff):
     def dim(self) -> int:
         return self.n_bins + 1
 
-    def weights(self, p):
+    def weights(self, forecast):
         if self.hard:
-            return (jnp.arange(self.n_bins + 1, dtype=jnp.int32) == grid_index(p, self.n_bins)).astype(jnp.asarray(p).dtype)
-        return tent_weights(p, self.n_bins)
+            return (jnp.arange(self.n_bins + 1, dtype=jnp.int32) == grid_index(forecast, self.n_bins)).astype(jnp.asarray(forecast).dtype)
+        return tent_weights(forecast, self.n_bins)
 
-    def __call__(self, x, p, y):
-        p = jnp.asarray(p)
-        return self.weights(p) * (p - jnp.asarray(y).astype(p.dtype))
+    def __call__(self, x, forecast, y):
+        forecast = jnp.asarray(forecast)
+        return self.weights(forecast) * (forecast - jnp.asarray(y).astype(forecast.dtype))
 
-    def expect(self, x, p, q):
+    def expect(self, x, forecast, q):
         """$\\mathbb E_{y\\sim\\mathrm{Bernoulli}(q)}\\pi = w(p)(p - q)$."""
-        p = jnp.asarray(p)
-        return self.weights(p) * (p - jnp.asarray(q, p.dtype))
+        forecast = jnp.asarray(forecast)
+        return self.weights(forecast) * (forecast - jnp.asarray(q, forecast.dtype))
 
     def bound(self) -> float:
         return 1.0
@@ -100,12 +111,12 @@ class MixedBinaryCalibration(AbstractPayoff):
     def dim(self) -> int:
         return self.n_bins + 1
 
-    def grid_probs(self, p: Mixture):
-        idx = grid_index(p.support, self.n_bins)
-        return jnp.zeros(self.n_bins + 1, p.probs.dtype).at[idx].add(p.probs)
+    def grid_probs(self, forecast: Mixture):
+        idx = grid_index(forecast.support, self.n_bins)
+        return jnp.zeros(self.n_bins + 1, forecast.probs.dtype).at[idx].add(forecast.probs)
 
-    def __call__(self, x, p: Mixture, y):
-        q = self.grid_probs(p)
+    def __call__(self, x, forecast: Mixture, y):
+        q = self.grid_probs(forecast)
         v = jnp.arange(self.n_bins + 1, dtype=q.dtype) / self.n_bins
         return q * (v - jnp.asarray(y).astype(q.dtype))
 

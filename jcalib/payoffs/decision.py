@@ -8,9 +8,10 @@ r"""Decision calibration and swap regret for a utility $u(a, y, x)$ over $K$ act
   indicator is discontinuous in $p$ (Condition 3 fails at ties); smooth it if an oracle needs it.
 
 Both are consistent: $\mathbb E_{y\sim p}\pi = 0$. The forecast $p$ is either a binary
-probability (a float: $\mathbb E_p u = p\,u(a,1,x) + (1-p)\,u(a,0,x)$) or a distribution with
-``expect`` (e.g. :class:`jcalib.distributions.PiecewiseConstant`, exact for utilities polynomial
-of low degree on each bin). ``utility(y, x)`` returns the ``(K,)`` utilities of all actions.
+probability (a float: $\mathbb E_p u = p\,u(a,1,x) + (1-p)\,u(a,0,x)$) or a distribution
+(an :class:`~jcalib.distributions.AbstractDistribution`, through its ``expect``; e.g.
+:class:`jcalib.distributions.PiecewiseConstant`, exact for utilities polynomial of low degree
+on each bin). ``utility(y, x)`` returns the ``(K,)`` utilities of all actions.
 There is no decision-calibration oracle in App. C: use ORCA.
 """
 
@@ -24,20 +25,21 @@ import jax.numpy as jnp
 
 from .._validation import check_positive_int
 from ..core.batching import as_traced_module
+from ..distributions import AbstractDistribution
 from .base import AbstractPayoff
 
 __all__ = ["DecisionCalibration", "SwapRegret", "expected_utility"]
 
 
-def expected_utility(utility: Callable, p, x):
+def expected_utility(utility: Callable, forecast, x):
     """$\\mathbb E_{y\\sim p} u(\\cdot, y, x)$, shape ``(K,)``.
 
     Compiled once per ``utility`` (the same function object), forecast type and shapes: numbers
     in ``p`` and ``x`` are traced, so eager calls with new forecasts or contexts reuse it.
     """
-    if not hasattr(p, "expect"):
-        p = jnp.asarray(p)
-    return _expected_utility(utility, p, as_traced_module(x))
+    if not isinstance(forecast, AbstractDistribution):
+        forecast = jnp.asarray(forecast)
+    return _expected_utility(utility, forecast, as_traced_module(x))
 
 
 @eqx.filter_jit
@@ -45,7 +47,7 @@ def _expected_utility(utility: Callable, p, x):
     # A distribution's `expect` takes its integrand as a static argument: the closure over x
     # made here is new on every call, so it is built inside this jit (traced once per utility
     # and shapes), never on an eager call (which would compile `expect` again every time).
-    if hasattr(p, "expect"):
+    if isinstance(p, AbstractDistribution):
         def fn(ys):
             u = jax.vmap(jax.vmap(lambda y: utility(y, x)))(ys)  # (n, m, K)
             return jnp.moveaxis(u, -1, 0)
@@ -82,8 +84,8 @@ class DecisionCalibration(AbstractPayoff):
     def dim(self) -> int:
         return self.n_actions
 
-    def __call__(self, x, p, y):
-        return _utility_gap(self.utility, x, p, y)[1]
+    def __call__(self, x, forecast, y):
+        return _utility_gap(self.utility, x, forecast, y)[1]
 
     def bound(self) -> float:
         return float(self.n_actions * self.utility_range**2)
@@ -110,8 +112,8 @@ class SwapRegret(AbstractPayoff):
     def dim(self) -> int:
         return self.n_actions**2
 
-    def __call__(self, x, p, y):
-        eu, gap = _utility_gap(self.utility, x, p, y)
+    def __call__(self, x, forecast, y):
+        eu, gap = _utility_gap(self.utility, x, forecast, y)
         row = jax.nn.one_hot(jnp.argmax(eu), self.n_actions, dtype=eu.dtype)
         return (row[:, None] * gap[None, :]).reshape(-1)
 

@@ -71,11 +71,11 @@ class ConformalPayoff(AbstractPayoff):
         return jnp.arange(self.n_actions + 1, dtype=dtype or jnp.result_type(float)) / self.n_actions
 
     @staticmethod
-    def probs(q):
-        return q.probs if isinstance(q, Mixture) else jnp.asarray(q)
+    def probs(forecast):
+        return forecast.probs if isinstance(forecast, Mixture) else jnp.asarray(forecast)
 
-    def __call__(self, x, q, y):
-        w = self.probs(q)
+    def __call__(self, x, forecast, y):
+        w = self.probs(forecast)
         return w * (_exceed(x, y, w.dtype) - jnp.asarray(self.beta, w.dtype))
 
     def bound(self) -> float:
@@ -105,30 +105,35 @@ class SmoothConformalPayoff(AbstractPayoff):
     def dim(self) -> int:
         return self.n_actions + 1
 
-    def __call__(self, x, alpha, y):
-        alpha = jnp.asarray(alpha)
-        x = jnp.asarray(x, alpha.dtype)
-        levels = jnp.arange(self.n_actions + 1, dtype=alpha.dtype) / self.n_actions
-        q = jnp.interp(alpha, levels, x)
-        e = jnp.where(alpha <= 0, 0.0, jnp.where(alpha >= 1, 1.0, (jnp.asarray(y).astype(alpha.dtype) <= q).astype(alpha.dtype)))
-        return tent_weights(alpha, self.n_actions) * (e - jnp.asarray(self.beta, alpha.dtype))
+    def __call__(self, x, forecast, y):
+        forecast = jnp.asarray(forecast)
+        x = jnp.asarray(x, forecast.dtype)
+        levels = jnp.arange(self.n_actions + 1, dtype=forecast.dtype) / self.n_actions
+        q = jnp.interp(forecast, levels, x)
+        e = jnp.where(forecast <= 0, 0.0, jnp.where(forecast >= 1, 1.0, (jnp.asarray(y).astype(forecast.dtype) <= q).astype(forecast.dtype)))
+        return tent_weights(forecast, self.n_actions) * (e - jnp.asarray(self.beta, forecast.dtype))
 
     def bound(self) -> float:
         b = float(self.beta)
         return max(b, 1 - b) ** 2
 
 
-def freudenthal(f, m: int):
-    r"""Vertices and barycentric weights of $f \in [0,1]^2$ in the Freudenthal triangulation of an $m\times m$ grid.
+def freudenthal(forecast, n_bins: int):
+    r"""Vertices and barycentric weights of $f \in [0,1]^2$ in the Freudenthal triangulation of an $m\times m$ grid, $m$ = ``n_bins``.
 
     Each square cell $[i, i+1]\times[j, j+1]$ (in units of $1/m$) is cut along its diagonal; for
     $r = mf - (i, j)$: if $r_0 \ge r_1$ the vertices are $(i,j), (i+1,j), (i+1,j+1)$ with weights
     $(1 - r_0, r_0 - r_1, r_1)$, else $(i,j), (i,j+1), (i+1,j+1)$ with $(1 - r_1, r_1 - r_0, r_0)$.
 
+    Args:
+        forecast: the point $f = (\mu, \sigma)$, shape ``(2,)``.
+        n_bins: $m$, cells per axis of the grid.
+
     Returns:
         ``(idx, w)``: flat vertex indices ``i * (m+1) + j`` (int32, shape (3,)) and weights (3,).
     """
-    f = jnp.asarray(f)
+    m = n_bins
+    f = jnp.asarray(forecast)
     u = f * m
     ij = jnp.clip(jnp.floor(u), 0, m - 1)
     r = u - ij
@@ -145,10 +150,10 @@ def freudenthal(f, m: int):
     return jnp.stack([v1, v2, v3]), w
 
 
-def moment_vertices(m: int, dtype=None):
-    """The $(m+1)^2$ grid vertices $(i/m, j/m)$, flat index ``i * (m+1) + j``."""
+def moment_vertices(n_bins: int, dtype=None):
+    """The $(m+1)^2$ grid vertices $(i/m, j/m)$, $m$ = ``n_bins``, flat index ``i * (m+1) + j``."""
     dtype = dtype or jnp.result_type(float)
-    g = jnp.arange(m + 1, dtype=dtype) / m
+    g = jnp.arange(n_bins + 1, dtype=dtype) / n_bins
     return jnp.stack(jnp.meshgrid(g, g, indexing="ij"), -1).reshape(-1, 2)
 
 
@@ -177,13 +182,13 @@ class MomentGridCalibration(AbstractPayoff):
     def dim(self) -> int:
         return 2 * (self.n_ticks + 1) ** 2
 
-    def weights(self, f):
-        idx, w = freudenthal(f, self.n_ticks)
+    def weights(self, forecast):
+        idx, w = freudenthal(forecast, self.n_ticks)
         return jnp.zeros((self.n_ticks + 1) ** 2, w.dtype).at[idx].add(w)
 
-    def __call__(self, x, f, y):
-        f = jnp.asarray(f)
-        return (self.weights(f)[:, None] * (f - _z(y, f.dtype))[None, :]).reshape(-1)
+    def __call__(self, x, forecast, y):
+        forecast = jnp.asarray(forecast)
+        return (self.weights(forecast)[:, None] * (forecast - _z(y, forecast.dtype))[None, :]).reshape(-1)
 
     def bound(self) -> float:
         return 2.0
@@ -208,15 +213,15 @@ class MixedMomentCalibration(AbstractPayoff):
     def dim(self) -> int:
         return 2 * (self.n_ticks + 1) ** 2
 
-    def grid_probs(self, q):
-        if not isinstance(q, Mixture):
-            return jnp.asarray(q)
+    def grid_probs(self, forecast):
+        if not isinstance(forecast, Mixture):
+            return jnp.asarray(forecast)
         m = self.n_ticks
-        ij = jnp.clip(jnp.round(q.support * m), 0, m).astype(jnp.int32)
-        return jnp.zeros((m + 1) ** 2, q.probs.dtype).at[ij[:, 0] * (m + 1) + ij[:, 1]].add(q.probs)
+        ij = jnp.clip(jnp.round(forecast.support * m), 0, m).astype(jnp.int32)
+        return jnp.zeros((m + 1) ** 2, forecast.probs.dtype).at[ij[:, 0] * (m + 1) + ij[:, 1]].add(forecast.probs)
 
-    def __call__(self, x, q, y):
-        w = self.grid_probs(q)
+    def __call__(self, x, forecast, y):
+        w = self.grid_probs(forecast)
         v = moment_vertices(self.n_ticks, w.dtype)
         return (w[:, None] * (v - _z(y, w.dtype)[None, :])).reshape(-1)
 

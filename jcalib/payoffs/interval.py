@@ -25,7 +25,7 @@ import numpy as np
 
 from .._validation import check_hyper, check_positive_int
 from ..distributions import PiecewiseConstant
-from .base import AbstractPayoff, DirectSum, ExpertContext, _bin_ends
+from .base import AbstractExpectations, AbstractIntervalPayoff, AbstractPayoff, DirectSum, ExpertContext, _bin_ends
 
 __all__ = [
     "DistributionCalibration",
@@ -70,7 +70,7 @@ def _sup_quantile_norm2(levels: np.ndarray) -> float:
     return float(max(vals))
 
 
-class QuantileCalibration(AbstractPayoff):
+class QuantileCalibration(AbstractExpectations):
     r"""$\pi_\alpha(x, p, y) = \mathbb 1\{F_p(y) \le \alpha\} - \alpha$, $\alpha_j = j/(m+1)$ (paper 002, §3, Eq. 19).
 
     Consistent for continuous $p$ ($\mathbb E_{y\sim p}\mathbb 1\{F_p(y)\le\alpha\} = \alpha$);
@@ -106,25 +106,25 @@ class QuantileCalibration(AbstractPayoff):
     def levels(self, dtype=None):
         return quantile_levels(self.n_levels, dtype)
 
-    def __call__(self, x, p, y):
-        u = jnp.asarray(p.cdf(y))
+    def __call__(self, x, forecast, y):
+        u = jnp.asarray(forecast.cdf(y))
         alpha = self.levels(u.dtype)
         return linearised_quantile(u, u, alpha)  # PiecewiseConstant has no atoms: F(y-) = F(y)
 
-    def expect_uniform(self, x, p, lo, hi):
+    def expect_uniform(self, x, forecast, lo, hi):
         lo, hi = jnp.asarray(lo), jnp.asarray(hi)
         alpha = self.levels(lo.dtype)
-        q = jnp.asarray(p.quantile(alpha))  # (m,), one vectorised call
+        q = jnp.asarray(forecast.quantile(alpha))  # (m,), one vectorised call
         frac = jnp.clip((q[None, :] - lo[:, None]) / (hi - lo)[:, None], 0, 1)
         return frac - alpha[None, :]
 
-    def expect_bins(self, x, p, edges):
-        if not _own_bins(p, edges):
-            return super().expect_bins(x, p, edges)
-        alpha = self.levels(p.dtype)
-        return p.bin_fraction_below(alpha) - alpha[None, :]
+    def expect_bins(self, x, forecast, edges):
+        if not _own_bins(forecast, edges):
+            return super().expect_bins(x, forecast, edges)
+        alpha = self.levels(forecast.dtype)
+        return forecast.bin_fraction_below(alpha) - alpha[None, :]
 
-    def expect_bins_along(self, x, p, edges, c):
+    def expect_bins_along(self, x, forecast, edges, c):
         r"""$v_k = \sum_j c_j(\phi_{kj} - \alpha_j)$ on a piecewise-constant forecast's own bins, in $O(n + m)$.
 
         $\phi_{kj} = \mathrm{clip}((\alpha_j - u_k)/q_k, 0, 1)$ with $u_k = C_k/\sum p$ and
@@ -142,14 +142,14 @@ class QuantileCalibration(AbstractPayoff):
         matrix. Equal to ``expect_bins(x, p, edges) @ c`` except at ties $\alpha_j = u_k$ on a bin
         of zero mass (a set of measure zero).
         """
-        if not _own_bins(p, edges):
-            return super().expect_bins_along(x, p, edges, c)
-        pref = self._prefix(c, p.dtype)
-        cum = p.cdf_at_edges()
+        if not _own_bins(forecast, edges):
+            return super().expect_bins_along(x, forecast, edges, c)
+        pref = self._prefix(c, forecast.dtype)
+        cum = forecast.cdf_at_edges()
         total = cum[-1]
         u = cum / total  # (n + 1,): u_0 = 0, …, u_n = 1
         at = self._at(pref, u)
-        return self._combine(pref, [a[:-1] for a in at], [a[1:] for a in at], u[:-1], p.probs / total)
+        return self._combine(pref, [a[:-1] for a in at], [a[1:] for a in at], u[:-1], forecast.probs / total)
 
     def _prefix(self, c, dt):
         """The compensated prefix sums $(W, A)$ of $c_j$ and $c_j\\alpha_j$ (once per direction)."""
@@ -172,28 +172,28 @@ class QuantileCalibration(AbstractPayoff):
         inside = jnp.where(pos, (d_a - u_lo * d_w) / jnp.where(pos, q, 1), 0)
         return above + inside - (a_hi[m] + a_lo[m])
 
-    def spike_values(self, x, p, edges, c, gammas):
-        r"""Closed form of :meth:`~jcalib.payoffs.AbstractPayoff.spike_values`: $O(Gn)$ bin values.
+    def spike_values(self, x, forecast, edges, c, gammas):
+        r"""Closed form of :meth:`~jcalib.payoffs.AbstractExpectations.spike_values`: $O(Gn)$ bin values.
 
         With $p' = (1-\gamma)p + \gamma\delta_j$ and $T = (1-\gamma)\sum p + \gamma$, bin $k$'s
         normalised CDF rises from $(1-\gamma)C_k/T$ by $(1-\gamma)p_k/T$ when $k < j$, from
         $((1-\gamma)C_k + \gamma)/T$ by the same when $k > j$, and from $(1-\gamma)C_j/T$ by
         $((1-\gamma)p_j + \gamma)/T$ when $k = j$: three values per $(\gamma, k)$, whatever $j$.
         """
-        if not _own_bins(p, edges):
-            return super().spike_values(x, p, edges, c, gammas)
-        dt = p.dtype
+        if not _own_bins(forecast, edges):
+            return super().spike_values(x, forecast, edges, c, gammas)
+        dt = forecast.dtype
         pref = self._prefix(c, dt)
         g = jnp.asarray(gammas, dt)[:, None]  # (G, 1)
-        cum = p.cdf_at_edges()[None, :]
+        cum = forecast.cdf_at_edges()[None, :]
         T = (1 - g) * cum[:, -1:] + g
-        lo, hi, q = (1 - g) * cum[:, :-1] / T, (1 - g) * cum[:, 1:] / T, (1 - g) * p.probs[None, :] / T
+        lo, hi, q = (1 - g) * cum[:, :-1] / T, (1 - g) * cum[:, 1:] / T, (1 - g) * forecast.probs[None, :] / T
         left = self._combine(pref, self._at(pref, lo), self._at(pref, hi), lo, q)  # k < j
         right = self._combine(pref, self._at(pref, lo + g / T), self._at(pref, hi + g / T), lo + g / T, q)  # k > j
         own = self._combine(pref, self._at(pref, lo), self._at(pref, hi + g / T), lo, q + g / T)  # k = j
         return _by_side(left, own, right)
 
-    def along_at(self, x, p, c, ys):
+    def along_at(self, x, forecast, c, ys):
         r"""$\sum_j c_j(\mathbb 1\{F_p(y_i) \le \alpha_j\} - \alpha_j)$ at each outcome, in $O(n + m + M)$.
 
         With $W$, $A$ the prefix sums of $c_j$ and $c_j\alpha_j$ (:meth:`expect_bins_along`) and
@@ -202,10 +202,10 @@ class QuantileCalibration(AbstractPayoff):
         $F_p(y) \le \alpha_j$ of :meth:`__call__` exactly): $W_m - W_{k_i} - A_m$.
         For a piecewise-constant forecast; other forecasts use the default.
         """
-        if not (isinstance(p, PiecewiseConstant) and p.batch_shape == ()):
-            return super().along_at(x, p, c, ys)
-        m, dt = self.n_levels, p.dtype
-        u, _ = p.at_points(jnp.asarray(ys).astype(dt))
+        if not (isinstance(forecast, PiecewiseConstant) and forecast.batch_shape == ()):
+            return super().along_at(x, forecast, c, ys)
+        m, dt = self.n_levels, forecast.dtype
+        u, _ = forecast.at_points(jnp.asarray(ys).astype(dt))
         alpha = self.levels(dt)
         k = jnp.clip(jnp.floor((m + 1) * u), 0, m).astype(jnp.int32)
         padded = jnp.concatenate([jnp.full((1,), -jnp.inf, dt), alpha, jnp.full((1,), jnp.inf, dt)])  # α_0, …, α_{m+1}
@@ -213,9 +213,9 @@ class QuantileCalibration(AbstractPayoff):
         w_hi, w_lo, a_hi, a_lo = self._prefix(c, dt)
         return (w_hi[m] - w_hi[k]) + (w_lo[m] - w_lo[k]) - (a_hi[m] + a_lo[m])
 
-    def jumps(self, x, p):
+    def jumps(self, x, forecast):
         """The quantiles $Q_p(\\alpha_j)$: $\\mathbb 1\\{F_p(y) \\le \\alpha\\}$ steps down where $y$ crosses them."""
-        return jnp.asarray(p.quantile(self.levels(p.dtype)))
+        return jnp.asarray(forecast.quantile(self.levels(forecast.dtype)))
 
     def bound(self) -> float:
         return _sup_quantile_norm2(np.arange(1, self.n_levels + 1) / (self.n_levels + 1))
@@ -268,7 +268,7 @@ def _uniform_power_mean(lo, hi, k: int):
     return sum(lo**j * hi ** (k - j) for j in range(k + 1)) / (k + 1)
 
 
-class MomentCalibration(AbstractPayoff):
+class MomentCalibration(AbstractExpectations, AbstractIntervalPayoff):
     r"""$\pi_k(x, p, y) = \mathbb E_{y'\sim p}[y'^k] - y^k$ for $k$ in ``orders`` (paper 002, §3).
 
     $B = \sum_k (\max_{[lo,hi]} y^k - \min_{[lo,hi]} y^k)^2$ (attained by a point mass at one end
@@ -290,41 +290,45 @@ class MomentCalibration(AbstractPayoff):
             raise ValueError(f"need lo < hi, got lo={self.lo}, hi={self.hi}")
 
     @property
+    def outcome_range(self) -> tuple[float, float]:
+        return float(self.lo), float(self.hi)
+
+    @property
     def dim(self) -> int:
         return len(self.orders)
 
-    def __call__(self, x, p, y):
+    def __call__(self, x, forecast, y):
         y = jnp.asarray(y)
-        return jnp.stack([jnp.asarray(p.moment(k)).astype(y.dtype) - y**k for k in self.orders])
+        return jnp.stack([jnp.asarray(forecast.moment(k)).astype(y.dtype) - y**k for k in self.orders])
 
-    def expect_bins_along(self, x, p, edges, c):
+    def expect_bins_along(self, x, forecast, edges, c):
         """$\\sum_k c_k(\\mathbb E_p y^k - \\mathbb E_{U[e_j, e_{j+1}]} y^k)$ per bin $j$: a sum of vectors, no $(n, d)$ stack."""
-        lo, hi = _bin_ends(edges, p)
-        return sum(c[i] * (jnp.asarray(p.moment(k)).astype(lo.dtype) - _uniform_power_mean(lo, hi, k))
+        lo, hi = _bin_ends(edges, forecast)
+        return sum(c[i] * (jnp.asarray(forecast.moment(k)).astype(lo.dtype) - _uniform_power_mean(lo, hi, k))
                    for i, k in enumerate(self.orders))
 
-    def spike_values(self, x, p, edges, c, gammas):
+    def spike_values(self, x, forecast, edges, c, gammas):
         """Closed form: $\\mathbb E_{p'}y^k = (1-\\gamma)\\mathbb E_p y^k + \\gamma\\mathbb E_{U_j} y^k$ (linear in the mixture)."""
-        if not _own_bins(p, edges):
-            return super().spike_values(x, p, edges, c, gammas)
-        lo, hi = _bin_ends(edges, p)
+        if not _own_bins(forecast, edges):
+            return super().spike_values(x, forecast, edges, c, gammas)
+        lo, hi = _bin_ends(edges, forecast)
         g = jnp.asarray(gammas, lo.dtype)[:, None, None]
         out = 0
         for i, k in enumerate(self.orders):
             mu = _uniform_power_mean(lo, hi, k)
-            mixed = (1 - g) * jnp.asarray(p.moment(k)).astype(lo.dtype) + g * mu[None, :, None]  # (G, n_j, 1)
+            mixed = (1 - g) * jnp.asarray(forecast.moment(k)).astype(lo.dtype) + g * mu[None, :, None]  # (G, n_j, 1)
             out = out + c[i] * (mixed - mu[None, None, :])
         return out
 
-    def along_at(self, x, p, c, ys):
+    def along_at(self, x, forecast, c, ys):
         ys = jnp.asarray(ys)
-        return sum(c[i] * (jnp.asarray(p.moment(k)).astype(ys.dtype) - ys**k) for i, k in enumerate(self.orders))
+        return sum(c[i] * (jnp.asarray(forecast.moment(k)).astype(ys.dtype) - ys**k) for i, k in enumerate(self.orders))
 
-    def expect_uniform(self, x, p, lo, hi):
+    def expect_uniform(self, x, forecast, lo, hi):
         """$\\mathbb E_p y^k - \\frac{1}{k+1}\\sum_{j=0}^k lo^j hi^{k-j}$: exact (a polynomial in $y$)."""
         lo, hi = jnp.asarray(lo), jnp.asarray(hi)
         return jnp.stack(
-            [jnp.asarray(p.moment(k)).astype(lo.dtype) - _uniform_power_mean(lo, hi, k) for k in self.orders], axis=-1
+            [jnp.asarray(forecast.moment(k)).astype(lo.dtype) - _uniform_power_mean(lo, hi, k) for k in self.orders], axis=-1
         )
 
     def bound(self) -> float:
@@ -336,7 +340,7 @@ class MomentCalibration(AbstractPayoff):
 _LOSSES = ("crps", "mse")
 
 
-class ExpertRegret(AbstractPayoff):
+class ExpertRegret(AbstractExpectations, AbstractIntervalPayoff):
     r"""$\pi_\ell(x, p, y) = \ell(p, y) - \ell(e(x), y)$ per loss $\ell$ (paper 002, Eq. 6–7).
 
     $e(x)$ is the expert's forecast: ``x.expert`` for an :class:`ExpertContext`, else ``x``
@@ -361,6 +365,10 @@ class ExpertRegret(AbstractPayoff):
         check_range(self.lo, self.hi)
 
     @property
+    def outcome_range(self) -> tuple[float, float]:
+        return float(self.lo), float(self.hi)
+
+    @property
     def dim(self) -> int:
         return len(self.losses)
 
@@ -373,10 +381,10 @@ class ExpertRegret(AbstractPayoff):
             return jnp.asarray(p.crps(y))
         return (jnp.asarray(p.mean()) - y) ** 2
 
-    def __call__(self, x, p, y):
+    def __call__(self, x, forecast, y):
         e = self.expert_of(x)
         y = jnp.asarray(y)
-        return jnp.stack([(self._loss(n, p, y) - self._loss(n, e, y)).astype(y.dtype) for n in self.losses])
+        return jnp.stack([(self._loss(n, forecast, y) - self._loss(n, e, y)).astype(y.dtype) for n in self.losses])
 
     def _expected_loss(self, name, d, lo, hi, edges=None):
         r"""$\mathbb E_{y\sim U[lo_k, hi_k]}\,\ell(d, y)$, exact.
@@ -396,70 +404,70 @@ class ExpertRegret(AbstractPayoff):
         # CRPS in closed form needs piecewise-constant densities; the squared error any mean
         return "crps" not in self.losses or all(isinstance(d, PiecewiseConstant) and d.batch_shape == () for d in (p, e))
 
-    def expect_uniform(self, x, p, lo, hi):
+    def expect_uniform(self, x, forecast, lo, hi):
         """$\\mathbb E_{y\\sim U[lo_k, hi_k]}[\\ell(p, y) - \\ell(e, y)]$ in closed form (Gauss–Legendre for other distributions)."""
         e = self.expert_of(x)
-        if not self._closed_form(p, e):
-            return super().expect_uniform(x, p, lo, hi)
+        if not self._closed_form(forecast, e):
+            return super().expect_uniform(x, forecast, lo, hi)
         lo, hi = jnp.asarray(lo), jnp.asarray(hi)
-        return jnp.stack([self._expected_loss(n, p, lo, hi) - self._expected_loss(n, e, lo, hi) for n in self.losses], -1)
+        return jnp.stack([self._expected_loss(n, forecast, lo, hi) - self._expected_loss(n, e, lo, hi) for n in self.losses], -1)
 
-    def expect_bins(self, x, p, edges):
+    def expect_bins(self, x, forecast, edges):
         """As :meth:`expect_uniform`, with the CRPS of each density on its own bins in $O(n)$.
 
         The expert's term does not depend on $p$: inside ORCA's Adam loop XLA computes it once
         per round (a loop invariant), not once per step.
         """
         e = self.expert_of(x)
-        if not self._closed_form(p, e):
-            return super().expect_bins(x, p, edges)
-        lo, hi = _bin_ends(edges, p)
+        if not self._closed_form(forecast, e):
+            return super().expect_bins(x, forecast, edges)
+        lo, hi = _bin_ends(edges, forecast)
         return jnp.stack(
-            [self._expected_loss(n, p, lo, hi, edges) - self._expected_loss(n, e, lo, hi, edges) for n in self.losses], -1
+            [self._expected_loss(n, forecast, lo, hi, edges) - self._expected_loss(n, e, lo, hi, edges) for n in self.losses], -1
         )
 
-    def expect_bins_along(self, x, p, edges, c):
+    def expect_bins_along(self, x, forecast, edges, c):
         """:meth:`expect_bins` projected on $c$ as a sum of per-loss vectors (no $(n, d)$ stack)."""
         e = self.expert_of(x)
-        if not self._closed_form(p, e):
-            return super().expect_bins_along(x, p, edges, c)
-        lo, hi = _bin_ends(edges, p)
-        return sum(c[i] * (self._expected_loss(n, p, lo, hi, edges) - self._expected_loss(n, e, lo, hi, edges))
+        if not self._closed_form(forecast, e):
+            return super().expect_bins_along(x, forecast, edges, c)
+        lo, hi = _bin_ends(edges, forecast)
+        return sum(c[i] * (self._expected_loss(n, forecast, lo, hi, edges) - self._expected_loss(n, e, lo, hi, edges))
                    for i, n in enumerate(self.losses))
 
-    def spike_values(self, x, p, edges, c, gammas):
+    def spike_values(self, x, forecast, edges, c, gammas):
         """Closed form: the CRPS by :meth:`~jcalib.distributions.PiecewiseConstant.crps_bins_spiked`,
         the squared error through the mixture's mean $(1-\\gamma)\\mu_p + \\gamma m_j$ (the bin
         variances $w_k^2/12$ cancel against the expert's)."""
         e = self.expert_of(x)
-        if not (self._closed_form(p, e) and _own_bins(p, edges) and _own_bins(e, edges)):
-            return super().spike_values(x, p, edges, c, gammas)
-        lo, hi = _bin_ends(edges, p)
+        if not (self._closed_form(forecast, e) and _own_bins(forecast, edges) and _own_bins(e, edges)):
+            return super().spike_values(x, forecast, edges, c, gammas)
+        lo, hi = _bin_ends(edges, forecast)
         mid = (lo + hi) / 2
         g = jnp.asarray(gammas, lo.dtype)[:, None, None]
         out = 0
         for i, name in enumerate(self.losses):
             if name == "crps":
-                diff = p.crps_bins_spiked(gammas) - e.crps_bins().astype(lo.dtype)[None, None, :]
+                diff = forecast.crps_bins_spiked(gammas) - e.crps_bins().astype(lo.dtype)[None, None, :]
             else:
-                mean = (1 - g) * jnp.asarray(p.mean()).astype(lo.dtype) + g * mid[None, :, None]  # (G, n_j, 1)
+                mean = (1 - g) * jnp.asarray(forecast.mean()).astype(lo.dtype) + g * mid[None, :, None]  # (G, n_j, 1)
                 diff = (mean - mid[None, None, :]) ** 2 - ((jnp.asarray(e.mean()).astype(lo.dtype) - mid) ** 2)[None, None, :]
             out = out + c[i] * diff
         return out
 
-    def along_at(self, x, p, c, ys):
+    def along_at(self, x, forecast, c, ys):
         """$\\sum_\\ell c_\\ell(\\ell(p, y_i) - \\ell(e, y_i))$ with each density's CRPS at all outcomes at once
         (:meth:`~jcalib.distributions.PiecewiseConstant.at_points`, $O(n + M)$)."""
         e = self.expert_of(x)
-        if not self._closed_form(p, e):
-            return super().along_at(x, p, c, ys)
+        if not self._closed_form(forecast, e):
+            return super().along_at(x, forecast, c, ys)
         ys = jnp.asarray(ys)
         total = jnp.zeros_like(ys)
         for i, name in enumerate(self.losses):
             if name == "crps":
-                diff = p.at_points(ys)[1] - e.at_points(ys.astype(e.dtype))[1].astype(ys.dtype)
+                diff = forecast.at_points(ys)[1] - e.at_points(ys.astype(e.dtype))[1].astype(ys.dtype)
             else:
-                diff = (jnp.asarray(p.mean()).astype(ys.dtype) - ys) ** 2 - (jnp.asarray(e.mean()).astype(ys.dtype) - ys) ** 2
+                diff = (jnp.asarray(forecast.mean()).astype(ys.dtype) - ys) ** 2 - (jnp.asarray(e.mean()).astype(ys.dtype) - ys) ** 2
             total = total + c[i] * diff
         return total
 
@@ -510,14 +518,14 @@ class QuantileStepPayoff(AbstractPayoff):
     def dim(self) -> int:
         return self.n_levels
 
-    def __call__(self, x, Q, y):
-        Q = jnp.asarray(Q)
-        a = quantile_levels(self.n_levels, Q.dtype)
-        return (jnp.asarray(y) <= Q).astype(Q.dtype) - a
+    def __call__(self, x, forecast, y):
+        forecast = jnp.asarray(forecast)
+        a = quantile_levels(self.n_levels, forecast.dtype)
+        return (jnp.asarray(y) <= forecast).astype(forecast.dtype) - a
 
-    def jumps(self, x, Q):
+    def jumps(self, x, forecast):
         """The forecast quantiles $Q(a_j)$ themselves: $\\mathbb 1\\{y \\le Q(a)\\}$ steps there."""
-        return jnp.asarray(Q)
+        return jnp.asarray(forecast)
 
     def bound(self) -> float:
         return _sup_quantile_norm2(np.arange(1, self.n_levels + 1) / (self.n_levels + 1))
@@ -615,9 +623,9 @@ class DistributionCalibration(AbstractPayoff):
     def dim(self) -> int:
         return (self.n_cells - 1) * self.n_vertices
 
-    def weights(self, p) -> tuple:
+    def weights(self, forecast) -> tuple:
         """``(idx, w)``: the $M$ vertices (flat indices) and barycentric weights of ``p``'s cell masses."""
-        F = jnp.asarray(p.cdf(jnp.asarray(self.cell_edges[1:-1], p.dtype)))  # (M-1,)
+        F = jnp.asarray(forecast.cdf(jnp.asarray(self.cell_edges[1:-1], forecast.dtype)))  # (M-1,)
         s = jnp.clip(F * self.n_ticks, 0, self.n_ticks)
         fl = jnp.clip(jnp.floor(s), 0, self.n_ticks - 1)
         r = s - fl
@@ -632,16 +640,16 @@ class DistributionCalibration(AbstractPayoff):
         # the vertices' ranks among all grid points, computed (no table of the whole grid)
         return _rank_compositions(verts, self.n_ticks), lam
 
-    def __call__(self, x, p, y):
-        z = jnp.asarray(self.cell_edges[1:-1], p.dtype)
-        diff = jnp.asarray(p.cdf(z)) - (jnp.asarray(y).astype(p.dtype) <= z).astype(p.dtype)  # (M-1,)
-        idx, lam = self.weights(p)
-        W = jnp.zeros((self.n_vertices,), p.dtype).at[idx].add(lam)
+    def __call__(self, x, forecast, y):
+        z = jnp.asarray(self.cell_edges[1:-1], forecast.dtype)
+        diff = jnp.asarray(forecast.cdf(z)) - (jnp.asarray(y).astype(forecast.dtype) <= z).astype(forecast.dtype)  # (M-1,)
+        idx, lam = self.weights(forecast)
+        W = jnp.zeros((self.n_vertices,), forecast.dtype).at[idx].add(lam)
         return (W[:, None] * diff[None, :]).reshape(-1)
 
-    def jumps(self, x, p):
+    def jumps(self, x, forecast):
         """The interior cell edges: $F_{\\delta_y}(z) = \\mathbb 1\\{y \\le z\\}$ steps where $y$ crosses them."""
-        return jnp.asarray(self.cell_edges[1:-1], p.dtype)
+        return jnp.asarray(self.cell_edges[1:-1], forecast.dtype)
 
     def bound(self) -> float:
         return float(self.n_cells - 1)

@@ -75,24 +75,41 @@ __all__ = [
 
 
 class AbstractOracle(eqx.Module):
-    """``oracle(c, x, key) -> Forecast`` with ``certificate = max_y <c, π(x, public, y)>``."""
+    r"""A half-space oracle: ``oracle(c, x, key) -> Forecast``, the one shape of every oracle in jcalib.
+
+    Given the direction $c$ (Algorithm 1's $\bar\pi_{t-1}$, positive part on the payoff's
+    semi-consistent coordinates: :func:`~jcalib.payoffs.direction`), the round's context $x$
+    and a key (last and positional, like the forecasters' protocol methods; deterministic
+    oracles ignore it), it returns the forecast to play: ``value`` the realised forecast,
+    ``public`` the published (mixed) strategy and ``certificate``
+    $= \max_y \langle c, \pi(x, \text{public}, y)\rangle$ for :attr:`payoff`, computed before
+    the outcome. :class:`~jcalib.forecasters.BlackwellForecaster` plays any oracle (Algorithm 1);
+    the oracles of App. C are in this module, paper 001's is
+    :class:`~jcalib.forecasters.ApproachabilityOracle`.
+    """
 
     @property
     @abc.abstractmethod
     def payoff(self) -> AbstractPayoff:
+        """The payoff $\\pi$ the oracle is built for (its certificate is along it)."""
         raise NotImplementedError  # abstract
 
     @abc.abstractmethod
     def __call__(self, c: Float[Array, " d"], x, key: PRNGKeyArray) -> Forecast:
+        """The forecast for direction ``c`` and context ``x``, with its certificate."""
         raise NotImplementedError  # abstract
 
 
-def tent_root(c: Float[Array, " m+1"]):
+def tent_root(c: Float[Array, " n_bins+1"]):
     r"""A point $f\in[0,1]$ with $g(f) (f - y) \le 0$ for all $y \in [0, 1]$, $g$ the tent interpolation of $c$.
 
-    $f = 0$ if $c_0 \ge 0$; $f = 1$ if $c_m \le 0$; otherwise the first crossing
-    $c_i < 0 \le c_{i+1}$ and $f = (i + t)/m$ with $t = c_i/(c_i - c_{i+1})$, so $g(f) = 0$
-    (Kakade–Foster's fixed point, App. C.2.1).
+    $c$ holds one value per point of the grid $\{0, 1/m, \dots, 1\}$ (``n_bins`` $= m$ cells,
+    read from its length $m + 1$). $f = 0$ if $c_0 \ge 0$; $f = 1$ if $c_m \le 0$; otherwise the
+    first crossing $c_i < 0 \le c_{i+1}$ and $f = (i + t)/m$ with $t = c_i/(c_i - c_{i+1})$, so
+    $g(f) = 0$ (Kakade–Foster's fixed point, App. C.2.1).
+
+    Args:
+        c: the direction, shape ``(n_bins + 1,)`` (at least two grid points).
 
     Returns:
         ``(f, i, t)``: the point, its segment's left vertex and the weight of the right vertex.
@@ -319,7 +336,7 @@ class ConformalOracle(AbstractOracle):
         levels = jnp.arange(self.n_actions + 1, dtype=c.dtype) / self.n_actions
         mix = Mixture(levels, q)
         cert = conformal_certificate(c, q, self.beta)
-        return Forecast(mix.sample(key), mix, cert)
+        return Forecast(mix.sample(key=key), mix, cert)
 
 
 class SmoothConformalOracle(AbstractOracle):
@@ -465,7 +482,7 @@ class MomentOracle(AbstractOracle):
             return Forecast(fb, fb, cert)
         V = moment_vertices(self.n_ticks, c.dtype)
         mix = Mixture(V[idx[best]], w[best])
-        return Forecast(mix.sample(key), mix, certs[best])
+        return Forecast(mix.sample(key=key), mix, certs[best])
 
 
 class QuantileStepOracle(AbstractOracle):

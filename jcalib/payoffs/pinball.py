@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..scoring import pinball
-from .base import AbstractPayoff
+from .base import AbstractExpectations, AbstractIntervalPayoff
 from .interval import ExpertRegret, check_range
 
 __all__ = ["PinballRegret"]
@@ -42,7 +42,7 @@ def _as_levels(levels) -> tuple:
     return tuple(out)
 
 
-class PinballRegret(AbstractPayoff):
+class PinballRegret(AbstractExpectations, AbstractIntervalPayoff):
     r"""$\pi_j = \rho_{\alpha_j}(y - Q_p(\alpha_j)) - \rho_{\alpha_j}(y - Q_{e(x)}(\alpha_j))$ per level $\alpha_j$ (paper 002, §5).
 
     $e(x)$ is the expert's forecast: ``x.expert`` for an
@@ -78,6 +78,10 @@ class PinballRegret(AbstractPayoff):
         check_range(self.lo, self.hi)
 
     @property
+    def outcome_range(self) -> tuple[float, float]:
+        return float(self.lo), float(self.hi)
+
+    @property
     def dim(self) -> int:
         return len(self.levels)
 
@@ -90,12 +94,12 @@ class PinballRegret(AbstractPayoff):
         e = ExpertRegret.expert_of(x)
         return alpha, jnp.asarray(p.quantile(alpha)).astype(dtype), jnp.asarray(e.quantile(alpha)).astype(dtype)
 
-    def __call__(self, x, p, y):
+    def __call__(self, x, forecast, y):
         y = jnp.asarray(y)
-        alpha, a_p, a_e = self._actions(x, p, y.dtype)
+        alpha, a_p, a_e = self._actions(x, forecast, y.dtype)
         return (pinball(a_p, y, alpha) - pinball(a_e, y, alpha)).astype(y.dtype)
 
-    def expect_uniform(self, x, p, lo, hi):
+    def expect_uniform(self, x, forecast, lo, hi):
         r"""$\mathbb E_{y\sim U[lo_k, hi_k]}\pi_j$ in closed form, ``(K, d)``.
 
         With $m = (lo+hi)/2$, $w = hi - lo$ and $c = \mathrm{clip}(a, lo, hi)$:
@@ -103,7 +107,7 @@ class PinballRegret(AbstractPayoff):
         (the second and third terms are $\mathbb E(a - y)_+$); $(a - lo)_+$ when $w = 0$.
         """
         lo, hi = jnp.asarray(lo), jnp.asarray(hi)
-        alpha, a_p, a_e = self._actions(x, p, lo.dtype)
+        alpha, a_p, a_e = self._actions(x, forecast, lo.dtype)
         lo_, hi_ = lo[:, None], hi[:, None]
         w = hi_ - lo_
         pos = w > 0

@@ -68,7 +68,7 @@ def test_certificates(x64):
     f = small(n_steps=80)
     nat = OverconfidentGaussian(edges=E10)
     T = 60
-    traj = jcalib.play(f, nat, T, jax.random.key(0), record=jcalib.core.History(carry=True))
+    traj = jcalib.core.play(f, nat, T, key=jax.random.key(0), record=jcalib.recorders.History(carry=True))
     cert = traj.certificate
     # replay the state to get c_{t-1} and the realised inner products
     def step(state, inp):
@@ -96,7 +96,7 @@ def test_l_nonpositive_certifies_the_nature_family(x64):
     # has E<c, π> <= 0: check it against the truth's own expectation each round
     nat = IIDInterval.skewed(10)
     f = ORCA(payoff=QuantileCalibration(9), edges=E10, n_steps=100)
-    traj = jcalib.play(f, nat, 40, jax.random.key(1), record=jcalib.core.History(carry=True))
+    traj = jcalib.core.play(f, nat, 40, key=jax.random.key(1), record=jcalib.recorders.History(carry=True))
     truth = np.asarray(nat.probs)
 
     def step(state, inp):
@@ -115,7 +115,7 @@ def test_qce_falls_toward_the_calibrated_floor():
     # forecaster has E[T·QCE] = Σ α(1-α) = 1.65. Measured T·QCE at T = 300: see the print.
     f = ORCA(payoff=QuantileCalibration(9), edges=E10, n_steps=100)
     T = 300
-    traj = jcalib.play(f, IIDInterval.skewed(10), T, jax.random.key(0))
+    traj = jcalib.core.play(f, IIDInterval.skewed(10), T, key=jax.random.key(0))
     tq = [T_ * qce_sum(traj.forecast.probs[:T_], traj.y[:T_], E10, 9) for T_ in (50, 300)]
     floor = float(np.sum(np.arange(1, 10) / 10 * (1 - np.arange(1, 10) / 10)))
     uniform = T * qce_sum(jnp.full((T, 10), 0.1), traj.y, E10, 9)
@@ -132,7 +132,7 @@ def test_qce_falls_toward_the_floor_50_bins():
     E = uniform_edges(50)
     f = ORCA(payoff=QuantileCalibration(99), edges=E)
     T = 1000
-    traj = jcalib.play(f, IIDInterval.skewed(50), T, jax.random.key(0))
+    traj = jcalib.core.play(f, IIDInterval.skewed(50), T, key=jax.random.key(0))
     tq = [t * qce_sum(traj.forecast.probs[:t], traj.y[:t], E, 99) for t in (300, T)]
     print(f"\n50 bins, 99 levels, 400 steps: T·QCE at T = 300, {T}: {tq} (floor 16.665)")
     assert max(tq) <= 16.665
@@ -194,7 +194,7 @@ def test_recalibrating_an_overconfident_expert():
     nat = OverconfidentGaussian()
     f = ORCA()
     T = 400
-    traj = jcalib.play(f, nat, T, jax.random.key(0))
+    traj = jcalib.core.play(f, nat, T, key=jax.random.key(0))
     q_orca = qce_sum(traj.forecast.probs, traj.y, E, 99)
     q_expert = qce_sum(traj.x.expert.probs, traj.y, E, 99)
     print(f"\nQCE expert {q_expert:.4f} -> ORCA {q_orca:.4f}")
@@ -210,7 +210,7 @@ def test_excess_crps_over_the_expert_shrinks_like_one_over_sqrt_t():
 
     f = ORCA(start="expert")
     T = 1000
-    traj = jcalib.play(f, OverconfidentGaussian(), T, jax.random.key(0))
+    traj = jcalib.core.play(f, OverconfidentGaussian(), T, key=jax.random.key(0))
     gap = np.asarray(jax.vmap(crps)(traj.forecast, traj.y) - jax.vmap(crps)(traj.x.expert, traj.y))
     b_reg = f.payoff.blocks[1].bound()
     scaled = {t: np.sqrt(t) * gap[:t].mean() for t in (250, T)}
@@ -284,7 +284,7 @@ def test_regret_payoff_without_an_expert_is_refused_at_trace_time():
     # IIDInterval has no context: the default payoff's regret block has no expert to compare with
     f = ORCA(edges=E10, n_steps=2)
     with pytest.raises(ValueError, match="ExpertRegret.*without the regret block"):
-        jcalib.play(f, IIDInterval.skewed(10), 3, jax.random.key(0))
+        jcalib.core.play(f, IIDInterval.skewed(10), 3, key=jax.random.key(0))
     f.check_context(PiecewiseConstant.from_logits(jnp.zeros(10), E10))  # an expert passes
 
 
@@ -309,7 +309,7 @@ def test_per_cell_recalibration_runs_one_orca_per_cell():
     assert counts[cell] == 1 and counts.sum() == 1  # only the active cell's instance moved
 
 
-class _RampAndStep(jcalib.payoffs.AbstractPayoff):
+class _RampAndStep(jcalib.payoffs.AbstractExpectations):
     """A user's payoff that jumps in y: (y - E_p y, 1{y <= t} - F_p(t)) with t off the check grid.
 
     Along c = (1, 1) its supremum over y is at y = t (the ramp's largest value left of the step),
@@ -388,7 +388,7 @@ def test_unrolled_inner_loop_plays_the_same_rounds():
     kw = dict(payoff=QuantileCalibration(9), edges=E10, n_steps=5, spike_weights=(0.9,))
 
     def run(f, key):
-        traj = jcalib.play(f, nature, 2, key)
+        traj = jcalib.core.play(f, nature, 2, key=key)
         return traj.forecast.probs, traj.certificate
 
     chex.clear_trace_counter()
@@ -405,3 +405,31 @@ def test_unrolled_inner_loop_plays_the_same_rounds():
     for bad in (0, -3, True, 2.0, "4"):
         with pytest.raises(ValueError, match="unroll"):
             ORCA(unroll=bad)
+
+
+class _MeanOnly(jcalib.payoffs.AbstractPayoff):
+    """A user's payoff written as a definition only (value, dim, bound): mean calibration."""
+
+    @property
+    def dim(self):
+        return 1
+
+    def __call__(self, x, p, y):
+        y = jnp.asarray(y)
+        return jnp.stack([p.mean().astype(y.dtype) - y])
+
+    def bound(self):
+        return 1.0
+
+
+def test_a_payoff_with_only_its_definition_runs_with_orca(x64):
+    # ORCA reaches the payoff through DefaultExpectations (quadrature, vmap over outcomes); on a
+    # payoff linear in y the 3-node quadrature is exact, so the component values are E_p y - mid_k
+    f = ORCA(payoff=_MeanOnly(), edges=E10, n_steps=10, spike_weights=(0.5,))
+    assert isinstance(f.expectations, jcalib.payoffs.DefaultExpectations)
+    theta = jnp.asarray(np.random.default_rng(0).normal(size=10))
+    p = f.distribution(theta)
+    mids = (np.asarray(E10[:-1]) + np.asarray(E10[1:])) / 2
+    np.testing.assert_allclose(np.asarray(f.component_values(theta, jnp.ones(1), None)), float(p.mean()) - mids, atol=1e-12)
+    traj = jcalib.play(f, IIDInterval.skewed(10), 20, jax.random.key(0))
+    assert traj.certificate.value.shape == (20,) and np.all(np.isfinite(np.asarray(traj.certificate.pointwise)))

@@ -216,7 +216,7 @@ def test_distribution_calibration_weights_and_cost(x64):
 
 
 # ------------------------------------------------ closed-form expectations (ORCA's nature family)
-from jcalib.payoffs.base import AbstractPayoff  # noqa: E402
+from jcalib.payoffs.base import AbstractExpectations, DefaultExpectations  # noqa: E402
 
 CLOSED_FORM_BLOCKS = [QuantileCalibration(19), ExpertRegret(("crps", "mse")), MomentCalibration((1, 2, 3)),
                       experiment_payoff(19)]
@@ -231,7 +231,7 @@ def _quadrature(payoff, x, p, lo, hi):
         alpha = payoff.levels(lo.dtype)
         q = jax.vmap(p.quantile)(alpha)
         return jnp.clip((q[None, :] - lo[:, None]) / (hi - lo)[:, None], 0, 1) - alpha[None, :]
-    return AbstractPayoff.expect_uniform(payoff, x, p, lo, hi)
+    return AbstractExpectations.expect_uniform(payoff, x, p, lo, hi)
 
 
 @pytest.mark.parametrize("payoff", CLOSED_FORM_BLOCKS, ids=lambda p: type(p).__name__)
@@ -405,7 +405,7 @@ ALONG_PAYOFFS = [
     MomentCalibration((1, 2)),
     ExpertRegret(("crps", "mse")),
     experiment_payoff(19),
-    DecisionCalibration(utility, 3, 1.0),  # the default (vmap) path
+    DefaultExpectations(DecisionCalibration(utility, 3, 1.0)),  # the default (vmap) path
 ]
 
 
@@ -413,7 +413,7 @@ ALONG_PAYOFFS = [
 def test_along_at_is_the_projected_payoff_at_each_outcome(x64, payoff):
     # closed forms (O(n + m + M)) against <c, π(x, p, y)> evaluated outcome by outcome, including
     # outcomes on every edge, at the ends and next to the quantiles where the quantile block jumps
-    from jcalib.payoffs.base import AbstractPayoff
+    from jcalib.payoffs.base import AbstractExpectations
 
     e = np.asarray(EDGES)
     for s in range(3):
@@ -424,7 +424,7 @@ def test_along_at_is_the_projected_payoff_at_each_outcome(x64, payoff):
         ys = jnp.asarray(np.r_[e, q - 1e-6, q + 1e-6, np.random.default_rng(s).uniform(0, 1, 30)])
         want = np.asarray(jax.vmap(lambda y: payoff(x, p, y) @ c)(ys))
         np.testing.assert_allclose(np.asarray(payoff.along_at(x, p, c, ys)), want, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(np.asarray(AbstractPayoff.along_at(payoff, x, p, c, ys)), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(AbstractExpectations.along_at(payoff, x, p, c, ys)), want, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("payoff", ALONG_PAYOFFS[:4], ids=lambda p: type(p).__name__)
@@ -433,7 +433,7 @@ def test_spike_values_closed_forms_are_the_mixtures_values(x64, payoff):
     # path), and the whole experiment payoff against the brute-force reference (integration over y)
     from reference.orca import component_values
 
-    from jcalib.payoffs.base import AbstractPayoff
+    from jcalib.payoffs.base import AbstractExpectations
 
     gammas = (0.5, 0.99, 1.0)
     for s in range(3):
@@ -441,7 +441,7 @@ def test_spike_values_closed_forms_are_the_mixtures_values(x64, payoff):
         x = ExpertContext(ex)
         c = jax.random.normal(jax.random.key(100 + s), (payoff.dim,), jnp.float64)
         got = np.asarray(payoff.spike_values(x, p, EDGES, c, gammas))
-        want = np.asarray(AbstractPayoff.spike_values(payoff, x, p, EDGES, c, gammas))
+        want = np.asarray(AbstractExpectations.spike_values(payoff, x, p, EDGES, c, gammas))
         assert got.shape == (3, 12, 12)
         # the quantile block's compensated prefix sums meet the levels in another order: 1e-11
         np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)

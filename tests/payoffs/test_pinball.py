@@ -14,7 +14,7 @@ from reference.payoffs import pinball_regret_np, pinball_regret_uniform_np
 
 from jcalib.distributions import PiecewiseConstant, uniform_edges
 from jcalib.payoffs import DirectSum, ExpertContext, PinballRegret, QuantileCalibration, expect_under_bins, pinball
-from jcalib.payoffs.base import AbstractPayoff
+from jcalib.payoffs.base import AbstractExpectations
 
 EDGES = uniform_edges(12)
 LEVELS = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -57,7 +57,7 @@ def test_closed_form_expectations_match_reference(x64):
     # on the bins: the default route through expect_uniform, and 3-node Gauss–Legendre away from the kinks
     bins = np.asarray(pay.expect_bins(ExpertContext(ex), p, EDGES))
     np.testing.assert_allclose(bins, np.asarray(pay.expect_uniform(ExpertContext(ex), p, jnp.asarray(e[:-1]), jnp.asarray(e[1:]))))
-    quad = np.asarray(AbstractPayoff.expect_bins(pay, ExpertContext(ex), p, EDGES))
+    quad = np.asarray(AbstractExpectations.expect_bins(pay, ExpertContext(ex), p, EDGES))
     assert np.max(np.abs(bins - quad)) < 0.01  # quadrature is off only in the bins with a kink
 
 
