@@ -54,7 +54,6 @@ UNCOVERED = {
     "payoffs.DefaultExpectations": "takes a payoff",
     "payoffs.as_expectations": "takes a payoff",
     "forecasters.one_step_ahead": "AOSA's kernel over a 0/1 stream",
-    "forecasters.halfspace_oracle": "the recalibrator's oracle",
     "forecasters.lee_weights": "Lee et al.'s weights of utility matrices",
     "payoffs.conformal_certificate": "an oracle's certificate",
     "payoffs.freudenthal": "a triangulation kernel",

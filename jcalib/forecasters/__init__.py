@@ -7,24 +7,26 @@ the trivial baselines. Outcomes in an interval (``"real"``): ORCA. Any outcome s
 """
 
 from .aosa import AlmostOneStepAhead, aosa_bins, aosa_bound, one_step_ahead
-from .approachability import ApproachabilityRecalibrator, halfspace_oracle, tradeoff_parameters
+from .approachability import ApproachabilityOracle, ApproachabilityPayoff, ApproachabilityRecalibrator, tradeoff_parameters
 from .blackwell import BlackwellForecaster
 from .defensive import DefensiveForecaster
 from .foster import FosterRandomized, foster_bins
 from .online_isotonic import OnlineIsotonic, OnlineIsotonicState, online_isotonic, online_isotonic_probs
-from .orca import ORCA
+from .orca import ORCA, ExpertMeanCells
 from .gupta_ramdas import GuptaRamdas
 from .kuleshov_ermon import KuleshovErmon, SwapRegretCalibrated
 from .lee_mw import LeeMultiObjectiveMW, lee_weights
-from .partitioned import Partitioned, UniformCells
+from .partitioned import AbstractPartitioned, Partitioned, UniformCells
 from .suite import binary_suite
 from .trivial import Constant, RunningFrequency
 
 __all__: list[str] = [
+    "AbstractPartitioned",
     "AlmostOneStepAhead",
     "BlackwellForecaster",
     "Constant",
     "DefensiveForecaster",
+    "ExpertMeanCells",
     "FosterRandomized",
     "GuptaRamdas",
     "ORCA",
@@ -40,8 +42,9 @@ __all__: list[str] = [
     "binary_suite",
     "foster_bins",
     "one_step_ahead",
+    "ApproachabilityOracle",
+    "ApproachabilityPayoff",
     "ApproachabilityRecalibrator",
-    "halfspace_oracle",
     "tradeoff_parameters",
     "LeeMultiObjectiveMW",
     "lee_weights",

@@ -31,7 +31,10 @@ for both outcomes. Worst payoff $\le (\varepsilon/2)\|\theta\|_\infty + \lambda\
 (Brier) and $\le (\varepsilon/2)(\|\theta\|_\infty + \lambda)$ for any rule, $\varepsilon = 1/m$
 (Lemma 8); $(f, g)$ is evaluated at most at $2 + \lceil\log_2 m\rceil$ distinct grid points
 (Theorem 9 allows $4 + \lceil\log_2 m\rceil$ evaluations; the final bracket's two ends are
-computed a second time for the weight rather than carried through the search).
+computed a second time for the weight rather than carried through the search). The oracle is
+:class:`ApproachabilityOracle`, a half-space oracle of :mod:`jcalib.payoffs`' shape
+(``oracle(c, x, key) -> Forecast`` with $c = (\theta, \lambda)$, $x = q$ and the certificate
+$\max_y \langle c, u\rangle$), for the game's payoff :class:`ApproachabilityPayoff`.
 
 **Learning** (paper §3.3, eqs 16–24, §5.3; Abernethy–Bartlett–Hazan 2011). Online gradient
 ascent (Zinkevich) on the normals, on the *expected* payoff of the published mixture:
@@ -61,24 +64,24 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._dtypes import float_dtype
 from .._validation import as_int, check_hyper, check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture
+from ..payoffs.base import AbstractPayoff
+from ..payoffs.oracles import AbstractOracle
 from ..scoring import AbstractScoringRule, Brier
-from .._grid import grid_points
+from .._grid import grid_index, grid_points
 
 __all__ = [
+    "ApproachabilityOracle",
+    "ApproachabilityPayoff",
     "ApproachabilityRecalibrator",
     "ApproachabilityState",
-    "OracleResult",
-    "halfspace_oracle",
-    "oracle_eval_bound",
-    "point_mass",
     "tradeoff_parameters",
 ]
-
 
 
 def tradeoff_parameters(T: int, beta: float) -> tuple[float, float]:
@@ -108,69 +111,148 @@ def tradeoff_parameters(T: int, beta: float) -> tuple[float, float]:
     return T ** (-b), T ** ((3 * b - 1) / 2)
 
 
-def oracle_eval_bound(m: int) -> int:
-    """Theorem 9's budget of $(f, g)$ evaluations per round: $4 + \\lceil \\log_2 m \\rceil$."""
-    m = check_positive_int(m, "m")
-    return 4 + max(m - 1, 0).bit_length()
-
-
-class OracleResult(NamedTuple):
-    """The halfspace oracle's answer.
-
-    Attributes:
-        mixture: the published strategy, ``Mixture(support=(p_i, p_{i+1}), probs=(w, 1-w))``.
-        index: $i$ (int32 in ``[0, m-1]``), the lower of the two adjacent grid points.
-        prob: $w$, the probability of $p_i$ (a point mass on $p_m$ is ``index = m-1, prob = 0``).
-        n_evals: distinct grid points at which the search evaluated $(f, g)$ (int32),
-            $\\le 2 + \\lceil\\log_2 m\\rceil$.
-    """
-
-    mixture: Mixture
-    index: Int[Array, ""]
-    prob: Float[Array, ""]
-    n_evals: Int[Array, ""]
-
-
-def point_mass(j, m: int):
+def _point_mass(j, n_bins: int):
     """``(index, prob)`` of the point mass on grid point ``j`` in the two-point representation."""
     j = jnp.asarray(j, jnp.int32)
-    i = jnp.minimum(j, m - 1)
-    return i, jnp.where(j <= m - 1, 1.0, 0.0).astype(float_dtype())
+    i = jnp.minimum(j, n_bins - 1)
+    return i, jnp.where(j <= n_bins - 1, 1.0, 0.0).astype(float_dtype())
 
 
-def _mixture(i, w, m: int) -> Mixture:
-    support = grid_points(m)[jnp.stack([i, i + 1])]
+def _mixture(i, w, n_bins: int) -> Mixture:
+    support = grid_points(n_bins)[jnp.stack([i, i + 1])]
     return Mixture(support=support, probs=jnp.stack([w, 1.0 - w]))
 
 
-def halfspace_oracle(theta, lam, q, m: int, scoring: AbstractScoringRule = Brier()) -> OracleResult:
-    r"""Paper 001's halfspace oracle (§5.2, eqs 29–31): a mixed strategy on two adjacent grid points.
+class ApproachabilityPayoff(AbstractPayoff):
+    r"""The recalibration game's vector payoff $u \in \mathbb R^{m+2}$ (paper §3.1, eqs 8–12; §3.3, eqs 23–24).
 
-    Finds $w$ over $B_m$ with $\max_{y\in\{0,1\}} \langle(\theta, \lambda), u(w, y)\rangle \le
-    (\varepsilon/2)\|\theta\|_\infty + \lambda\varepsilon^2/4$ (Brier; $(\varepsilon/2)(\|\theta\|_
-    \infty + \lambda)$ for any $L$-Lipschitz proper rule), $\varepsilon = 1/m$, by a bisection of
-    fixed length $\lceil\log_2 m\rceil$ (a ``fori_loop``; rounds that stop early are masked, so
-    a vmapped batch never waits) — never a scan over the grid. See the module docstring for
-    $f, g, h$.
+    ``payoff(x, forecast, y)`` with ``x`` the model's forecast $q$, ``forecast`` the forecaster's
+    strategy (a :class:`~jcalib.core.Mixture` over grid points, or one grid point) and
+    $y \in \{0, 1\}$:
 
-    Args:
-        theta: calibration normal, shape ``(m + 1,)``.
-        lam: regret weight $\lambda \ge 0$ (scalar).
-        q: the model's forecast in $[0, 1]$.
-        m: grid size (static).
-        scoring: the proper scoring rule (its ``lipschitz`` divides the regret coordinate).
+    $$u_i = w(p_i)\,(y - p_i),\ i = 0..m, \qquad u_{\mathrm{reg}} = \frac{\sum_i w(p_i)\,s(p_i, y) - s(q, y)}{L},$$
 
-    Returns:
-        :class:`OracleResult`.
+    $w$ the strategy's mass on grid point $p_i = i/m$ and $L$ the rule's Lipschitz constant.
+    The regret coordinate is semi-consistent (:attr:`semi`; a proper rule makes its
+    expectation under $y \sim p$ non-positive). $B = 2$: $\sum_i w_i^2 (y - p_i)^2 \le 1$ and
+    $|u_{\mathrm{reg}}| \le 1$.
+
+    Attributes:
+        n_bins: $m$ (static; $m + 1$ grid points).
+        scoring: the proper scoring rule (default Brier).
 
     Example:
-        >>> res = halfspace_oracle(jnp.zeros(11), 1.0, 0.33, 10)
-        >>> [round(float(v), 2) for v in res.mixture.support], int(res.n_evals) <= 6
+        >>> import jax.numpy as jnp
+        >>> u = ApproachabilityPayoff(4)
+        >>> [round(float(v), 3) for v in u(jnp.asarray(0.3), jnp.asarray(0.5), 1)]
+        [0.0, 0.0, 0.5, 0.0, 0.0, -0.12]
+    """
+
+    n_bins: int = eqx.field(static=True, converter=as_int)
+    scoring: AbstractScoringRule = eqx.field(default_factory=Brier)
+
+    def __check_init__(self):
+        check_positive_int(self.n_bins, "n_bins")
+        if not isinstance(self.scoring, AbstractScoringRule):
+            raise ValueError(f"scoring must be a rule from jcalib.scoring, got {type(self.scoring).__name__}")
+
+    @property
+    def dim(self) -> int:
+        return self.n_bins + 2
+
+    @property
+    def semi(self) -> np.ndarray:
+        return np.arange(self.dim) == self.dim - 1
+
+    def grid_probs(self, forecast) -> Float[Array, " m+1"]:
+        """The strategy's mass on each grid point, ``(m + 1,)``."""
+        if isinstance(forecast, Mixture):
+            idx = grid_index(forecast.support, self.n_bins)
+            return jnp.zeros(self.n_bins + 1, forecast.probs.dtype).at[idx].add(forecast.probs)
+        forecast = jnp.asarray(forecast)
+        return jax.nn.one_hot(grid_index(forecast, self.n_bins), self.n_bins + 1, dtype=forecast.dtype)
+
+    def __call__(self, x, forecast, y):
+        w = self.grid_probs(forecast)
+        fdt = w.dtype
+        grid = grid_points(self.n_bins).astype(fdt)
+        yi = jnp.asarray(y).astype(jnp.int32)
+        L = jnp.asarray(self.scoring.lipschitz, fdt)
+        q = jnp.asarray(x).astype(fdt)
+        reg = (jnp.dot(w, self.scoring(grid, yi).astype(fdt)) - self.scoring(q, yi).astype(fdt)) / L
+        return jnp.concatenate([w * (yi.astype(fdt) - grid), reg[None]])
+
+    def bound(self) -> float:
+        return 2.0
+
+
+class ApproachabilityOracle(AbstractOracle):
+    r"""Paper 001's halfspace oracle (§5.2, eqs 29–31) as a half-space oracle: a mixed strategy on two adjacent grid points.
+
+    ``oracle(c, x, key)``: the direction is $c = (\theta, \lambda)$, ``(m + 2,)`` (the
+    calibration normal and the regret weight $\lambda \ge 0$), the context ``x`` the model's
+    forecast $q \in [0, 1]$. Returns a :class:`~jcalib.core.Forecast` whose ``public`` is
+    ``Mixture((p_i, p_{i+1}), (w, 1 - w))``, whose ``value`` is a draw from it, and whose
+    ``certificate`` is $\max_{y\in\{0,1\}} \langle c, u(w, y)\rangle$ (:attr:`payoff` $= u$), at
+    most $(\varepsilon/2)\|\theta\|_\infty + \lambda\varepsilon^2/4$ (Brier;
+    $(\varepsilon/2)(\|\theta\|_\infty + \lambda)$ for any $L$-Lipschitz proper rule),
+    $\varepsilon = 1/m$ (Lemma 8). The search is a bisection of fixed length
+    $\lceil\log_2 m\rceil$ (a ``fori_loop``; rounds that stop early are masked, so a vmapped
+    batch never waits) — never a scan over the grid — that evaluates $(f, g)$ at most at
+    $2 + \lceil\log_2 m\rceil$ distinct grid points (Theorem 9 allows :attr:`max_evals`). See
+    the module docstring for $f, g, h$.
+
+    Attributes:
+        n_bins: $m$ (static).
+        scoring: the proper scoring rule (its ``lipschitz`` divides the regret coordinate).
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> oracle = ApproachabilityOracle(10)
+        >>> fc = oracle(jnp.append(jnp.zeros(11), 1.0), 0.33, jax.random.key(0))
+        >>> [round(float(v), 2) for v in fc.public.support], bool(fc.certificate <= 1 / 400)
         ([0.3, 0.4], True)
     """
-    m = check_positive_int(m, "m")
-    i, w, n = _oracle(theta, lam, q, m, scoring)
-    return OracleResult(_mixture(i, w, m), i, w, n)
+
+    n_bins: int = eqx.field(static=True, converter=as_int)
+    scoring: AbstractScoringRule = eqx.field(default_factory=Brier)
+
+    def __check_init__(self):
+        check_positive_int(self.n_bins, "n_bins")
+        if not isinstance(self.scoring, AbstractScoringRule):
+            raise ValueError(f"scoring must be a rule from jcalib.scoring, got {type(self.scoring).__name__}")
+
+    @property
+    def payoff(self) -> ApproachabilityPayoff:
+        return ApproachabilityPayoff(self.n_bins, self.scoring)
+
+    @property
+    def max_evals(self) -> int:
+        """Theorem 9's budget of $(f, g)$ evaluations per round: $4 + \\lceil \\log_2 m \\rceil$."""
+        return 4 + max(self.n_bins - 1, 0).bit_length()
+
+    def __call__(self, c: Float[Array, " m+2"], x, key: PRNGKeyArray) -> Forecast:
+        c = jnp.asarray(c)
+        theta, lam = c[:-1], c[-1]
+        q = check_context_prob(x)
+        i, w, _ = _oracle(theta, lam, q, self.n_bins, self.scoring)
+        mix = _mixture(i, w, self.n_bins)
+        value = jnp.where(jax.random.bernoulli(key, w), mix.support[0], mix.support[1])
+        return Forecast(value, mix, self._certificate(theta, lam, q, i, mix))
+
+    def _certificate(self, theta, lam, q, i, mix):
+        """$\\max_{y\\in\\{0,1\\}}\\langle(\\theta, \\lambda), u(w, y)\\rangle$ from the two touched coordinates (O(1))."""
+        fdt = float_dtype()
+        th = jax.lax.dynamic_slice_in_dim(jnp.asarray(theta).astype(fdt), i, 2)
+        p, w = mix.support.astype(fdt), mix.probs.astype(fdt)
+        lam_l = jnp.asarray(lam).astype(fdt) / jnp.asarray(self.scoring.lipschitz, fdt)
+
+        def along(y):
+            yi = jnp.asarray(y, jnp.int32)
+            reg = jnp.sum(w * self.scoring(p, yi).astype(fdt)) - self.scoring(q, yi).astype(fdt)
+            return jnp.sum(th * w * (yi.astype(fdt) - p)) + lam_l * reg
+
+        return jnp.maximum(along(0), along(1))
 
 
 def _bracket_codec(m: int):
@@ -248,7 +330,7 @@ def _oracle(theta, lam, q, m: int, scoring: AbstractScoringRule, preset=None):
     hlo, hhi = glo - flo, ghi - fhi
     den = hlo - hhi
     w_mix = jnp.clip(jnp.where(den > 0, -hhi / jnp.where(den > 0, den, 1.0), 1.0), 0.0, 1.0)
-    i, w_point = point_mass(lo, m)  # the mixture's lower index is min(lo, m - 1) either way
+    i, w_point = _point_mass(lo, m)  # the mixture's lower index is min(lo, m - 1) either way
     return i, jnp.where(lo == hi, w_point, w_mix).astype(fdt), n
 
 
@@ -289,7 +371,8 @@ class ApproachabilityRecalibrator(AbstractForecaster):
     r"""Okoroafor–Kleinberg–Sun's approachability recalibrator (paper 001, Algorithm 1; Theorems 9, 11).
 
     Context ``x`` = the model's forecast $q_t$. Each round: the halfspace oracle
-    (:func:`halfspace_oracle`) at the current normal $(\theta_t, \lambda_t)$ — or, by the
+    (:attr:`oracle`, an :class:`ApproachabilityOracle`) at the current normal
+    $(\theta_t, \lambda_t)$ — or, by the
     follow-the-oracle rule (paper §5.4, remark after the proof of Lemma 10), the point mass on
     the grid point nearest $q_t$ while the running calibration error $\|U\|/t$ is below ``eps``
     — publishes ``Mixture((p_i, p_{i+1}), (w, 1 - w))``; ``Forecast.value`` is the draw. After $y_t$,
@@ -313,7 +396,7 @@ class ApproachabilityRecalibrator(AbstractForecaster):
     Example:
         >>> import jax, jcalib
         >>> f = ApproachabilityRecalibrator.for_horizon(2000)
-        >>> traj = jcalib.play(f, jcalib.natures.TwoLevelModel(), 2000, jax.random.key(0))
+        >>> traj = jcalib.core.play(f, jcalib.natures.TwoLevelModel(), 2000, key=jax.random.key(0))
         >>> traj.forecast.shape
         (2000,)
 
@@ -394,6 +477,13 @@ class ApproachabilityRecalibrator(AbstractForecaster):
     def value_grid(self) -> int:
         """Forecasts lie on the grid {0, 1/m, …, 1}."""
         return self.n_bins
+
+    @property
+    def oracle(self) -> ApproachabilityOracle:
+        """The half-space oracle each round calls (with the direction $(\\theta_t, \\lambda_t)$);
+        its ``payoff`` is the game's vector payoff $u$, whose mean over the rounds is the state's
+        ``cal``/``t`` and ``reg``/``t``."""
+        return ApproachabilityOracle(self.n_bins, self.scoring)
 
     def init(self, key: PRNGKeyArray) -> ApproachabilityState:
         fdt = float_dtype()

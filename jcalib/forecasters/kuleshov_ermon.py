@@ -39,7 +39,7 @@ from .._validation import check_hyper, check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture
 from ..scoring import AbstractScoringRule, Brier
 from .._grid import grid_points
-from .partitioned import Partitioned, UniformCells
+from .partitioned import AbstractPartitioned, UniformCells
 
 __all__ = ["KuleshovErmon", "SwapRegretCalibrated", "SwapRegretState", "swap_stationary"]
 
@@ -127,7 +127,7 @@ class SwapRegretCalibrated(AbstractForecaster):
     def predict(self, state: SwapRegretState, x, key: PRNGKeyArray) -> Forecast:
         p = swap_stationary(state.regret, self.learning_rate, self.n_squarings)
         mix = Mixture(support=grid_points(self.n_bins), probs=p)
-        return Forecast(mix.sample(key), mix)
+        return Forecast(mix.sample(key=key), mix)
 
     def update(self, state: SwapRegretState, x, forecast: Forecast, y) -> SwapRegretState:
         fdt = state.regret.dtype
@@ -136,12 +136,13 @@ class SwapRegretCalibrated(AbstractForecaster):
         return SwapRegretState(state.regret + p[:, None] * (loss[None, :] - loss[:, None]), state.t + 1)
 
 
-class KuleshovErmon(Partitioned):
-    r"""Kuleshov & Ermon (2017): :class:`Partitioned` over $N$ uniform cells of $q_t$, each running
+class KuleshovErmon(AbstractPartitioned):
+    r"""Kuleshov & Ermon (2017): one forecaster per each of $N$ uniform cells of $q_t$, each running
     :class:`SwapRegretCalibrated` on the grid $\{0, 1/N, \dots, 1\}$.
 
-    A :class:`Partitioned` module (sweeps, conformance and recorders treat it like any
-    forecaster) built from $N$ and $\eta$; :meth:`for_horizon` picks them from $T$.
+    An :class:`~jcalib.forecasters.AbstractPartitioned` forecaster (what
+    :class:`~jcalib.forecasters.Partitioned` does, with the inner forecaster and the cells built
+    from $N$ and $\eta$); :meth:`for_horizon` picks them from $T$.
 
     Args:
         n_cells: $N$: cells of the model's forecast and grid size of each cell's forecaster.
@@ -152,13 +153,17 @@ class KuleshovErmon(Partitioned):
     Example:
         >>> import jax, jcalib
         >>> f = KuleshovErmon(5, 0.05)
-        >>> traj = jcalib.play(f, jcalib.natures.TwoLevelModel(), 500, jax.random.key(0))
+        >>> traj = jcalib.core.play(f, jcalib.natures.TwoLevelModel(), 500, key=jax.random.key(0))
         >>> traj.forecast.shape
         (500,)
 
     References:
         V. Kuleshov, S. Ermon (2017), *Estimating uncertainty online against an adversary*, AAAI.
     """
+
+    inner: SwapRegretCalibrated
+    n_cells: int = eqx.field(static=True)
+    cell_of: UniformCells
 
     def __init__(self, n_cells: int, learning_rate: float, *, n_squarings: int = 40,
                  scoring: AbstractScoringRule | None = None):

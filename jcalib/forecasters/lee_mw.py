@@ -20,7 +20,7 @@ the weighted loss is, up to a positive factor, the halfspace objective of paper 
 $$\theta_i = \tanh(\eta U_i),\qquad \lambda = \frac{e^{\eta U_{\mathrm{reg}}}}{\prod_i 2\cosh(\eta U_i)}
 = \exp\Big(\eta U_{\mathrm{reg}} - \sum_i \log 2\cosh(\eta U_i)\Big)$$
 
-(computed in log space). We reuse :func:`~jcalib.forecasters.approachability.halfspace_oracle`
+(computed in log space). We reuse :class:`~jcalib.forecasters.ApproachabilityOracle`
 with regret weight $\lambda L$ (the oracle divides the regret coordinate by $L$) instead of an
 exact minimax solve: the oracle's value is within the AMF bound Lee et al.'s Theorem needs
 (departure from the paper, which solves the minimax problem). Per round: $O(m)$ for
@@ -45,7 +45,7 @@ from .._validation import check_hyper, check_positive_int
 from ..core.types import AbstractForecaster, Forecast
 from ..scoring import AbstractScoringRule, Brier
 from .._grid import grid_points
-from .approachability import _mixture, check_context_prob, halfspace_oracle
+from .approachability import ApproachabilityOracle, check_context_prob
 
 __all__ = ["LeeMultiObjectiveMW", "LeeMWState", "lee_weights"]
 
@@ -102,7 +102,7 @@ class LeeMultiObjectiveMW(AbstractForecaster):
     Example:
         >>> import jax, jcalib
         >>> f = LeeMultiObjectiveMW.for_horizon(1000)
-        >>> traj = jcalib.play(f, jcalib.natures.TwoLevelModel(), 1000, jax.random.key(0))
+        >>> traj = jcalib.core.play(f, jcalib.natures.TwoLevelModel(), 1000, key=jax.random.key(0))
         >>> traj.forecast.shape
         (1000,)
 
@@ -147,10 +147,8 @@ class LeeMultiObjectiveMW(AbstractForecaster):
         q = check_context_prob(x)
         theta, lam = lee_weights(state.cal, state.reg, self.learning_rate)
         L = jnp.asarray(self.scoring.lipschitz, lam.dtype)
-        res = halfspace_oracle(theta, lam * L, q, self.n_bins, self.scoring)
-        mix = res.mixture
-        value = jnp.where(jax.random.bernoulli(key, res.prob), mix.support[0], mix.support[1])
-        return Forecast(value, mix)
+        fc = ApproachabilityOracle(self.n_bins, self.scoring)(jnp.append(theta, lam * L), q, key)
+        return Forecast(fc.value, fc.public)
 
     def update(self, state: LeeMWState, x, forecast: Forecast, y) -> LeeMWState:
         m = self.n_bins

@@ -11,7 +11,6 @@ the inner forecaster predicts and updates it, and the slice is written back — 
 cell) work per round, memory N × the inner state.
 """
 
-from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
@@ -23,7 +22,7 @@ from jaxtyping import Array, Int, PRNGKeyArray
 from .._validation import as_int, check_positive_int, in_graph, is_concrete
 from ..core.types import AbstractForecaster, Forecast
 
-__all__ = ["Partitioned", "PartitionedState", "UniformCells"]
+__all__ = ["AbstractPartitioned", "Partitioned", "PartitionedState", "UniformCells"]
 
 
 class UniformCells(eqx.Module):
@@ -54,52 +53,30 @@ class PartitionedState(NamedTuple):
     cells: Any
 
 
-class Partitioned(AbstractForecaster):
-    r"""Run ``inner`` separately on each cell of the context: only the active cell predicts and updates.
+class AbstractPartitioned(AbstractForecaster):
+    r"""One inner forecaster per cell of the context: only the active cell predicts and updates.
 
     Round $t$ with context $x_t$: $c_t = \mathrm{cell\_of}(x_t)$; the forecast is
     ``inner.predict(state[c_t], x_t, key)`` (its public strategy and certificate included), and
     after $y_t$ only ``state[c_t]`` is updated. Each cell's copy is initialised with its own key.
+    Subclasses say what ``inner``, ``n_cells`` and ``cell_of`` are: :class:`Partitioned` takes
+    them as given, :class:`~jcalib.forecasters.KuleshovErmon` builds them from its settings.
 
     Attributes:
         inner: the forecaster each cell runs (it receives the context too).
         n_cells: number of cells (static: fixes the stacked state's shape).
-        cell_of: maps a context to its cell, an int32 in ``[0, n_cells)`` (e.g.
-            :class:`UniformCells` for a model's forecast in [0, 1]). A cell outside
-            ``[0, n_cells)`` is an error: ``ValueError`` for a concrete context, an
-            ``eqx.error_if`` failure inside ``play`` (unless ``jcalib.config.checks(False)``;
-            then it is clipped to the nearest cell). A nature with no context (``None``) is
-            refused when ``play`` traces the round.
-
-    Example:
-        >>> import jax, jcalib
-        >>> from jcalib.forecasters import Partitioned, UniformCells, RunningFrequency
-        >>> f = Partitioned(RunningFrequency(), 5, UniformCells(5))
-        >>> traj = jcalib.play(f, jcalib.natures.TwoLevelModel(), 2000, jax.random.key(0))
-        >>> bool(abs(float(traj.forecast[-1]) - 0.5) < 0.2)
-        True
-
-    References:
-        V. Kuleshov, S. Ermon (2017), *Estimating uncertainty online against an adversary*,
-        AAAI; paper 002, §5.2 and Appendix D.
+        cell_of: maps a context to its cell, an int32 in ``[0, n_cells)``.
     """
 
-    inner: AbstractForecaster
-    n_cells: int = eqx.field(static=True, converter=as_int)
-    cell_of: Callable[[Any], Array]
+    inner: eqx.AbstractVar[AbstractForecaster]
+    n_cells: eqx.AbstractVar[int]
+    cell_of: eqx.AbstractVar[Callable[[Any], Array]]
 
     needs_context = True  # the cell is a function of the context
 
     @property
     def outcome_space(self) -> str | None:
         return self.inner.outcome_space
-
-    def __check_init__(self):
-        if not isinstance(self.inner, AbstractForecaster):
-            raise ValueError(f"inner must be an AbstractForecaster, got {type(self.inner).__name__}")
-        check_positive_int(self.n_cells, "n_cells")
-        if not callable(self.cell_of):
-            raise ValueError("cell_of must be callable: context -> cell index")
 
     def _cell(self, x) -> Int[Array, ""]:
         if x is None:
@@ -134,3 +111,45 @@ class Partitioned(AbstractForecaster):
         c = self._cell(x)
         new = self.inner.update(self._slice(state, c), x, forecast, y)
         return PartitionedState(jax.tree_util.tree_map(lambda s, n: s.at[c].set(n), state.cells, new))
+
+
+class Partitioned(AbstractPartitioned):
+    r"""Run ``inner`` separately on each cell of the context: only the active cell predicts and updates.
+
+    Round $t$ with context $x_t$: $c_t = \mathrm{cell\_of}(x_t)$; the forecast is
+    ``inner.predict(state[c_t], x_t, key)`` (its public strategy and certificate included), and
+    after $y_t$ only ``state[c_t]`` is updated. Each cell's copy is initialised with its own key.
+
+    Attributes:
+        inner: the forecaster each cell runs (it receives the context too).
+        n_cells: number of cells (static: fixes the stacked state's shape).
+        cell_of: maps a context to its cell, an int32 in ``[0, n_cells)`` (e.g.
+            :class:`UniformCells` for a model's forecast in [0, 1]). A cell outside
+            ``[0, n_cells)`` is an error: ``ValueError`` for a concrete context, an
+            ``eqx.error_if`` failure inside ``play`` (unless ``jcalib.config.checks(False)``;
+            then it is clipped to the nearest cell). A nature with no context (``None``) is
+            refused when ``play`` traces the round.
+
+    Example:
+        >>> import jax, jcalib
+        >>> from jcalib.forecasters import Partitioned, UniformCells, RunningFrequency
+        >>> f = Partitioned(RunningFrequency(), 5, UniformCells(5))
+        >>> traj = jcalib.core.play(f, jcalib.natures.TwoLevelModel(), 2000, key=jax.random.key(0))
+        >>> bool(abs(float(traj.forecast[-1]) - 0.5) < 0.2)
+        True
+
+    References:
+        V. Kuleshov, S. Ermon (2017), *Estimating uncertainty online against an adversary*,
+        AAAI; paper 002, §5.2 and Appendix D.
+    """
+
+    inner: AbstractForecaster
+    n_cells: int = eqx.field(static=True, converter=as_int)
+    cell_of: Callable[[Any], Array]
+
+    def __check_init__(self):
+        if not isinstance(self.inner, AbstractForecaster):
+            raise ValueError(f"inner must be an AbstractForecaster, got {type(self.inner).__name__}")
+        check_positive_int(self.n_cells, "n_cells")
+        if not callable(self.cell_of):
+            raise ValueError("cell_of must be callable: context -> cell index")

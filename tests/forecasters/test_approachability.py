@@ -14,13 +14,25 @@ from reference.recalibration import approachability_run, oracle, spherical, brie
 from scipy.optimize import linprog
 
 import jcalib
-from jcalib.forecasters import ApproachabilityRecalibrator, halfspace_oracle, tradeoff_parameters
-from jcalib.forecasters.approachability import oracle_eval_bound
+from jcalib.forecasters import (
+    ApproachabilityOracle,
+    ApproachabilityPayoff,
+    ApproachabilityRecalibrator,
+    BlackwellForecaster,
+    tradeoff_parameters,
+)
+from jcalib.forecasters.approachability import _oracle
 from jcalib.natures import DistortedModel, RecalibrationAdversary, TwoLevelModel
 from jcalib.recorders import RecalibrationCounts
 from jcalib.scoring import Brier, LogScore, Spherical
 
 RULES = {"brier": (Brier(), brier), "spherical": (Spherical(), spherical)}
+
+
+def halfspace(theta, lam, q, m, scoring=Brier()):
+    """The oracle's kernel: ``(index, prob, n_evals)`` (what ``ApproachabilityOracle`` publishes, and
+    the count of (f, g) evaluations it took)."""
+    return _oracle(theta, lam, q, m, scoring)
 
 
 def _instances(rng, m, n):
@@ -59,14 +71,20 @@ def test_oracle_validity_against_lp(rule, m, x64):
     L = scoring.lipschitz
     n = 300
     theta, lam, q = _instances(rng, m, n)
-    res = jax.jit(jax.vmap(lambda th, la, qq: halfspace_oracle(th, la, qq, m, scoring)))(theta, lam, q)
-    idx, w, n_evals = np.asarray(res.index), np.asarray(res.prob), np.asarray(res.n_evals)
+    idx, w, n_evals = map(np.asarray, jax.jit(jax.vmap(lambda th, la, qq: halfspace(th, la, qq, m, scoring)))(theta, lam, q))
+    # the half-space oracle publishes that mixture, and its certificate is the worst payoff
+    oracle = ApproachabilityOracle(m, scoring)
+    keys = jax.random.split(jax.random.key(0), n)
+    fc = jax.jit(jax.vmap(oracle))(jnp.concatenate([theta, lam[:, None]], axis=1), q, keys)
+    np.testing.assert_allclose(np.asarray(fc.public.support)[:, 0], idx / m, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(fc.public.probs)[:, 0], w, atol=1e-12)
     eps = 1 / m
     worst = np.array([worst_payoff(theta[k], lam[k], q[k], m, s, L, idx[k], w[k]) for k in range(n)])
     tinf = np.abs(theta).max(axis=1)
     bound = eps / 2 * tinf + (lam * eps**2 / 4 if rule == "brier" else eps / 2 * lam)
     assert np.all(worst <= bound + 1e-9), float((worst - bound).max())
-    assert np.all(n_evals <= oracle_eval_bound(m))
+    np.testing.assert_allclose(np.asarray(fc.certificate), worst, atol=1e-12)
+    assert np.all(n_evals <= oracle.max_evals)
     # the bound is not vacuous: some instances come close to it
     assert (worst / np.maximum(bound, 1e-12)).max() > 0.5
     # the LP optimum is no larger than the oracle's value and also within the bound
@@ -83,12 +101,12 @@ def test_oracle_matches_reference_and_counts_evaluations(m, x64):
     in one int32; 2^15 carries the pair."""
     rng = np.random.default_rng(1)
     theta, lam, q = _instances(rng, m, 200)
-    res = jax.vmap(lambda th, la, qq: halfspace_oracle(th, la, qq, m))(theta, lam, q)
+    index, prob, n_evals = jax.vmap(lambda th, la, qq: halfspace(th, la, qq, m))(theta, lam, q)
     for k in range(200):
         i, w, n = oracle(theta[k], lam[k], q[k], m, brier, 2.0)
-        assert int(res.index[k]) == i
-        np.testing.assert_allclose(float(res.prob[k]), w, atol=1e-12)
-        assert int(res.n_evals[k]) == n <= 2 + math.ceil(math.log2(max(m, 1))) if m > 1 else n == 2
+        assert int(index[k]) == i
+        np.testing.assert_allclose(float(prob[k]), w, atol=1e-12)
+        assert int(n_evals[k]) == n <= 2 + math.ceil(math.log2(max(m, 1))) if m > 1 else n == 2
 
 
 def test_oracle_mixture_makes_payoff_independent_of_y(x64):
@@ -96,11 +114,11 @@ def test_oracle_mixture_makes_payoff_independent_of_y(x64):
     rng = np.random.default_rng(3)
     m = 20
     theta, lam, q = _instances(rng, m, 200)
-    res = jax.vmap(lambda th, la, qq: halfspace_oracle(th, la, qq, m))(theta, lam, q)
-    mixed = (np.asarray(res.prob) > 0) & (np.asarray(res.prob) < 1)
+    index, prob, _ = jax.vmap(lambda th, la, qq: halfspace(th, la, qq, m))(theta, lam, q)
+    mixed = (np.asarray(prob) > 0) & (np.asarray(prob) < 1)
     assert mixed.sum() > 20
     for k in np.flatnonzero(mixed):
-        i, w = int(res.index[k]), float(res.prob[k])
+        i, w = int(index[k]), float(prob[k])
         pay = [sum(wj * (theta[k][j] * (y - j / m) + lam[k] * (brier(j / m, y) - brier(q[k], y)) / 2) for j, wj in ((i, w), (i + 1, 1 - w))) for y in (0, 1)]
         np.testing.assert_allclose(pay[0], pay[1], atol=1e-12)
 
@@ -109,7 +127,7 @@ def test_oracle_mixture_makes_payoff_independent_of_y(x64):
 def test_parity_with_numpy_reference(norm, follow, x64):
     T = 400
     f = ApproachabilityRecalibrator(n_bins=9, step_size=0.3, Lambda=2.0, eps=0.08, norm=norm, follow_oracle=follow)
-    traj = jcalib.play(f, DistortedModel(slope=2.5, shift=0.5), T, jax.random.key(5), record=jcalib.core.History(mixtures=True))
+    traj = jcalib.core.play(f, DistortedModel(slope=2.5, shift=0.5), T, key=jax.random.key(5), record=jcalib.recorders.History(mixtures=True))
     q, y = np.asarray(traj.x), np.asarray(traj.y)
     idx, w = approachability_run(q, y, 9, 0.3, 2.0, 0.08, brier, 2.0, norm=norm, follow=follow)
     sup = np.asarray(traj.public.support)
@@ -159,7 +177,7 @@ def _rates(f_of_T, natures_of_m, Ts, n_seeds=2, p=1, form="norm"):
     cal, reg = [], []
     for T in Ts:
         f = f_of_T(T)
-        s = jcalib.sweep(f, natures_of_m(f.n_bins), T, jax.random.key(T), n_seeds=n_seeds,
+        s = jcalib.core.sweep(f, natures_of_m(f.n_bins), T, key=jax.random.key(T), n_seeds=n_seeds,
                          record=RecalibrationCounts(f.n_bins), chunk=min(T, 200_000), progress=False)
         cal.append(np.asarray(jax.vmap(jax.vmap(lambda z: z.calibration(p, form)))(s)).mean(axis=1))
         reg.append(np.asarray(jax.vmap(jax.vmap(lambda z: z.regret()))(s)).mean(axis=1))
@@ -179,7 +197,7 @@ def _check_ogd_guarantee(T, beta):
     f = ApproachabilityRecalibrator.for_horizon(T, beta, follow_oracle=False)
     m, lam, eta = f.n_bins, float(f.Lambda), float(f.step_size)
     natures = [RecalibrationAdversary(m, alpha=a) for a in (0.0, 0.3, 1.0)]
-    s = jcalib.sweep(f, natures, T, jax.random.key(3), n_seeds=2, record=RecalibrationCounts(m))
+    s = jcalib.core.sweep(f, natures, T, key=jax.random.key(3), n_seeds=2, record=RecalibrationCounts(m))
     cal = np.asarray(jax.vmap(jax.vmap(lambda z: z.calibration()))(s))
     reg = np.asarray(jax.vmap(jax.vmap(lambda z: z.regret()))(s)) / 2.0
     bound = 1 / (2 * m) + lam / (4 * m**2) + ((m + 1) + lam**2) / (2 * eta * T) + eta
@@ -283,15 +301,35 @@ def test_sweep_numbers_do_not_depend_on_batch_or_chunk():
     chunked or not, equals a single ``play`` (another program: batch 1) with that seed's key."""
     f = ApproachabilityRecalibrator.for_horizon(300)
     nature = DistortedModel(slope=2.0)
-    rec = jcalib.core.History(mixtures=True)
+    rec = jcalib.recorders.History(mixtures=True)
     key = jax.random.key(11)
-    big = jcalib.sweep(f, nature, 300, key, n_seeds=8, record=rec, progress=False)
-    chunked = jcalib.sweep(f, nature, 300, key, n_seeds=8, record=rec, chunk=128, progress=False)
+    big = jcalib.core.sweep(f, nature, 300, key=key, n_seeds=8, record=rec, progress=False)
+    chunked = jcalib.core.sweep(f, nature, 300, key=key, n_seeds=8, record=rec, chunk=128, progress=False)
     for a, b in zip(jax.tree_util.tree_leaves(big), jax.tree_util.tree_leaves(chunked)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     # sweep seed s uses split(key, n_seeds)[s]
-    one = jcalib.play(f, nature, 300, jax.random.split(key, 8)[5], record=rec)
+    one = jcalib.core.play(f, nature, 300, key=jax.random.split(key, 8)[5], record=rec)
     w = np.asarray(one.public.probs)[:, 0]
     assert ((w > 0) & (w < 1)).any()  # some rounds mix: the oracle's weight is compared too
     for a, b in zip(jax.tree_util.tree_leaves(big), jax.tree_util.tree_leaves(one)):
         np.testing.assert_array_equal(np.asarray(a)[0, 5], np.asarray(b))
+
+
+def test_oracle_payoff_and_algorithm_1(x64):
+    """The half-space oracle's payoff is the game's u, and Algorithm 1 with the oracle keeps every
+    round's certificate within Lemma 8's bound."""
+    m = 8
+    u = ApproachabilityPayoff(m)
+    assert u.dim == m + 2 and u.bound() == 2.0 and list(np.flatnonzero(u.semi)) == [m + 1]
+    np.testing.assert_allclose(np.asarray(u(jnp.asarray(0.3), jnp.asarray(0.5), 1)),
+                               np.r_[0, 0, 0, 0, 0.5, 0, 0, 0, 0, ((0.5 - 1) ** 2 - (0.3 - 1) ** 2) / 2], atol=1e-12)
+    # Algorithm 1 with the oracle: certificate <= (eps/2)||theta||_inf + lam eps^2/4 for the direction played
+    g = BlackwellForecaster.from_oracle(ApproachabilityOracle(m))
+    traj = jcalib.core.play(g, DistortedModel(slope=2.5, shift=0.5), 300, key=jax.random.key(2),
+                            record=jcalib.recorders.History(mixtures=True))
+    mean = np.cumsum(np.asarray(jax.vmap(lambda x, p, y: u(x, p, y))(traj.x, traj.public, traj.y)), 0)
+    mean = mean / np.arange(1, 301)[:, None]
+    d = np.vstack([np.zeros(m + 2), mean[:-1]])
+    d[:, -1] = np.maximum(d[:, -1], 0)
+    bound = np.abs(d[:, :-1]).max(1) / (2 * m) + d[:, -1] / (4 * m * m)
+    assert np.all(np.asarray(traj.certificate) <= bound + 1e-9)  # as in the LP check: round-off of the bisection

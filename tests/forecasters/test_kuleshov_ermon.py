@@ -13,7 +13,7 @@ from conformance import check_forecaster
 from reference.recalibration import ke_cell_run, swap_distribution
 
 import jcalib
-from jcalib.forecasters import KuleshovErmon, Partitioned, SwapRegretCalibrated
+from jcalib.forecasters import AbstractPartitioned, KuleshovErmon, Partitioned, SwapRegretCalibrated, UniformCells
 from jcalib.forecasters.kuleshov_ermon import swap_stationary
 from jcalib.natures import Bernoulli, RecalibrationAdversary, Replay, TwoLevelModel
 
@@ -32,7 +32,7 @@ def test_stationary_distribution_matches_linear_solve(x64):
 
 def test_cell_parity_with_numpy_reference(x64):
     f = SwapRegretCalibrated(n_bins=4, learning_rate=0.3)
-    traj = jcalib.play(f, Bernoulli(0.3), 200, jax.random.key(1), record=jcalib.core.History(mixtures=True))
+    traj = jcalib.core.play(f, Bernoulli(0.3), 200, key=jax.random.key(1), record=jcalib.recorders.History(mixtures=True))
     ref = ke_cell_run(np.asarray(traj.y), 4, 0.3)
     np.testing.assert_allclose(np.asarray(traj.public.probs), ref, atol=1e-8)
 
@@ -43,7 +43,7 @@ def test_partitioned_parity_with_per_cell_reference(x64):
     q = rng.uniform(0, 1, 300)
     y = (rng.uniform(0, 1, 300) < q**2).astype(np.int32)
     f = KuleshovErmon(3, 0.3)
-    traj = jcalib.play(f, Replay(y, x=q), 300, jax.random.key(3), record=jcalib.core.History(mixtures=True))
+    traj = jcalib.core.play(f, Replay(y, x=q), 300, key=jax.random.key(3), record=jcalib.recorders.History(mixtures=True))
     cells = np.minimum((q * 3).astype(int), 2)
     got = np.asarray(traj.public.probs)
     for c in range(3):
@@ -80,7 +80,8 @@ def test_internal_regret_guarantee_against_adversary():
 
 def test_conformance():
     f = KuleshovErmon.for_horizon(1000, 4)
-    assert isinstance(f, KuleshovErmon) and isinstance(f, Partitioned)  # a class with the for_horizon convention
+    # a class with the for_horizon convention: per-cell like Partitioned, not a subclass of it
+    assert isinstance(f, AbstractPartitioned) and not isinstance(f, Partitioned)
     assert f.n_cells == 4 and KuleshovErmon.for_horizon(1000).n_cells == 10
     check_forecaster((f, KuleshovErmon(4, 0.5)), TwoLevelModel())
 
@@ -96,3 +97,12 @@ def test_bad_input():
 def test_cell_forecaster_conformance():
     """The per-cell forecaster on its own (CI covers it inside KuleshovErmon above)."""
     check_forecaster((SwapRegretCalibrated(3, 0.2), SwapRegretCalibrated(3, 0.5)), Bernoulli(0.4))
+
+
+def test_plays_as_partitioned_swap_regret():
+    """KuleshovErmon is Partitioned(SwapRegretCalibrated(N, eta), N, UniformCells(N)), round by round."""
+    f = KuleshovErmon(4, 0.3)
+    g = Partitioned(SwapRegretCalibrated(4, 0.3), 4, UniformCells(4))
+    a = jcalib.core.play(f, TwoLevelModel(), 300, key=jax.random.key(2))
+    b = jcalib.core.play(g, TwoLevelModel(), 300, key=jax.random.key(2))
+    np.testing.assert_array_equal(np.asarray(a.forecast), np.asarray(b.forecast))
