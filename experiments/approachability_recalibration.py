@@ -17,7 +17,7 @@ Paper 001 has no experiments of its own; these test its theorems and its claims 
     ECE, Brier score and the regret against the model, before and after, with bands over
     shuffles of the stream order (one vmapped ``sweep`` over the shuffles), at growing T.
 
-Every run is a ``jcalib.sweep`` over natures × seeds recording the O(m)
+Every run is a ``jcalib.core.sweep`` over natures × seeds recording the O(m)
 :class:`~jcalib.recorders.RecalibrationCounts` summary (part (f) also keeps the forecasts, to
 score them with the metrics of ``jcalib.metrics``). Writes
 ``results/approachability_recalibration.json`` and figures to ``docs/tutorials/img/`` (with
@@ -60,7 +60,7 @@ def grid_of(f) -> int:
 def measure(f, natures, T, seeds, key=0):
     """Mean over seeds of (calibration, regret) per nature, from the O(m) summaries."""
     m = grid_of(f)
-    s = jcalib.sweep(f, natures, T, jax.random.key(key), n_seeds=seeds, record=RecalibrationCounts(m),
+    s = jcalib.core.sweep(f, natures, T, key=jax.random.key(key), n_seeds=seeds, record=RecalibrationCounts(m),
                      chunk=min(T, 200_000), progress=False)
     cal = np.asarray(jax.vmap(jax.vmap(lambda z: z.calibration()))(s)).mean(axis=1)
     reg = np.asarray(jax.vmap(jax.vmap(lambda z: z.regret()))(s)).mean(axis=1)
@@ -163,7 +163,7 @@ def part_d(ms, B, T, ke_max, repeats, out):
             f = mk(m)
 
             def run():
-                jax.block_until_ready(jcalib.sweep(f, nat, T, jax.random.key(0), n_seeds=B, record="summary", grid=grid_of(f), progress=False))
+                jax.block_until_ready(jcalib.core.sweep(f, nat, T, key=jax.random.key(0), n_seeds=B, record="summary", n_bins=grid_of(f), progress=False))
 
             run()
             ts = []
@@ -178,11 +178,11 @@ def part_d(ms, B, T, ke_max, repeats, out):
 
 
 def part_e(out, n_passes):
-    s = logistic_stream("digits", n_passes=n_passes)
+    s = logistic_stream("digits", n_passes=n_passes, key=jax.random.key(0))
     T = len(s.y)
     f = ApproachabilityRecalibrator.for_horizon(T)
     K = 10
-    summ = jcalib.play(f, Replay(s.y, x=s.q), T, jax.random.key(0), record=RecalibrationCounts(f.n_bins, n_model_buckets=K))
+    summ = jcalib.core.play(f, Replay(s.y, x=s.q), T, key=jax.random.key(0), record=RecalibrationCounts(f.n_bins, n_model_buckets=K))
     m = f.n_bins
     k = np.minimum(np.arange(m + 1) * K // m, K - 1)  # grid points -> midpoint buckets, in integers
     rc = np.zeros(K)
@@ -224,7 +224,7 @@ N_DIAGRAM_BINS = 20
 @jax.jit
 def _scores(p, y):
     """Binned ECE (10 equal-width bins), smooth ECE and Brier score of each row of ``(S, n)`` forecasts."""
-    return jax.vmap(lambda a, b: jax.numpy.stack([binned_ece(a, b, N_ECE_BINS), smooth_ece(a, b), brier(a, b)]))(p, y)
+    return jax.vmap(lambda a, b: jax.numpy.stack([binned_ece(a, b, n_bins=N_ECE_BINS), smooth_ece(a, b), brier(a, b)]))(p, y)
 
 
 def _binned_summary(p, y, K=N_DIAGRAM_BINS):
@@ -267,7 +267,7 @@ def _recalibrate(f, q, y):
     """One vmapped sweep over the stream orders (the nature axis): the realised forecasts and the summaries."""
     T = q.shape[1]
     natures = [Replay(y[k], x=q[k]) for k in range(q.shape[0])]
-    r = jcalib.sweep(f, natures, T, jax.random.key(0), record={"history": History(), "counts": RecalibrationCounts(f.n_bins)},
+    r = jcalib.core.sweep(f, natures, T, key=jax.random.key(0), record={"history": History(), "counts": RecalibrationCounts(f.n_bins)},
                      progress=False)
     return np.asarray(r["history"].forecast)[:, 0], jax.tree_util.tree_map(lambda a: a[:, 0], r["counts"])
 
@@ -289,7 +289,8 @@ def part_f(out, passes, n_shuffles, fractions, streams=OVERCONFIDENT, variants=V
     """Recalibrate an overconfident model's stream, one vmapped sweep over the shuffles per horizon."""
     res = {}
     for name, vs in streams.items():
-        orders = [naive_bayes_stream(name, n_passes=passes[name], var_smoothing=vs, seed=k) for k in range(n_shuffles)]
+        orders = [naive_bayes_stream(name, n_passes=passes[name], var_smoothing=vs, key=jax.random.key(k))
+                  for k in range(n_shuffles)]
         q, y = np.stack([s.q for s in orders]), np.stack([s.y for s in orders])
         T_full = q.shape[1]
         rows = []
@@ -330,7 +331,7 @@ def _summary_diagram(ax, d, label, color):
     probs = np.r_[mean, mean]
     labels = np.r_[np.ones(keep.sum(), np.int32), np.zeros(keep.sum(), np.int32)]
     weights = np.r_[ones[keep], n[keep] - ones[keep]]
-    return plots.reliability_diagram(probs, labels, len(n), ax=ax, label=label, sample_weight=weights, color=color)
+    return plots.reliability_diagram(probs, labels, n_bins=len(n), ax=ax, label=label, sample_weight=weights, color=color)
 
 
 def figures(out, suffix=""):

@@ -18,7 +18,7 @@ Pipeline:
 3. the isotonic baseline per horizon (``online_isotonic_probs`` on each horizon's stream of
    days, the 24 horizons vmapped);
 4. ORCA per horizon: **the sweep axis is the horizon** — 24 ``Replay`` streams of the window's
-   days (horizon $h$'s forecasts and outcomes), one ``jcalib.sweep``; each round starts from
+   days (horizon $h$'s forecasts and outcomes), one ``jcalib.core.sweep``; each round starts from
    the expert's forecast (Algorithm 2). The payoff is the paper's experiment payoff (quantile ⊕
    CRPS/MSE regret against the expert ⊕ moments 1, 2) ⊕ **decision calibration** for the
    operator's utilities $u_{\\lambda,a}(y) = -\\ell_\\lambda(a, y)$ ($\\lambda$ on the grid, $a$ on
@@ -166,7 +166,8 @@ def main(argv=None) -> dict:
     t_all = time.perf_counter()
     D = args.days
     t0 = time.perf_counter()
-    ef = run_day_ahead_expert("bagging", wind_power(), days=D, warmup_days=args.warmup_days, progress=progress)
+    ef = run_day_ahead_expert("bagging", wind_power(), days=D, warmup_days=args.warmup_days, key=jax.random.key(0),
+                              progress=progress)
     timing["expert_host_s"] = time.perf_counter() - t0
     edges = tuple(float(v) for v in ef.edges)
     span = ef.high - ef.low

@@ -27,9 +27,11 @@ import math
 import time
 
 import numpy as np
+from jaxtyping import PRNGKeyArray
 from tqdm.auto import tqdm
 
 from .._validation import check_int
+from ._seed import host_seed
 from .experts import EXPERTS, UNIFORM_MIX, ExpertForecasts, gaussian_bin_probs, make_expert
 from .lagged import LaggedSeries
 
@@ -48,7 +50,7 @@ def run_day_ahead_expert(
     day_length: int = 24,
     strategy: str = "shared",
     n_bins: int = 50,
-    seed: int = 0,
+    key: PRNGKeyArray,
     progress: bool = True,
 ) -> ExpertForecasts:
     """Run expert ``name`` day by day over ``data.series`` and return its forecasts for every
@@ -64,7 +66,8 @@ def run_day_ahead_expert(
         day_length: hours per day (24); also the number of horizons.
         strategy: one of :data:`DAY_AHEAD_STRATEGIES`.
         n_bins: equal bins of the rescaled range.
-        seed: the River models' seed.
+        key: a JAX PRNG key (keyword-only, required): seeds the River models
+            (``jax.random.key(s)`` gives River's seed ``s``).
         progress: show a progress bar.
 
     Returns:
@@ -76,8 +79,9 @@ def run_day_ahead_expert(
         ValueError: unknown expert or strategy, bad sizes, NaN in the series.
 
     Example:
+        >>> import jax
         >>> from jcalib.datasets import wind_power
-        >>> f = run_day_ahead_expert("marginal", wind_power(), days=2, progress=False)
+        >>> f = run_day_ahead_expert("marginal", wind_power(), days=2, key=jax.random.key(0), progress=False)
         >>> f.probs.shape, f.y.shape
         ((48, 50), (48,))
     """
@@ -103,7 +107,7 @@ def run_day_ahead_expert(
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     first = n_days - days - warmup_days  # first day run (>= 1)
     n_models = day_length if strategy == "per_horizon" else 1
-    models = [make_expert(name, seed) for _ in range(n_models)]
+    models = [make_expert(name, host_seed(key)) for _ in range(n_models)]
     feats = [f"lag{k + 1}" for k in range(day_length)]
 
     point = np.empty((days, day_length))

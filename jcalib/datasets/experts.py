@@ -49,8 +49,10 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.special import ndtr
+from jaxtyping import PRNGKeyArray
 from tqdm.auto import tqdm
 
+from ._seed import host_seed
 from .lagged import LaggedSeries
 
 __all__ = ["EXPERTS", "ExpertForecasts", "make_expert", "run_expert", "gaussian_bin_probs"]
@@ -177,7 +179,7 @@ def run_expert(
     horizon: int = 1000,
     warmup: int | None = None,
     n_bins: int = 50,
-    seed: int = 0,
+    key: PRNGKeyArray,
     progress: bool = True,
 ) -> ExpertForecasts:
     """Run expert ``name`` prequentially over ``data`` and return its forecasts for the last
@@ -189,7 +191,8 @@ def run_expert(
         horizon: forecast steps returned (the last ``horizon`` rows; 1000 in the paper).
         warmup: rows the expert learns from before the window (default: all earlier rows).
         n_bins: number of equal bins of the rescaled range (50 in the paper).
-        seed: the River models' seed.
+        key: a JAX PRNG key (keyword-only, required): seeds the River model
+            (``jax.random.key(s)`` gives River's seed ``s``).
         progress: show a progress bar.
 
     Returns:
@@ -219,7 +222,7 @@ def run_expert(
     zx = np.clip((data.x - data.low) / span, 0.0, 1.0)
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     start = n - horizon - warmup
-    model = make_expert(name, seed)
+    model = make_expert(name, host_seed(key))
     feats = [f"lag{k + 1}" for k in range(zx.shape[1])]
 
     T = horizon

@@ -13,8 +13,10 @@ stream is replayed inside a sweep with ``jcalib.natures.Replay(y, x=q)``.
 from __future__ import annotations
 
 import numpy as np
+from jaxtyping import PRNGKeyArray
 
 from .._validation import check_positive_int
+from ._seed import host_seed
 from .streams import ModelStream, _load
 
 __all__ = ["naive_bayes_stream"]
@@ -25,11 +27,11 @@ def naive_bayes_stream(
     *,
     n_passes: int = 1,
     var_smoothing: float = 1e-9,
-    seed: int = 0,
+    key: PRNGKeyArray,
 ) -> ModelStream:
     r"""Online Gaussian naive Bayes' forecasts over a scikit-learn data set, in stream order.
 
-    Each pass visits the rows in a fresh random order (``seed``); the model keeps learning
+    Each pass visits the rows in a fresh random order (drawn with ``key``); the model keeps learning
     across passes, so from the second pass on it forecasts rows whose labels it has learnt
     (the stream is then a replay, not fresh data). Before row $t$ the model has seen rows
     $1, \dots, t-1$: per class $c$ their count $n_c$, feature means $\mu_{c}$ and
@@ -48,13 +50,15 @@ def naive_bayes_stream(
         n_passes: passes over the data (the stream has ``n_passes * n_rows`` rounds).
         var_smoothing: the fraction of the largest feature variance added to every class
             variance (scikit-learn's parameter of that name).
-        seed: the stream order.
+        key: a JAX PRNG key (keyword-only, required): the stream order (NumPy's generator,
+            seeded by the key; ``jax.random.key(s)`` gives the order of seed ``s``).
 
     Returns:
         :class:`~jcalib.datasets.ModelStream` ``(q, y)``.
 
     Example:
-        >>> s = naive_bayes_stream("wine")
+        >>> import jax
+        >>> s = naive_bayes_stream("wine", key=jax.random.key(0))
         >>> s.q.shape, s.y.dtype.name, float(s.q[0])
         ((178,), 'int32', 0.5)
 
@@ -69,7 +73,7 @@ def naive_bayes_stream(
     if not (isinstance(var_smoothing, (int, float)) and not isinstance(var_smoothing, bool)
             and np.isfinite(var_smoothing) and var_smoothing > 0):
         raise ValueError(f"var_smoothing must be positive and finite, got {var_smoothing!r}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(host_seed(key))
     order = np.concatenate([rng.permutation(len(y)) for _ in range(n_passes)])
     d = X.shape[1]
     n = np.zeros(2)

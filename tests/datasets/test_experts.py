@@ -1,5 +1,6 @@
 """River experts: valid forecast distributions, prequential order (no look-ahead), bad input."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -21,7 +22,7 @@ def _toy(n=260, seed=0):
 @pytest.mark.parametrize("name", EXPERTS)
 def test_expert_forecasts_are_valid_distributions(name):
     d = _toy()
-    e = run_expert(name, d, horizon=60, n_bins=20, progress=False)
+    e = run_expert(name, d, horizon=60, n_bins=20, progress=False, key=jax.random.key(0))
     assert e.probs.shape == (60, 20) and e.edges.shape == (21,) and e.y.shape == (60,)
     assert np.all(e.probs > 0)
     np.testing.assert_allclose(e.probs.sum(axis=1), 1.0, atol=1e-12)
@@ -34,19 +35,19 @@ def test_expert_forecasts_are_valid_distributions(name):
 def test_forecasts_do_not_see_their_outcome(name):
     # changing the outcome of forecast row j changes no forecast at rows <= j
     d = _toy(seed=1)
-    base = run_expert(name, d, horizon=40, n_bins=10, progress=False)
+    base = run_expert(name, d, horizon=40, n_bins=10, progress=False, key=jax.random.key(0))
     s = d.series.copy()
     j_row = len(d.y) - 40 + 15  # forecast step 15
     s[j_row + 24] = 99.0 if s[j_row + 24] < 50 else 1.0
     y, x = lag_features(s, 24)
-    other = run_expert(name, d._replace(y=y, x=x, series=s), horizon=40, n_bins=10, progress=False)
+    other = run_expert(name, d._replace(y=y, x=x, series=s), horizon=40, n_bins=10, progress=False, key=jax.random.key(0))
     np.testing.assert_array_equal(other.probs[:16], base.probs[:16])
     assert not np.array_equal(other.probs[16:], base.probs[16:])
 
 
 def test_marginal_is_histogram_of_past_outcomes():
     d = _toy()
-    e = run_expert("marginal", d, horizon=10, warmup=30, n_bins=5, progress=False)
+    e = run_expert("marginal", d, horizon=10, warmup=30, n_bins=5, progress=False, key=jax.random.key(0))
     past = np.clip(d.y[-40:-10] / 100, 0, 1)
     hist = np.bincount(np.minimum((past * 5).astype(int), 4), minlength=5) / 30
     np.testing.assert_allclose(e.probs[0], (1 - 1e-3) * hist + 1e-3 / 5, atol=1e-12)
@@ -62,13 +63,13 @@ def test_gaussian_bins_mass_and_far_means():
 def test_bad_input():
     d = _toy()
     with pytest.raises(ValueError, match="unknown expert"):
-        run_expert("forest", d)
+        run_expert("forest", d, key=jax.random.key(0))
     with pytest.raises(ValueError, match="unknown expert"):
         make_expert("forest")
     with pytest.raises(ValueError, match="horizon"):
-        run_expert("marginal", d, horizon=10_000)
+        run_expert("marginal", d, horizon=10_000, key=jax.random.key(0))
     with pytest.raises(ValueError, match="warmup"):
-        run_expert("marginal", d, horizon=100, warmup=1000)
+        run_expert("marginal", d, horizon=100, warmup=1000, key=jax.random.key(0))
     bad = d._replace(x=np.where(np.arange(d.x.size).reshape(d.x.shape) == 7, np.nan, d.x))
     with pytest.raises(ValueError, match="NaN"):
-        run_expert("marginal", bad, horizon=10)
+        run_expert("marginal", bad, horizon=10, key=jax.random.key(0))

@@ -3,6 +3,7 @@ and they are overconfident, the model the paper-001 experiment (f) recalibrates.
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 
@@ -20,7 +21,7 @@ def _rows(name, seed, n_passes=1):
 
 @pytest.mark.parametrize("name, var_smoothing", [("wine", 1e-9), ("breast_cancer", 1e-2)])
 def test_matches_refit_reference(name, var_smoothing):
-    s = naive_bayes_stream(name, n_passes=2, var_smoothing=var_smoothing, seed=1)
+    s = naive_bayes_stream(name, n_passes=2, var_smoothing=var_smoothing, key=jax.random.key(1))
     X, y = _rows(name, 1, n_passes=2)
     np.testing.assert_array_equal(s.y, y)
     # Welford's running moments against np.var on each prefix: float64 round-off, amplified where
@@ -33,7 +34,7 @@ def test_matches_scikit_learn_fit_on_the_rows_before(var_smoothing):
     pytest.importorskip("sklearn")
     from sklearn.naive_bayes import GaussianNB
 
-    s = naive_bayes_stream("digits", var_smoothing=var_smoothing, seed=2)
+    s = naive_bayes_stream("digits", var_smoothing=var_smoothing, key=jax.random.key(2))
     X, y = _rows("digits", 2)
     for t in (30, 200, 900, len(y) - 1):
         model = GaussianNB(var_smoothing=var_smoothing).fit(X[:t], y[:t])
@@ -42,7 +43,7 @@ def test_matches_scikit_learn_fit_on_the_rows_before(var_smoothing):
 
 
 def test_prequential_start():
-    s = naive_bayes_stream("wine", seed=0)
+    s = naive_bayes_stream("wine", key=jax.random.key(0))
     assert s.q[0] == 0.5  # no row seen: the smoothed base rate (0 + 1) / 2
     first_two_classes = int(np.argmax(s.y != s.y[0]))  # the first row of the other class
     t = np.arange(first_two_classes + 1)
@@ -54,7 +55,7 @@ def test_stream_is_overconfident(name, var_smoothing):
     """Naive Bayes pushes forecasts to 0 and 1 (Niculescu-Mizil and Caruana 2005): on the later
     passes the frequency of ones among forecasts above 1/2 falls short of their mean, and among
     forecasts below 1/2 exceeds it; a logistic recalibration of the logit has slope < 1."""
-    s = naive_bayes_stream(name, n_passes=3, var_smoothing=var_smoothing)
+    s = naive_bayes_stream(name, n_passes=3, var_smoothing=var_smoothing, key=jax.random.key(0))
     late = slice(len(s.y) // 3, None)
     q, y = s.q[late], s.y[late]
     hi, lo = q > 0.5, q < 0.5
@@ -78,16 +79,16 @@ def _logistic_slope(z, y, steps=200):
 
 
 def test_deterministic_and_seeded():
-    a, b = naive_bayes_stream("wine", seed=3), naive_bayes_stream("wine", seed=3)
+    a, b = naive_bayes_stream("wine", key=jax.random.key(3)), naive_bayes_stream("wine", key=jax.random.key(3))
     np.testing.assert_array_equal(a.q, b.q)
-    assert not np.array_equal(a.q, naive_bayes_stream("wine", seed=4).q)
+    assert not np.array_equal(a.q, naive_bayes_stream("wine", key=jax.random.key(4)).q)
 
 
 def test_bad_input():
     with pytest.raises(ValueError, match="name"):
-        naive_bayes_stream("covertype")
+        naive_bayes_stream("covertype", key=jax.random.key(0))
     with pytest.raises(ValueError, match="n_passes"):
-        naive_bayes_stream("wine", n_passes=0)
+        naive_bayes_stream("wine", n_passes=0, key=jax.random.key(0))
     for bad in (0.0, -1.0, float("nan"), True, "1e-9"):
         with pytest.raises(ValueError, match="var_smoothing"):
-            naive_bayes_stream("wine", var_smoothing=bad)
+            naive_bayes_stream("wine", var_smoothing=bad, key=jax.random.key(0))

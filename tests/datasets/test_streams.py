@@ -15,7 +15,7 @@ from jcalib.recorders import RecalibrationCounts
 
 @pytest.mark.parametrize("name", ["breast_cancer", "digits", "wine"])
 def test_stream_is_a_useful_model(name):
-    s = logistic_stream(name, n_passes=2)
+    s = logistic_stream(name, n_passes=2, key=jax.random.key(0))
     assert s.q.shape == s.y.shape and s.y.dtype == np.int32
     assert np.all((s.q >= 0) & (s.q <= 1))
     assert set(np.unique(s.y)) == {0, 1}
@@ -26,15 +26,15 @@ def test_stream_is_a_useful_model(name):
 
 
 def test_stream_is_deterministic_and_online():
-    a, b = logistic_stream("wine", seed=3), logistic_stream("wine", seed=3)
+    a, b = logistic_stream("wine", key=jax.random.key(3)), logistic_stream("wine", key=jax.random.key(3))
     np.testing.assert_array_equal(a.q, b.q)
-    assert not np.array_equal(a.q, logistic_stream("wine", seed=4).q)
+    assert not np.array_equal(a.q, logistic_stream("wine", key=jax.random.key(4)).q)
     # the first forecast is made before any label: sigmoid(0)
     assert a.q[0] == 0.5
 
 
 def test_replayed_through_a_recalibrator():
-    s = logistic_stream("breast_cancer")
+    s = logistic_stream("breast_cancer", key=jax.random.key(0))
     T = len(s.y)
     f = ApproachabilityRecalibrator.for_horizon(T)
     out = jcalib.core.play(f, Replay(s.y, x=s.q), T, key=jax.random.key(0), record=RecalibrationCounts(f.n_bins))
@@ -43,8 +43,22 @@ def test_replayed_through_a_recalibrator():
 
 def test_bad_input():
     with pytest.raises(ValueError, match="name"):
-        logistic_stream("covertype")
+        logistic_stream("covertype", key=jax.random.key(0))
     with pytest.raises(ValueError, match="n_passes"):
-        logistic_stream("wine", n_passes=0)
+        logistic_stream("wine", n_passes=0, key=jax.random.key(0))
     with pytest.raises(ValueError, match="learning_rate"):
-        logistic_stream("wine", learning_rate=-1.0)
+        logistic_stream("wine", learning_rate=-1.0, key=jax.random.key(0))
+
+
+def test_the_key_seeds_the_order_as_its_integer_seed_did():
+    """``key=jax.random.key(s)`` gives the host generator the seed ``s`` (the orders, and every
+    number built on them, are those of the integer seeds they replace); other keys use both
+    32-bit words; an int or ``None`` is not a key."""
+    from jcalib.datasets._seed import host_seed
+
+    assert [host_seed(jax.random.key(s)) for s in (0, 3, 2**32 - 1)] == [0, 3, 2**32 - 1]
+    k1, k2 = jax.random.split(jax.random.key(0))
+    assert host_seed(k1) != host_seed(k2)
+    for bad in (0, None):
+        with pytest.raises(TypeError, match="must be a JAX PRNG key"):
+            logistic_stream("wine", key=bad)
