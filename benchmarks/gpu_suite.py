@@ -5,8 +5,8 @@ Items (built from their benchmark scripts' setup functions, imported, where a sc
 else called as the script calls them):
 
 - ``orca``: ORCA as in paper 002's experiments (``orca_throughput.setup``: 50 bins, the
-  experiment payoff, 400 Adam steps a round) against ``OverconfidentGaussian``; ``jcalib.play``
-  at B = 1, ``jcalib.sweep`` at B > 1; over B and over ``unroll`` (Adam steps per iteration of
+  experiment payoff, 400 Adam steps a round) against ``OverconfidentGaussian``; ``jcalib.core.play``
+  at B = 1, ``jcalib.core.sweep`` at B > 1; over B and over ``unroll`` (Adam steps per iteration of
   the inner loop, ``ORCA(unroll=...)``), and again in a process of its own for each XLA flag set
   (``XLA_FLAGS`` is read when the backend starts);
 - ``aosa``: AOSA (paper 000) on Bernoulli(0.3) draws, ``record="summary"``, B up to 2^20, as
@@ -251,8 +251,8 @@ def bench_orca(rec: Recorder, s: dict) -> None:
     def make(B, u):
         fu = f if u is None else dataclasses.replace(f, unroll=u)
         if B == 1:
-            return lambda: jax.block_until_ready(jcalib.play(fu, nature, T, key).y)
-        return lambda: jax.block_until_ready(jcalib.sweep(fu, nature, T, key, n_seeds=B).y)
+            return lambda: jax.block_until_ready(jcalib.core.play(fu, nature, T, key=key).y)
+        return lambda: jax.block_until_ready(jcalib.core.sweep(fu, nature, T, key=key, n_seeds=B).y)
 
     groups = [[Cell({"size": B, "unroll": u}, lambda B=B, u=u: make(B, u), B * T, "stream-rounds") for u in unrolls]
               for B in s["orca_batches"]]
@@ -270,7 +270,7 @@ def bench_aosa(rec: Recorder, s: dict) -> None:
 
     def make(B):
         return lambda: jax.block_until_ready(
-            jcalib.sweep(f, nature, T, jax.random.key(B), n_seeds=B, record="summary", progress=False))
+            jcalib.core.sweep(f, nature, T, key=jax.random.key(B), n_seeds=B, record="summary", progress=False))
 
     rec.run("aosa", [[Cell({"size": B, "unroll": None}, lambda B=B: make(B), B * T, "rounds")]
                      for B in s["aosa_batches"]], s["repeats"])
@@ -290,7 +290,7 @@ def bench_approachability(rec: Recorder, s: dict) -> None:
 
     def make(B):
         return lambda: jax.block_until_ready(
-            jcalib.sweep(f, nature, T, jax.random.key(0), n_seeds=B, record="summary", progress=False))
+            jcalib.core.sweep(f, nature, T, key=jax.random.key(0), n_seeds=B, record="summary", progress=False))
 
     rec.run("approachability", [[Cell({"size": B, "unroll": None}, lambda B=B: make(B), B * T, "rounds")]
                                 for B in s["approach_batches"]], s["repeats"])

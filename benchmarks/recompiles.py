@@ -39,14 +39,13 @@ for rec in ("full", "summary"):
     for name, mk in [("Bernoulli(p)", lambda v: (F.AlmostOneStepAhead(n_bins=10), N.Bernoulli(v))),
                      ("Constant(p)", lambda v: (F.Constant(v), N.Bernoulli(0.5))),
                      ("Defensive bandwidth", lambda v: (F.DefensiveForecaster(n_grid=10, bandwidth=v), N.Bernoulli(0.5)))]:
-        c = count(lambda v: jcalib.play(*mk(v), 25, jax.random.key(0), record=rec, grid=10), 0.1, (0.2, 0.3, 0.45))
+        c = count(lambda v: jcalib.core.play(*mk(v), 25, key=jax.random.key(0), record=rec, n_bins=10), 0.1, (0.2, 0.3, 0.45))
         print(f"play {rec:8s} {name:28s} compilations for 3 new values: {c}")
 
 probs = jax.nn.softmax(jax.random.normal(jax.random.key(1), (500, 4)), axis=1)
 labels = jax.random.categorical(jax.random.key(2), jnp.log(probs))
 residual = jax.nn.one_hot(labels, 4, dtype=probs.dtype) - probs
 weights = jnp.full((500,), 1.0 / 500, probs.dtype)
-search = dict(n_actions=2, n_restarts=4, n_steps=50)
 lrs = (2e-2, 5e-2, 1e-1)
 c = count(lambda lr: partition_search(probs, residual, weights, key=jax.random.key(0), n_actions=2,
                                       search=PartitionSearch(4, 50, learning_rate=lr)), 1e-2, lrs)
