@@ -13,6 +13,7 @@ run; it calls :func:`study` and :func:`report`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import sys
@@ -24,13 +25,14 @@ from typing import Callable, Iterable
 
 import jax
 import numpy as np
+from jaxtyping import PRNGKeyArray
 from tqdm.auto import tqdm
 
 from . import forecasters as F
 from . import metrics as M
 from . import natures as N
 from . import plots
-from ._validation import check_key, check_positive_int
+from ._validation import check_int, check_key, check_positive_int
 from .core import sweep
 from .recorders import forecast_grid
 
@@ -139,7 +141,7 @@ def study(
     Ts: Iterable[int],
     n_seeds: int,
     *,
-    key,
+    key: PRNGKeyArray,
     distance_seeds: int = 2,
     forecasters_for: Callable[[int], dict] = F.binary_suite,
     natures_for: Callable[..., dict] = _natures,
@@ -153,9 +155,9 @@ def study(
     2) compile and run at a time, so one's tracing overlaps another's compilation. The
     distance to calibration is certified for the first ``distance_seeds`` seeds of each
     (forecaster, nature, T), by ``distance_map(function, *argument_lists)`` (default the
-    built-in ``map``; a process pool's ``map`` runs them in parallel). Job ``i`` plays with
-    ``fold_in(key, i)`` and the natures of horizon ``T`` draw with ``fold_in(key', T)``, so
-    ``threads`` and ``distance_map`` change no number.
+    built-in ``map``; a process pool's ``map`` runs them in parallel). Job ``i`` plays with a
+    key folded from ``key`` and ``i``, and the natures of horizon ``T`` are drawn with one
+    folded from ``key`` and ``T``, so ``threads`` and ``distance_map`` change no number.
 
     Args:
         Ts: the horizons.
@@ -175,6 +177,7 @@ def study(
     """
     Ts = [check_positive_int(T, "T") for T in Ts]
     n_seeds = check_positive_int(n_seeds, "n_seeds")
+    distance_seeds = check_int(distance_seeds, "distance_seeds", minimum=0)
     k_natures, k_play = jax.random.split(check_key(key))
     natures = {T: natures_for(T, jax.random.fold_in(k_natures, T)) for T in Ts}
     jobs = [(T, fname, f) for T in Ts for fname, f in forecasters_for(T).items()]
@@ -195,8 +198,7 @@ def study(
         done = tqdm(distance_map(_distance, *zip(*args)), total=len(args), desc="distance to calibration",
                     disable=not progress, leave=False)
         for k, (lo, hi) in zip(where, done):
-            r = runs[k]
-            runs[k] = Run(r.forecaster, r.nature, r.seed_index, r.T, r.ece, lo, hi, r.certificate, r.bound)
+            runs[k] = dataclasses.replace(runs[k], dist_lower=lo, dist_upper=hi)
     return runs
 
 
@@ -212,7 +214,7 @@ def _table(runs: list[Run]) -> str:
     """The demo's markdown table: per forecaster, the certified distance (upper end) and the
     ECE at the largest horizon (median / max over natures and seeds), the worst distance
     relative to Theorem 1's bound over every horizon, and the runs whose certified distance
-    exceeds the bound."""
+    (its lower end) exceeds the bound."""
     names = list(dict.fromkeys(r.forecaster for r in runs))
     t_max = max(r.T for r in runs)
     t_label = f"10^{round(math.log10(t_max))}" if 10 ** round(math.log10(t_max)) == t_max else str(t_max)
