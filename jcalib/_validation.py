@@ -76,6 +76,7 @@ def offending(arr, bad) -> str:
     ``arr``'s shape."""
     arr, bad = np.asarray(arr), np.asarray(bad, dtype=bool)
     where = np.argwhere(bad)[:_MAX_SHOWN]
+
     def at(ix):
         ix = tuple(int(i) for i in ix)
         return ("[" + ", ".join(map(str, ix)) + "]") + "=" + repr(arr[ix].item())

@@ -41,6 +41,7 @@ PACKAGES = (
     "payoffs",
     "distributions",
     "recorders",
+    "stats",
 )
 
 N = 6
@@ -141,6 +142,7 @@ BINARY = {
     "sample_weight": Role(lambda: _W, _WEIGHT_BAD),
     "epsilon": _unit_float(0.1),
     "m": _int(10),  # the forecasts above lie on the grid {j/10}
+    "n_bins": _int(10),  # the same grid, under its 1.0 name (eps_calibration, lp_calibration_error, ...)
     "residuals": Role(lambda: _P - _Y, (("nan", lambda: _swap(_P - _Y, 0, np.nan)), ("wrong length", lambda: (_P - _Y)[:-1]))),
     "weights": Role(lambda: _W, _WEIGHT_BAD),
     "sigma": _pos_float(0.1),
@@ -169,13 +171,14 @@ COUNTS = {
     "counts": Role(lambda: np.array([3, 2, 1, 4, 5]), (("negative", lambda: np.array([3, -2, 1, 4, 5])), ("wrong length", lambda: np.array([3, 2, 1])))),
     "ones": Role(lambda: np.array([1, 1, 0, 2, 5]), (("more ones than counts", lambda: np.array([4, 1, 0, 2, 5])), ("negative", lambda: np.array([-1, 1, 0, 2, 5])))),
     "m": _int(4),
+    "n_bins": _int(4),
     "values": Role(lambda: np.linspace(0, 1, 5), (("above 1", lambda: np.array([0, 0.25, 0.5, 0.75, 1.5])),)),
     "T": _int(15),
 }
 REGRESSION = {
     "pit_values": Role(lambda: _U, _PROB_BAD[:4] + (("empty", lambda: _U[:0]),)),
     "y": Role(lambda: _YR, _REAL_BAD),
-    "y_hat": Role(lambda: _YR + 0.1, _REAL_BAD),
+    "y_pred": Role(lambda: _YR + 0.1, _REAL_BAD),
     "targets": Role(lambda: _YR, _REAL_BAD),
     "quantiles": Role(lambda: np.stack([_YR - 1, _YR, _YR + 1], 1), (("nan", lambda: np.full((N, 3), np.nan)),)),
     "levels": Role(lambda: np.array([0.1, 0.5, 0.9]), (("above 1", lambda: np.array([0.1, 0.5, 1.5])), ("nan", lambda: np.array([0.1, np.nan, 0.9])))),
@@ -449,7 +452,7 @@ def extra_cases() -> list[Case]:
         out.append(Case(f"recalibration.{cls.__name__}.fit", "probs", "empty", _bind(est.fit, {"probs": _PM[:0], "labels": _YM[:0], **keyed})))
     out.append(Case("metrics.crps_score", "y", "empty", lambda: _run(
         metrics.crps_score, {"dist": jcalib.distributions.PiecewiseConstant(jnp.full((0, 4), 0.25), jcalib.distributions.uniform_edges(4)), "y": jnp.zeros(0)})))
-    out.append(Case("metrics.eps_calibration", "forecasts", "empty", _bind(metrics.eps_calibration, {"forecasts": _P[:0], "y": _Y[:0], "m": 4})))
+    out.append(Case("metrics.eps_calibration", "forecasts", "empty", _bind(metrics.eps_calibration, {"forecasts": _P[:0], "y": _Y[:0], "n_bins": 4})))
     out.append(Case("metrics.average_regret", "forecasts", "empty", _bind(metrics.average_regret, {"forecasts": _P[:0], "q": _P[:0], "y": _Y[:0]})))
     # under jit: labels and probabilities out of range must fail in the graph
     jitted = (
@@ -463,15 +466,21 @@ def extra_cases() -> list[Case]:
         ("metrics.smooth_ece", "labels", "label 2 under jit", lambda: jax.jit(metrics.smooth_ece)(jnp.asarray(_P), jnp.asarray(_swap(_Y, 1, 2), jnp.int32))),
     )
     out += [Case(t, p, b, lambda f=f: jax.block_until_ready(f())) for t, p, b, f in jitted]
-    # jcalib.stats is not walked (PACKAGES); its CME test and SKCE interval are, here, with the
-    # test locations given and drawn with a key
+    # jcalib.stats is walked (PACKAGES) with the CME test's locations given; here they are drawn
+    # with a key, and the smooth curve draws its band
     from jcalib import stats
 
     def cme_test_drawn(probs, labels, key, n_test=2):
         return stats.cme_test(probs, labels, key=key, n_test=n_test)
 
-    for name, obj in (("skce_interval", stats.skce_interval), ("ucme", stats.ucme), ("cme_test", stats.cme_test),
-                      ("cme_test(key)", cme_test_drawn)):
+    def smooth_curve_band(probs, labels, key, n_resamples=4):
+        return stats.smooth_calibration_curve(probs, labels, key=key, n_resamples=n_resamples)
+
+    def skce_test_drawn(probs, labels, key, n_resamples=8):
+        return stats.skce_test(probs, labels, key=key, n_resamples=n_resamples)
+
+    for name, obj in (("cme_test(key)", cme_test_drawn), ("smooth_calibration_curve(key)", smooth_curve_band),
+                      ("skce_test(key)", skce_test_drawn)):
         out += battery(f"stats.{name}", obj) or []
     return out
 

@@ -28,12 +28,17 @@ UNCOVERED = {
         "TemperatureScaling", "VectorScaling", "MatrixScaling", "DirichletCalibration", "PlattScaling",
         "BetaCalibration", "HistogramBinning", "IsotonicCalibration")},
     "recalibration.SklearnRecalibrator": "takes a recalibration method (its fit is the method's, fuzzed below)",
+    # take fitted parameters or a fitted state first
     "recalibration.pav": "the pool-adjacent-violators kernel over sorted targets (its callers validate)",
-    "metrics.bin_index": "the bin rule over forecasts of any shape (its callers validate; n_bins is checked)",
-    "metrics.quantile_bin_index": "the equal-mass bin rule (its callers validate)",
     "forecasters.online_isotonic": "takes CDF values and PIT values of one stream",
     "forecasters.online_isotonic_probs": "takes a forecast matrix on edges",
     "recalibration.kernel_weak_learner": "takes support points and targets of a boosting round",
+    # take a metric first (its inputs are checked by the metric; tests/stats/test_resampling.py)
+    "stats.bootstrap": "takes a metric",
+    "stats.paired_bootstrap": "takes a metric",
+    "stats.consistency_test": "takes a metric",
+    # the default (unbiased) estimator draws, so it needs a key: fuzzed in fuzz.extra_cases
+    "stats.skce_test": "fuzzed with a key in extra_cases",
     # take other modules (payoffs, oracles, natures, forecasters, trajectories) as inputs
     "natures.HalfSpaceAdversary": "takes a payoff",
     "natures.Switch": "takes natures",
@@ -46,13 +51,13 @@ UNCOVERED = {
     "payoffs.Recipe": "takes functions",
     "payoffs.direction": "takes a payoff",
     "payoffs.expect_under_bins": "takes a payoff and a distribution",
+    "payoffs.DefaultExpectations": "takes a payoff",
+    "payoffs.as_expectations": "takes a payoff",
     "distributions.MixtureDistribution": "takes distributions",
     "recorders.forecast_grid": "takes a forecaster",
     "recorders.register_shorthand": "takes a recorder factory",
     "recorders.summary_from_trajectory": "takes a trajectory",
     # inner-loop kernels of the algorithms (their callers validate)
-    "payoffs.DefaultExpectations": "takes a payoff",
-    "payoffs.as_expectations": "takes a payoff",
     "forecasters.one_step_ahead": "AOSA's kernel over a 0/1 stream",
     "forecasters.lee_weights": "Lee et al.'s weights of utility matrices",
     "payoffs.conformal_certificate": "an oracle's certificate",

@@ -30,9 +30,11 @@ from jaxtyping import Array, Float, Int
 from .._grid import grid_index, off_grid
 from .._validation import (
     check_binary_inputs,
+    check_binary_probs,
     check_grid_counts,
     check_multiclass_inputs,
     check_positive_int,
+    check_weights,
     is_concrete,
     shown,
 )
@@ -90,7 +92,7 @@ def _warn_precision(kind: str, message: str) -> None:
                   "to match float64 libraries (warned once per process).", PrecisionWarning, stacklevel=level)
 
 
-def _warn_if_float32_moves_bins(probs, n_bins: int, *, top: bool = False) -> None:
+def warn_if_float32_moves_bins(probs, n_bins: int, *, top: bool = False) -> None:
     """Warn (:class:`PrecisionWarning`, once per process) when rounding concrete float64
     forecasts to float32 moves any of them into another uniform bin of :func:`bin_index`
     (``top=True``: the rows' largest probabilities, for the confidence ECEs)."""
@@ -108,7 +110,7 @@ def _warn_if_float32_moves_bins(probs, n_bins: int, *, top: bool = False) -> Non
         )
 
 
-def _warn_if_float32_changes_log_clip(probs, labels, sample_weight) -> None:
+def warn_if_float32_changes_log_clip(probs, labels, sample_weight) -> None:
     """Warn once when float32's clip at its epsilon changes a log loss of float64 forecasts: the
     probability given to the outcome is below float32's epsilon (1.19e-7). ``probs`` are binary
     forecasts ``(n,)`` with 0/1 labels, or rows ``(n, C)`` with class labels (the NLL)."""
@@ -213,7 +215,12 @@ def bin_index(probs: Float[Array, "..."], n_bins: int) -> Int[Array, "..."]:
         [2, 6, 9]
     """
     n_bins = check_positive_int(n_bins, "n_bins")
-    p = jnp.asarray(probs)
+    return _bin_index(check_binary_probs(probs, "probs"), n_bins)
+
+
+def _bin_index(p, n_bins: int):
+    """:func:`bin_index` of checked forecasts (the package's binned functions check theirs once)."""
+    p = jnp.asarray(p)
     if not jnp.issubdtype(p.dtype, jnp.floating):
         p = p.astype(jnp.result_type(float))
     if jnp.finfo(p.dtype).bits < 32:
@@ -229,7 +236,7 @@ def _bins_by_table(xp, p, n_bins):
     return xp.clip(k, 0, n_bins - 1)
 
 
-_bin_index_uniform = bin_index  # the one bin-edge rule, under the name the package's binned functions use
+_bin_index_uniform = _bin_index  # the one bin-edge rule, under the name the package's binned functions use
 
 
 def _bucket_of_grid_point(p, k, m):
@@ -264,8 +271,17 @@ def quantile_bin_index(
     Returns:
         int32 bin indices in $[0, K)$, shape ``(n,)``.
     """
-    p = jnp.asarray(probs)
-    w = jnp.ones_like(p) if sample_weight is None else jnp.asarray(sample_weight)
+    n_bins = check_positive_int(n_bins, "n_bins")
+    p = check_binary_probs(probs, "probs")
+    if p.ndim != 1:
+        raise ValueError(f"probs must be 1-D, got shape {tuple(p.shape)}")
+    w = check_weights(sample_weight, p.shape[0], positive_total=True)
+    w = jnp.ones_like(p) if w is None else w.astype(p.dtype)
+    return _quantile_bin_index(p, w, n_bins)
+
+
+def _quantile_bin_index(p, w, n_bins: int):
+    """:func:`quantile_bin_index` of checked forecasts and weights."""
     order = jnp.argsort(p)
     ps, ws = p[order], w[order]
     cum_before = jnp.cumsum(ws) - ws
@@ -279,7 +295,7 @@ def quantile_bin_index(
 
 def _bin_sums(pr, y, w, n_bins, strategy):
     r"""Per-bin weight $W_b$ and signed bias $\sum_{i \in B_b} w_i (p_i - y_i)$, shape ``(n_bins,)``."""
-    idx = _bin_index_uniform(pr, n_bins) if strategy == "uniform" else quantile_bin_index(pr, n_bins, sample_weight=w)
+    idx = _bin_index_uniform(pr, n_bins) if strategy == "uniform" else _quantile_bin_index(pr, w, n_bins)
     wb = jax.ops.segment_sum(w, idx, num_segments=n_bins)
     bias = jax.ops.segment_sum(w * (pr - y), idx, num_segments=n_bins)
     return wb, bias
@@ -289,7 +305,7 @@ def _binned(probs, labels, sample_weight, n_bins, strategy):
     """Validated weights and per-bin (weight, bias) of binary forecasts, with the precision check."""
     pr, y, w = check_binary_inputs(probs, labels, sample_weight)
     if strategy == "uniform":
-        _warn_if_float32_moves_bins(probs, n_bins)
+        warn_if_float32_moves_bins(probs, n_bins)
     return (w, *_bin_sums(pr, y, w, n_bins, strategy))
 
 
@@ -534,7 +550,7 @@ def lp_calibration_error(
     p = _check_order(order)
     pr, y, w = check_binary_inputs(probs, labels, sample_weight)
     if n_bins is None:
-        _warn_if_float32_moves_bins(probs, k)
+        warn_if_float32_moves_bins(probs, k)
         idx = _bin_index_uniform(pr, k)
     else:
         idx = _bucket_of_grid_point(pr, k, check_positive_int(n_bins, "n_bins"))
@@ -586,7 +602,7 @@ def log_loss(
     """
     p, y, w = check_binary_inputs(probs, labels, sample_weight)
     if eps is None:
-        _warn_if_float32_changes_log_clip(probs, labels, sample_weight)
+        warn_if_float32_changes_log_clip(probs, labels, sample_weight)
     e = jnp.finfo(p.dtype).eps if eps is None else eps
     # departs from the unclipped definition: clip so the loss stays finite (see docstring)
     pc = jnp.clip(p, e, 1 - e)

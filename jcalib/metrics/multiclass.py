@@ -54,7 +54,7 @@ from .._validation import (
     check_positive_int,
     shown,
 )
-from .binary import _warn_if_float32_changes_log_clip, _warn_if_float32_moves_bins, binned_ece
+from .binary import binned_ece, warn_if_float32_changes_log_clip, warn_if_float32_moves_bins
 
 __all__ = [
     "one_hot",
@@ -133,7 +133,7 @@ def nll(
     """
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
     if eps is None:
-        _warn_if_float32_changes_log_clip(probs, labels, sample_weight)
+        warn_if_float32_changes_log_clip(probs, labels, sample_weight)
     e = jnp.finfo(v.dtype).eps if eps is None else eps
     v_y = jnp.take_along_axis(v, y[:, None], axis=1)[:, 0]
     # departs from the unclipped definition: clip so the loss stays finite (see docstring)
@@ -203,7 +203,7 @@ def confidence_ece(
     _check_binning(n_bins, strategy, order)
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
     if strategy == "uniform":
-        _warn_if_float32_moves_bins(probs, n_bins, top=True)
+        warn_if_float32_moves_bins(probs, n_bins, top=True)
     return _confidence_ece(v, y, w, n_bins, strategy, order)
 
 
@@ -262,7 +262,7 @@ def top_label_ece(
     _check_binning(n_bins, strategy, order)
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
     if strategy == "uniform":
-        _warn_if_float32_moves_bins(probs, n_bins, top=True)
+        warn_if_float32_moves_bins(probs, n_bins, top=True)
     return _top_label_ece(v, y, w, n_bins, strategy, order)
 
 
@@ -334,7 +334,7 @@ def classwise_ece(
     _check_binning(n_bins, strategy, order)
     v, y, w = _multiclass_inputs(probs, labels, sample_weight)
     if strategy == "uniform":
-        _warn_if_float32_moves_bins(probs, n_bins, top=False)
+        warn_if_float32_moves_bins(probs, n_bins, top=False)
     return _classwise_ece(v, y, w, n_bins, strategy, order)
 
 

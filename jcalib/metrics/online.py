@@ -59,7 +59,7 @@ __all__ = [
 _FORMS = ("mean", "norm")
 
 
-def _grid_to_midpoint(j, n_bins: int, n_buckets: int) -> Int[Array, "..."]:
+def grid_to_midpoint(j, n_bins: int, n_buckets: int) -> Int[Array, "..."]:
     r"""Midpoint bucket $\lfloor jK/m \rfloor$ (clipped to $K - 1$) of grid point $j/m$
     ($m$ = ``n_bins``), in integers (used by the bucket recorders)."""
     j = jnp.asarray(j, jnp.int32)
@@ -167,7 +167,7 @@ def eps_calibration(
             values = jnp.arange(m + 1).astype(fdt) / m
         else:
             K = check_positive_int(n_buckets, "n_buckets")
-            idx = _grid_to_midpoint(j, m, K)
+            idx = grid_to_midpoint(j, m, K)
             values = (jnp.arange(K).astype(fdt) + 0.5) / K
     else:
         K = check_positive_int(n_buckets, "n_buckets")

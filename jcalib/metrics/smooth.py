@@ -300,7 +300,7 @@ def _bisect(value, dt):
     return jnp.where(done, v1, vstart), jnp.where(done, one, start)
 
 
-def _reflected_kernel_sum(
+def reflected_kernel_sum(
     probs: Float[Array, " n"], values: Float[Array, " n"], sigma, points: Float[Array, " m"]
 ) -> Float[Array, " m"]:
     r"""$\sum_i v_i K_\sigma(t, p_i)$ at the points $t$, on relplot's grid (no checks).
@@ -350,7 +350,7 @@ class _CountTables(NamedTuple):
     occupied: Array  # which positions of that layout hold a forecast, (slots * _SLOT,)
 
 
-def _smooth_ece_count_tables(p, resid, w) -> _CountTables:
+def smooth_ece_count_tables(p, resid, w) -> _CountTables:
     """Layouts of forecasts ``p`` with residuals ``resid`` and weights ``w`` (traceable, O(n log n))."""
     n = p.shape[0]
     order = jnp.argsort(p)
@@ -441,7 +441,7 @@ def _class_value(spec, sigma, c, kspec=None):
     return jnp.sum(jnp.where(mask, jnp.abs(ys / dens) * dens, 0)) / jnp.sum(jnp.where(mask, dens, 0))
 
 
-def _smooth_ece_of_draws(draws, tables: _CountTables, counts):
+def smooth_ece_of_draws(draws, tables: _CountTables, counts):
     r""":func:`_smooth_ece_of_counts` of a batch of bootstrap draws, values and bandwidths.
 
     ``draws`` is :func:`jcalib.stats._multinomial.multinomial_draws` on the first grid's layout

@@ -20,7 +20,7 @@ slower than the statistic of :func:`jcalib.metrics.smooth_ece` from counts). Ins
 
 :func:`multinomial_draws` does this for a batch of $B$ keys at once and hands back only the
 products of the counts with per-position coefficients (what a statistic linear in the counts per
-slot needs, :func:`jcalib.metrics.smooth._smooth_ece_of_draws`): one batched matrix product, with
+slot needs, :func:`jcalib.metrics.smooth.smooth_ece_of_draws`): one batched matrix product, with
 the batch axis laid out between the two position axes so that no transpose is needed.
 
 The random words are Threefry-2x32 with 20 rounds (Salmon et al. 2011, the generator behind

@@ -28,11 +28,11 @@ from jaxtyping import Array, Float
 
 from .._validation import check_binary_inputs, check_multiclass_inputs, check_positive_int, shown
 from ..metrics.binary import bin_index
-from ..metrics.smooth import _reflected_kernel_sum, smooth_ece
+from ..metrics.smooth import reflected_kernel_sum, smooth_ece
 from .resampling import _check_key, _check_level, bootstrap
 
 _KDE_EPS = 1e-4  # relplot's KernelSmoother: smoothed outcomes / (smoothed counts + 1e-4)
-_MIN_BANDWIDTH = 2.0**-9  # the smallest bandwidth _reflected_kernel_sum's buffers hold
+_MIN_BANDWIDTH = 2.0**-9  # the smallest bandwidth reflected_kernel_sum's buffers hold
 
 __all__ = ["CalibrationCurve", "SmoothCalibrationCurve", "calibration_curve", "smooth_calibration_curve"]
 
@@ -259,8 +259,8 @@ def _smooth_parts(p, y, w, sigma, n_points):
     # relplot KernelSmoother with ReflectedGaussianKernel(sigma): smoothed outcomes over the
     # smoothed counts + 1e-4, interpolated from relplot's kernel grid onto the points t
     t = jnp.linspace(0, 1, n_points, dtype=p.dtype)
-    ys = _reflected_kernel_sum(p, w * y, sigma, t)
-    counts = _reflected_kernel_sum(p, w, sigma, t)
+    ys = reflected_kernel_sum(p, w * y, sigma, t)
+    counts = reflected_kernel_sum(p, w, sigma, t)
     return ys / (counts + _KDE_EPS), counts / jnp.sum(w), t
 
 

@@ -36,7 +36,7 @@ from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, Float
 
 from .._validation import check_binary_inputs, check_key, check_positive_int, check_weights, shown
-from ..metrics.smooth import _smooth_ece_count_tables, _smooth_ece_of_draws, smooth_ece
+from ..metrics.smooth import smooth_ece, smooth_ece_count_tables, smooth_ece_of_draws
 from ._multinomial import counts_by_position, multinomial_draws, poisson_table
 
 __all__ = ["BootstrapResult", "bootstrap", "paired_bootstrap"]
@@ -140,14 +140,14 @@ def _bootstrap_smooth_ece(arrays, w, key, level, n_resamples, method, chunk):
     """:func:`bootstrap` of :func:`smooth_ece` through count vectors (see :func:`bootstrap`)."""
     p, y = arrays
     theta = _call(smooth_ece, arrays, w)  # also checks the inputs in the graph
-    tables = _smooth_ece_count_tables(p, p - y.astype(p.dtype), jnp.ones_like(p) if w is None else w.astype(p.dtype))
+    tables = smooth_ece_count_tables(p, p - y.astype(p.dtype), jnp.ones_like(p) if w is None else w.astype(p.dtype))
     table = poisson_table(p.shape[0])
     occupied = tables.occupied.reshape(tables.coef[0].shape[:2])
 
     def batch(keys):
         draws = multinomial_draws(keys, table, occupied, tables.coef[0])
         recount = lambda: counts_by_position(keys, draws, table, occupied, tables.place)  # noqa: E731
-        return _smooth_ece_of_draws(draws, tables, recount)[0]
+        return smooth_ece_of_draws(draws, tables, recount)[0]
 
     keys = jax.random.split(key, n_resamples)
     nc = -(-n_resamples // chunk)
@@ -234,7 +234,7 @@ def bootstrap(
     :func:`jcalib.stats._multinomial.multinomial_draws` (Poisson counts completed by a few
     uniform draws; Threefry-2x32-20 words keyed from ``key``), ``chunk`` resamples at a time
     and reduced at once to relplot's grid (one batched matrix product with coefficients laid
-    out once for all resamples); :func:`jcalib.metrics.smooth._smooth_ece_of_draws` evaluates
+    out once for all resamples); :func:`jcalib.metrics.smooth.smooth_ece_of_draws` evaluates
     smooth ECE from that grid. Same distribution of resamples and the same value per resample
     as drawing indices (to float round-off), different draws for a given key; memory
     $O(\mathrm{chunk}\cdot n)$.

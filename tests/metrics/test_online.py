@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jcalib.metrics import average_regret, eps_calibration
-from jcalib.metrics.online import _grid_to_midpoint, calibration_from_buckets
+from jcalib.metrics.online import calibration_from_buckets, grid_to_midpoint
 from jcalib.scoring import Brier, Spherical
 
 
@@ -54,7 +54,7 @@ def test_forms_agree_at_p1_and_differ_at_p2():
 def test_grid_points_on_bucket_edges_use_integer_arithmetic():
     """m = 44, K = 22: grid point 26/44 lies on the left edge of bucket 13; in float32,
     fl(26/44) * 22 = 12.999999 would put it in bucket 12. The integer map puts it in bucket 13."""
-    assert int(_grid_to_midpoint(26, 44, 22)) == 13
+    assert int(grid_to_midpoint(26, 44, 22)) == 13
     p = np.float32(26 / 44)
     assert int(np.floor(p * np.float32(22))) == 12  # the float32 floor misbuckets it
     c = eps_calibration(jnp.asarray([p], jnp.float32), jnp.asarray([1]), n_bins=44, n_buckets=22)

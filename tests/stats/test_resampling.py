@@ -149,7 +149,7 @@ def test_smooth_ece_fast_path_values_are_smooth_ece_of_the_resamples(x64, kind):
     """Each resample's value is smooth_ece of the rows its count vector repeats. Near-calibrated
     data (n = 4000, forecasts in [0.45, 0.55]) take some bisections below sigma = 11/1024, onto
     other grids (the branch through _smooth_ece_of_counts), in batches mixed with ones that do not."""
-    from jcalib.metrics.smooth import _smooth_ece_count_tables
+    from jcalib.metrics.smooth import smooth_ece_count_tables
     from jcalib.stats._multinomial import counts_by_position, multinomial_draws, poisson_table
 
     if kind == "mixed":
@@ -162,7 +162,7 @@ def test_smooth_ece_fast_path_values_are_smooth_ece_of_the_resamples(x64, kind):
     key = jax.random.key(3)
     r = bootstrap(smooth_ece, p, y, key=key, n_resamples=B, chunk=16)  # 40 = 2.5 chunks: padding
     table = poisson_table(n)
-    t = _smooth_ece_count_tables(jnp.asarray(p), jnp.asarray(p - y), jnp.ones(n))
+    t = smooth_ece_count_tables(jnp.asarray(p), jnp.asarray(p - y), jnp.ones(n))
     occupied = t.occupied.reshape(t.coef[0].shape[:2])
     keys = jax.random.split(key, B)
     draws = multinomial_draws(keys, table, occupied, t.coef[0])
