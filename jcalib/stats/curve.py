@@ -221,7 +221,7 @@ def calibration_curve(
         >>> [round(float(v), 3) for v in c.frequency], c.weight.tolist()
         ([0.5, 1.0], [2.0, 1.0])
         >>> p = jnp.array([0.1, 0.2, 0.3, 0.4, 0.65, 0.7, 0.8, 0.9, 1.0])
-        >>> c = calibration_curve(p, jnp.array([0, 0, 0, 0, 1, 1, 1, 1, 1]), 3, strategy="quantile")
+        >>> c = calibration_curve(p, jnp.array([0, 0, 0, 0, 1, 1, 1, 1, 1]), n_bins=3, strategy="quantile")
         >>> c.weight.tolist(), [round(float(v), 3) for v in c.forecast]
         ([3.0, 3.0, 3.0], [0.2, 0.583, 0.9])
 
