@@ -220,3 +220,11 @@ def test_tutorial_bootstrap_interval_runs(capsys):
     # 100 refits draw other resamples: the interval moves, but stays around the same numbers
     assert lo < hi and lo == pytest.approx(0.0322, abs=0.01) and hi == pytest.approx(0.0542, abs=0.015)
     assert ece < before
+
+
+def test_docstring_examples():
+    import doctest
+
+    from jcalib.recalibration import base
+
+    assert doctest.testmod(base, raise_on_error=True).attempted > 0
