@@ -332,7 +332,7 @@ class DecisionCalibration(AbstractRecalibrator):
         onehot = jax.nn.one_hot(labels, c, dtype=probs.dtype)
         weights = normalised_weights(sample_weight, n, probs.dtype)
         settings = dict(
-            n_actions=2 if self.n_actions is None else self.n_actions,
+            n_actions=(2 if self.n_actions is None else self.n_actions) if losses is None else losses.shape[1],
             hard=self.partition == "hard",
             project=self.projection == "simplex",
         )
