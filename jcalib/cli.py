@@ -229,7 +229,8 @@ def _table(runs: list[Run]) -> str:
         worst = max((r.dist_upper / r.bound for r in certified), default=float("nan"))
         over = sum(r.dist_lower > r.bound for r in certified)
         dist = f"{_fmt(np.median(d))} / {_fmt(d.max())}" if d.size else "—"
-        lines.append(f"| {n} | {dist} | {_fmt(np.median(e))} / {_fmt(e.max())} | {_fmt(worst)} | "
+        ece = f"{_fmt(np.median(e))} / {_fmt(e.max())}" if e.size else "—"  # not run at the largest T
+        lines.append(f"| {n} | {dist} | {ece} | {_fmt(worst)} | "
                      f"{over} of {len(certified)} |")
     return "\n".join(lines)
 
