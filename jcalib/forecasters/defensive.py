@@ -102,7 +102,7 @@ class DefensiveForecaster(AbstractForecaster):
     \sum_t r_t^2$ and $\max_p |\Phi_{T+1}(p)| \le \sqrt{\sum_t r_t^2} \le \sqrt T$ (unnormalised).
 
     Deterministic: ``Forecast.public`` is the value. Forecasts are not on a grid; for
-    ``record="summary"`` pass ``grid=`` (values are then rounded).
+    ``record="summary"`` pass ``n_bins=`` (values are then rounded).
 
     Attributes:
         n_grid: grid size $N$ for the stored $\Phi$ (static: fixes the state's shape).

@@ -63,8 +63,8 @@ class GuptaRamdas(AbstractForecaster):
     $\tilde p_t = (i_t + y_t)/m$ and $mD_{j} \mathrel{+}= m y_t - j$ for $j = i_t + y_t$.
 
     What is scored. ``Forecast.value`` is the interval's **midpoint** $(2i_t + 1)/(2m)$, a point
-    forecast on the grid $\{0, \tfrac1{2m}, \dots, 1\}$ (so use ``grid=2 * n_bins`` with
-    ``record="summary"``). ``Forecast.public`` is that midpoint too: the interval is a
+    forecast on the grid $\{0, \tfrac1{2m}, \dots, 1\}$ (its ``value_grid`` is ``2 * n_bins``,
+    the grid ``record="summary"`` counts on). ``Forecast.public`` is that midpoint too: the interval is a
     deterministic function of it, so an adversary who sees one sees both. :meth:`info` returns
     the judged endpoint $\tilde p_t$ (the interval is ``value ± 1/(2m)``).
 
