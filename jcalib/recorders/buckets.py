@@ -92,7 +92,7 @@ class RecalibrationCounts(AbstractRecorder):
     index; a deterministic forecaster's value counts as a point mass.
 
     Attributes:
-        n_bins: grid size $m$ (static): forecasts are counted on $\\{0, 1/m, \\dots, 1\\}$.
+        n_bins: grid size $m$ (static): forecasts are counted on $\{0, 1/m, \dots, 1\}$.
         scoring: the rule of the regret sums (default Brier).
         n_model_buckets: K midpoint buckets for the model's forecasts (static; default
             ``n_bins``).
