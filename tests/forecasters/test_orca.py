@@ -431,5 +431,5 @@ def test_a_payoff_with_only_its_definition_runs_with_orca(x64):
     p = f.distribution(theta)
     mids = (np.asarray(E10[:-1]) + np.asarray(E10[1:])) / 2
     np.testing.assert_allclose(np.asarray(f.component_values(theta, jnp.ones(1), None)), float(p.mean()) - mids, atol=1e-12)
-    traj = jcalib.play(f, IIDInterval.skewed(10), 20, jax.random.key(0))
+    traj = jcalib.core.play(f, IIDInterval.skewed(10), 20, key=jax.random.key(0))
     assert traj.certificate.value.shape == (20,) and np.all(np.isfinite(np.asarray(traj.certificate.pointwise)))
