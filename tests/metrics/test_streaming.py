@@ -38,10 +38,10 @@ def test_binned_equals_one_shot(x64, p_exp):
     acc = StreamingBinnedECE(n_bins=12, order=p_exp)
     for weights in (None, w):
         got = float(acc.finalise(_fold(acc, p, y, weights)))
-        want = float(binned_ece(p, y, n_bins=12, sample_weight=weights, p=p_exp))
+        want = float(binned_ece(p, y, n_bins=12, sample_weight=weights, order=p_exp))
         assert got == pytest.approx(want, rel=1e-12)
     order = np.random.default_rng(1).permutation(12_000)  # order of arrival does not matter
-    assert float(acc.finalise(_fold(acc, p[order], y[order]))) == pytest.approx(float(binned_ece(p, y, 12, p=p_exp)), rel=1e-12)
+    assert float(acc.finalise(_fold(acc, p[order], y[order]))) == pytest.approx(float(binned_ece(p, y, n_bins=12, order=p_exp)), rel=1e-12)
 
 
 def test_smooth_equals_one_shot_on_the_grid(x64):
@@ -51,7 +51,7 @@ def test_smooth_equals_one_shot_on_the_grid(x64):
     acc = StreamingSmoothECE(n_grid=G)
     for weights in (None, w):
         got, sig = acc.finalise(_fold(acc, pg, y, weights), return_bandwidth=True)
-        want, wsig = smooth_ece(pg, y, weights, return_bandwidth=True)
+        want, wsig = smooth_ece(pg, y, sample_weight=weights, return_bandwidth=True)
         assert float(sig) == float(wsig)
         assert float(got) == pytest.approx(float(want), rel=1e-10)
 
@@ -62,10 +62,10 @@ def test_smooth_equals_one_shot_of_the_grid_rounded_data(x64):
     acc = StreamingSmoothECE(n_grid=G)
     got = float(acc.finalise(_fold(acc, p, y, w, cuts=(0, 1000, 2000))))
     gp, gy, gw = ref.grid_split(p, y, w, G)  # each mass split linearly, by an explicit loop
-    assert got == pytest.approx(float(smooth_ece(gp, gy.astype(np.int32), gw)), rel=1e-10)
+    assert got == pytest.approx(float(smooth_ece(gp, gy.astype(np.int32), sample_weight=gw)), rel=1e-10)
     # and the rounding moves the default-grid value little from the raw-data value
     fine = StreamingSmoothECE()
-    assert abs(float(fine.finalise(_fold(fine, p, y, w))) - float(smooth_ece(p, y, w))) < 1e-4
+    assert abs(float(fine.finalise(_fold(fine, p, y, w))) - float(smooth_ece(p, y, sample_weight=w))) < 1e-4
 
 
 def test_float32_state_counts_past_2_to_the_24():
