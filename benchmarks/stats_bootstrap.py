@@ -54,12 +54,12 @@ def _wall(fn):
 def bench_smooth_ece(p, y, B, loop_iters):
     import relplot
 
-    from jcalib.metrics.smooth import _smooth_ece_count_tables
+    from jcalib.metrics.smooth import smooth_ece_count_tables
     from jcalib.stats._multinomial import counts_by_position, multinomial_draws, poisson_table
 
     key = jax.random.key(0)
     pj, yj = jnp.asarray(p), jnp.asarray(y)
-    t = _smooth_ece_count_tables(pj, pj - yj.astype(pj.dtype), jnp.ones_like(pj))
+    t = smooth_ece_count_tables(pj, pj - yj.astype(pj.dtype), jnp.ones_like(pj))
     first, _ = _wall(lambda: bootstrap(smooth_ece, pj, yj, key=key, n_resamples=B).resamples)
     warm, res = _wall(lambda: bootstrap(smooth_ece, pj, yj, key=key, n_resamples=B).resamples)
     # the same resamples: jcalib's count vectors (rows in sorted order of the forecasts)
