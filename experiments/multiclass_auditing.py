@@ -170,7 +170,7 @@ def part_a(args, rng):
     cal, hist = KernelCalibration(MultinomialKernel(2), beta=beta, max_steps=300).fit_with_history(
         v, y, chunk=20, progress=not args.quick)
     fit_s = time.perf_counter() - t0
-    pt = np.asarray(cal.predict_proba(vt))
+    pt = np.asarray(cal(vt))
     # the same post-processing with a local kernel (not from the paper): Gaussian, σ = 0.1
     gauss = GaussianKernel(0.1)
     beta_g = _beta(args, rng, v, gauss)
@@ -190,13 +190,12 @@ def part_a(args, rng):
         name: lipschitz_correlation(p[:, T].sum(1), (qt[:, T].sum(1) - p[:, T].sum(1)) / n)[0]
         for name, p in (("before", vt), ("after", pt), ("after_gaussian", pg))
     }
-    hist = cal.history_
     res = {
         "n_train": n, "n_test": n, "beta": beta, "audit_noise_floor": floor, "fit_seconds": fit_s,
-        "steps": int(len(hist["sq_loss"]) - 1), "converged": bool(cal.converged_),
+        "steps": int(len(hist["sq_loss"]) - 1), "converged": bool(hist["converged"]),
         "train_sq_loss": hist["sq_loss"].tolist(), "train_audit": hist["audit_value"].tolist(),
         "test_before": before, "test_after": after, "test_after_gaussian": after_g, "beta_gaussian": beta_g,
-        "steps_gaussian": int(len(cal_g.history_["sq_loss"]) - 1),
+        "steps_gaussian": int(len(hist_g["sq_loss"]) - 1),
         "calibrated_reference": reference, "smce_T_true_law": law,
         "train_loss_monotone": bool(np.all(np.diff(hist["sq_loss"]) <= 1e-6)),
     }
@@ -275,10 +274,10 @@ def part_b(args, rng):
         res["models"][name] = {
             "raw": _metrics(pt, yt, T, key, args.quick),
             "temperature": _metrics(tt, yt, T, key, args.quick),
-            "kernel": _metrics(np.asarray(kern.predict_proba(pt)), yt, T, key, args.quick),
-            "temperature+kernel": _metrics(np.asarray(both.predict_proba(tt)), yt, T, key, args.quick),
-            "kernel_steps": int(len(kern.history_["sq_loss"]) - 1),
-            "temperature+kernel_steps": int(len(both.history_["sq_loss"]) - 1),
+            "kernel": _metrics(np.asarray(kern(pt)), yt, T, key, args.quick),
+            "temperature+kernel": _metrics(np.asarray(both(tt)), yt, T, key, args.quick),
+            "kernel_steps": int(len(kern_hist["sq_loss"]) - 1),
+            "temperature+kernel_steps": int(len(both_hist["sq_loss"]) - 1),
             "beta": beta,
         }
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))

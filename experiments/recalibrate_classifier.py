@@ -53,6 +53,7 @@ from jcalib import recalibration as rc
 OUT = Path("results/recalibrate_classifier")
 FIGURE = "recalibrate_classifier.png"
 METRICS = ("ece", "smooth_ece", "brier", "nll", "accuracy")
+
 # name -> method; each method.fit(probs, labels) has fixed shapes and is vmapped over splits
 VMAPPED = {
     "Platt": rc.PlattScaling(),
