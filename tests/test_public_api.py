@@ -238,7 +238,8 @@ KEY_MAY_DEFAULT = {
     "(method.needs_key) and refused otherwise",
     "metrics.decision_calibration_error": "required for the random search, refused with a decision maker's losses",
     "metrics.decision_loss_gap": "required for random losses, refused with a decision maker's losses",
-    # None where nothing is drawn (to be confirmed against the rule "required, no default")
+    # optional randomness: key=None means nothing is drawn; asking for the random part without a
+    # key raises check_key's TypeError (tested beside each function)
     "stats.cme_test": "required when the test locations are drawn from the data; None with test_probs given",
     "stats.skce_test": "required by the methods that draw (consistency resampling, unbiased asymptotic); None otherwise",
     "stats.smooth_calibration_curve": "draws the bootstrap band; None gives the curve alone",
