@@ -123,6 +123,12 @@ def _mixture(i, w, n_bins: int) -> Mixture:
     return Mixture(support=support, probs=jnp.stack([w, 1.0 - w]))
 
 
+def _check_game(n_bins, scoring):
+    check_positive_int(n_bins, "n_bins")
+    if not isinstance(scoring, AbstractScoringRule):
+        raise ValueError(f"scoring must be a rule from jcalib.scoring, got {type(scoring).__name__}")
+
+
 class ApproachabilityPayoff(AbstractPayoff):
     r"""The recalibration game's vector payoff $u \in \mathbb R^{m+2}$ (paper §3.1, eqs 8–12; §3.3, eqs 23–24).
 
@@ -152,9 +158,7 @@ class ApproachabilityPayoff(AbstractPayoff):
     scoring: AbstractScoringRule = eqx.field(default_factory=Brier)
 
     def __check_init__(self):
-        check_positive_int(self.n_bins, "n_bins")
-        if not isinstance(self.scoring, AbstractScoringRule):
-            raise ValueError(f"scoring must be a rule from jcalib.scoring, got {type(self.scoring).__name__}")
+        _check_game(self.n_bins, self.scoring)
 
     @property
     def dim(self) -> int:
@@ -218,9 +222,7 @@ class ApproachabilityOracle(AbstractOracle):
     scoring: AbstractScoringRule = eqx.field(default_factory=Brier)
 
     def __check_init__(self):
-        check_positive_int(self.n_bins, "n_bins")
-        if not isinstance(self.scoring, AbstractScoringRule):
-            raise ValueError(f"scoring must be a rule from jcalib.scoring, got {type(self.scoring).__name__}")
+        _check_game(self.n_bins, self.scoring)
 
     @property
     def payoff(self) -> ApproachabilityPayoff:

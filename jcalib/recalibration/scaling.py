@@ -359,19 +359,23 @@ def _check_matrix_settings(module):
     check_positive_int(module.n_steps, "n_steps")
 
 
-class FittedMatrixScaling(AbstractFittedRecalibrator):
-    r"""Fitted matrix scaling: ``fitted(probs)`` is $\operatorname{softmax}(W \log\operatorname{clip}(\hat p) + b)$.
-
-    Attributes:
-        weights: $W$, shape ``(C, C)``.
-        bias: $b$, shape ``(C,)``.
-    """
+class _AbstractFittedAffine(AbstractFittedRecalibrator):
+    """A fitted affine map on log-probabilities (matrix scaling and Dirichlet calibration)."""
 
     weights: Float[Array, "C C"]
     bias: Float[Array, " C"]
 
     def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
         return _apply_affine(self.weights, self.bias, probs)
+
+
+class FittedMatrixScaling(_AbstractFittedAffine):
+    r"""Fitted matrix scaling: ``fitted(probs)`` is $\operatorname{softmax}(W \log\operatorname{clip}(\hat p) + b)$.
+
+    Attributes:
+        weights: $W$, shape ``(C, C)``.
+        bias: $b$, shape ``(C,)``.
+    """
 
 
 class MatrixScaling(AbstractRecalibrator):
@@ -415,19 +419,13 @@ class MatrixScaling(AbstractRecalibrator):
         return FittedMatrixScaling(params.weights, params.bias)
 
 
-class FittedDirichletCalibration(AbstractFittedRecalibrator):
+class FittedDirichletCalibration(_AbstractFittedAffine):
     r"""Fitted Dirichlet calibration: ``fitted(probs)`` is $\operatorname{softmax}(W \log\operatorname{clip}(\hat p) + b)$.
 
     Attributes:
         weights: $W$, shape ``(C, C)``.
         bias: $b$, shape ``(C,)``.
     """
-
-    weights: Float[Array, "C C"]
-    bias: Float[Array, " C"]
-
-    def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
-        return _apply_affine(self.weights, self.bias, probs)
 
 
 class DirichletCalibration(AbstractRecalibrator):
