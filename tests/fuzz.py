@@ -392,6 +392,8 @@ def _bind(obj, kwargs):
 ROLE_OF = {
     # real outcomes where ±inf is allowed (the CDF is 0 or 1 there) and no length is implied
     ("check_outcomes", "y"): Role(lambda: _YR, (("nan", lambda: _swap(_YR, 0, np.nan)), ("strings", lambda: np.array(["a"] * N)))),
+    # elementwise: forecasts of any shape (a 2-D array is valid)
+    ("bin_index", "probs"): Role(lambda: _P, tuple(b for b in _PROB_BAD if b[0] != "2-D")),
 }
 _PAIRED = ("wrong length", "empty")  # bad only next to another array of the same length
 

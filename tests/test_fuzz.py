@@ -58,7 +58,6 @@ UNCOVERED = {
     "recorders.register_shorthand": "takes a recorder factory",
     "recorders.summary_from_trajectory": "takes a trajectory",
     # inner-loop kernels of the algorithms (their callers validate)
-    "forecasters.one_step_ahead": "AOSA's kernel over a 0/1 stream",
     "forecasters.lee_weights": "Lee et al.'s weights of utility matrices",
     "payoffs.conformal_certificate": "an oracle's certificate",
     "payoffs.freudenthal": "a triangulation kernel",

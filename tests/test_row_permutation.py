@@ -180,6 +180,7 @@ def _streaming(f, d, **settings):
 
 _T = lambda r: r.statistic  # the statistic of a randomised test (its p-value resamples rows)
 _KEY = jax.random.key(0)
+_SEARCH = jcalib.metrics.PartitionSearch(n_restarts=2, n_steps=20)
 _TEST_P, _TEST_Y = _ROWS3[[0, 4, 6]], np.array([0, 2, 1])  # fixed CME test locations
 
 REGISTRY: dict[str, Case | tuple[Case, ...]] = {
@@ -263,8 +264,8 @@ REGISTRY: dict[str, Case | tuple[Case, ...]] = {
     # per-bucket summaries: the buckets are the rows
     "metrics.calibration_from_buckets": invariant(buckets, lambda f, d: f(d.counts, d.ones, d.values, int(d.counts.sum()))),
     # jcalib.metrics: multi-class predictions
-    "metrics.decision_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, 2, _KEY, n_restarts=2, n_steps=20, sample_weight=d.w)),
-    "metrics.decision_loss_gap": invariant(multiclass, lambda f, d: f(d.P, d.y, 16, 2, _KEY, sample_weight=d.w)),
+    "metrics.decision_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, 2, key=_KEY, search=_SEARCH, sample_weight=d.w)),
+    "metrics.decision_loss_gap": invariant(multiclass, lambda f, d: f(d.P, d.y, 16, 2, key=_KEY, sample_weight=d.w)),
     "metrics.kernel_audit": invariant(multiclass, lambda f, d: f(d.P, d.y), lambda r: (r.value, r.per_class, r.lam, r.s)),
     "metrics.accuracy": invariant(multiclass, lambda f, d: f(d.P, d.y, sample_weight=d.w)),
     "metrics.classwise_ece": invariant(multiclass, lambda f, d: f(d.P, d.y, n_bins=4, strategy="quantile", sample_weight=d.w)),
@@ -284,9 +285,9 @@ REGISTRY: dict[str, Case | tuple[Case, ...]] = {
     "metrics.lipschitz_correlation": invariant(binary, lambda f, d: f(d.p, d.y - d.p)),
     "metrics.low_degree_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, 2, sample_weight=d.w)),
     "metrics.projected_smooth_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, sample_weight=d.w)),
-    "metrics.sigmoid_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, 4.0, _KEY, n_restarts=2, n_steps=20, sample_weight=d.w)),
+    "metrics.sigmoid_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, 4.0, key=_KEY, search=jcalib.metrics.SigmoidSearch(n_restarts=2, n_steps=20), sample_weight=d.w)),
     "metrics.subset_smooth_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, sample_weight=d.w)),
-    "metrics.two_action_decision_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, _KEY, n_restarts=2, n_steps=20)),
+    "metrics.two_action_decision_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, key=_KEY, search=_SEARCH)),
     "metrics.weighted_calibration_error": invariant(multiclass, lambda f, d: f(d.P, d.y, lambda v: v**2, sample_weight=d.w)),
     # jcalib.metrics: regression forecasts
     "metrics.central_interval_coverage": invariant(pit_values, lambda f, d: f(d.u, level=0.8, sample_weight=d.w)),
@@ -310,6 +311,14 @@ NOT_ROW_STATISTICS: dict[str, str] = {
     "metrics.qce_calibrated_expectation": "a function of the sample size T and the levels, no rows",
     "metrics.KernelAudit": "a result container (an equinox module of arrays)",
     "metrics.KernelWitness": "a fitted witness function built from rows, not a statistic; kernel_audit is covered",
+    "metrics.partition_search": "the search behind decision_calibration_error (covered), on residuals and an init",
+    "metrics.partition_weights": "a row-wise map (each row's cell weights), no aggregate over rows",
+    "metrics.decision_objective": "the objective of given cell weights; decision_calibration_error covers it",
+    "metrics.GaussianKernel": "a kernel (settings), no rows",
+    "metrics.LaplacianKernel": "a kernel (settings), no rows",
+    "metrics.MultinomialKernel": "a kernel (settings), no rows",
+    "metrics.PartitionSearch": "search settings, no rows",
+    "metrics.SigmoidSearch": "search settings, no rows",
 }
 
 # Parts of covered callables whose value depends on the row order by design, left out of the

@@ -58,7 +58,7 @@ from .._validation import (
 )
 from .._weights import normalised_weights
 from ..core.optim import optimise
-from .search import PartitionSearch
+from .search import PartitionSearch, check_search
 
 __all__ = [
     "DecisionCalibrationResult",
@@ -360,13 +360,6 @@ def _action_tuple(n_actions) -> tuple[int, ...]:
     return (check_positive_int(n_actions, "n_actions"),)
 
 
-def _check_search(search, cls=None):
-    cls = PartitionSearch if cls is None else cls
-    if not isinstance(search, cls):
-        raise TypeError(f"search must be a jcalib.metrics.{cls.__name__}, got {type(search).__name__}")
-    return search
-
-
 @partial(jax.jit, static_argnames=("actions", "single"))
 def _dce_core(key, probs, labels, sample_weight, search, *, actions, single):
     n, c = probs.shape
@@ -491,7 +484,7 @@ def decision_calibration_error(
         _given_actions(n_actions, losses)
         return _dce_losses_core(losses, probs, labels, sample_weight)
     key = check_key(key)
-    search = _check_search(search)
+    search = check_search(search)
     n_actions = 2 if n_actions is None else n_actions
     return _dce_core(
         key,

@@ -134,3 +134,11 @@ class SigmoidSearch(eqx.Module):
     def __check_init__(self):
         _check_counts(self, ("n_restarts", "n_steps"))
         _check_rate(self.learning_rate, "learning_rate")
+
+
+def check_search(search, cls=None):
+    """``search`` if it is a ``cls`` (default `PartitionSearch`), else a ``TypeError`` naming it."""
+    cls = PartitionSearch if cls is None else cls
+    if not isinstance(search, cls):
+        raise TypeError(f"search must be a jcalib.metrics.{cls.__name__}, got {type(search).__name__}")
+    return search

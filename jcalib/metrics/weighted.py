@@ -65,8 +65,8 @@ from .._validation import (
 )
 from ..core.optim import optimise
 from .binary import binned_ece
-from .decision import _check_search, decision_calibration_error
-from .search import PartitionSearch, SigmoidSearch
+from .decision import decision_calibration_error
+from .search import PartitionSearch, SigmoidSearch, check_search
 from .smooth import smooth_calibration_error
 
 __all__ = [
@@ -607,7 +607,7 @@ def sigmoid_calibration_error(
         ℓ for class ℓ) and ``b`` ``(k,)``.
     """
     key = check_key(key)
-    search = _check_search(search, SigmoidSearch)
+    search = check_search(search, SigmoidSearch)
     v, _, z, w = _inputs(probs, labels, sample_weight)
     check_hyper(L, "L", 1.0)
     value, per, a, b = _sigmoid_search(key, v, z, w, jnp.asarray(L, v.dtype), search)

@@ -359,23 +359,19 @@ def _check_matrix_settings(module):
     check_positive_int(module.n_steps, "n_steps")
 
 
-class _AbstractFittedAffine(AbstractFittedRecalibrator):
-    """A fitted affine map on log-probabilities (matrix scaling and Dirichlet calibration)."""
-
-    weights: Float[Array, "C C"]
-    bias: Float[Array, " C"]
-
-    def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
-        return _apply_affine(self.weights, self.bias, probs)
-
-
-class FittedMatrixScaling(_AbstractFittedAffine):
+class FittedMatrixScaling(AbstractFittedRecalibrator):
     r"""Fitted matrix scaling: ``fitted(probs)`` is $\operatorname{softmax}(W \log\operatorname{clip}(\hat p) + b)$.
 
     Attributes:
         weights: $W$, shape ``(C, C)``.
         bias: $b$, shape ``(C,)``.
     """
+
+    weights: Float[Array, "C C"]
+    bias: Float[Array, " C"]
+
+    def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
+        return _apply_affine(self.weights, self.bias, probs)
 
 
 class MatrixScaling(AbstractRecalibrator):
@@ -419,13 +415,19 @@ class MatrixScaling(AbstractRecalibrator):
         return FittedMatrixScaling(params.weights, params.bias)
 
 
-class FittedDirichletCalibration(_AbstractFittedAffine):
+class FittedDirichletCalibration(AbstractFittedRecalibrator):
     r"""Fitted Dirichlet calibration: ``fitted(probs)`` is $\operatorname{softmax}(W \log\operatorname{clip}(\hat p) + b)$.
 
     Attributes:
         weights: $W$, shape ``(C, C)``.
         bias: $b$, shape ``(C,)``.
     """
+
+    weights: Float[Array, "C C"]
+    bias: Float[Array, " C"]
+
+    def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
+        return _apply_affine(self.weights, self.bias, probs)
 
 
 class DirichletCalibration(AbstractRecalibrator):
