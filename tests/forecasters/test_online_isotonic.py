@@ -16,18 +16,9 @@ from jcalib.metrics import quantile_calibration_error
 from reference import regression as ref
 
 
-def _pits(seed, T):
-    rng = np.random.default_rng(seed)
-    u = rng.beta(2.0, 0.8, size=T)
-    u[rng.integers(0, T, 6)] = 0.0  # ties (outcomes at the range's low end)
-    u[rng.integers(0, T, 3)] = 1.0
-    u[rng.integers(0, T, 3)] = 0.5
-    return u
-
-
 def test_online_matches_sklearn_refit_every_step(x64):
     T, K = 60, 9
-    u = _pits(2, T)
+    u = ref.tied_pits(2, T)
     rng = np.random.default_rng(3)
     cdf = np.sort(rng.uniform(size=(T, K)), axis=1)
     cdf[:, 0], cdf[:, -1] = 0.0, 1.0

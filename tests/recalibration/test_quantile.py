@@ -13,25 +13,16 @@ from jcalib.recalibration import quantile as quantile_module
 from reference import regression as ref
 
 
-def _pits(seed, T):
-    rng = np.random.default_rng(seed)
-    u = rng.beta(2.0, 0.8, size=T)
-    u[rng.integers(0, T, 6)] = 0.0  # ties (outcomes at the range's low end)
-    u[rng.integers(0, T, 3)] = 1.0
-    u[rng.integers(0, T, 3)] = 0.5
-    return u
-
-
 @pytest.mark.parametrize("seed", [0, 1])
 def test_offline_matches_sklearn(x64, seed):
-    u = _pits(seed, 80)
+    u = ref.tied_pits(seed, 80)
     q = np.concatenate([np.linspace(0, 1, 41), u[:10], [1e-9, 1 - 1e-9]])
     got = QuantileRecalibration().fit(u)(q)
     np.testing.assert_allclose(np.asarray(got), ref.isotonic_recalibrated_cdf(u, q), atol=1e-12)
 
 
 def test_fit_and_map_jit_and_vmap(x64):
-    U = np.stack([_pits(s, 40) for s in range(3)])
+    U = np.stack([ref.tied_pits(s, 40) for s in range(3)])
     q = jnp.linspace(0.0, 1.0, 11)
     fitted = jax.jit(jax.vmap(QuantileRecalibration().fit))(U)
     assert isinstance(fitted, FittedQuantileRecalibration) and fitted.pit_values.shape == (3, 40)

@@ -119,3 +119,14 @@ def pav(y, w=None):
     for v, _, c in blocks:
         out += [v] * c
     return np.array(out)
+
+
+def tied_pits(seed, T):
+    """PIT values skewed towards 1 (Beta(2, 0.8)) with ties at 0, 1/2 and 1: the test input of
+    the offline and online isotonic PIT maps."""
+    rng = np.random.default_rng(seed)
+    u = rng.beta(2.0, 0.8, size=T)
+    u[rng.integers(0, T, 6)] = 0.0  # ties (outcomes at the range's low end)
+    u[rng.integers(0, T, 3)] = 1.0
+    u[rng.integers(0, T, 3)] = 0.5
+    return u
