@@ -107,6 +107,13 @@ def _gather_tracers(x):
     return x
 
 
+def _concrete(x, dtype=None) -> jax.Array:
+    """A concrete (non-tracer) JAX array of ``x``, even inside someone's trace: a NumPy array
+    closed over by a jitted function stays concrete, so its values are checked in NumPy."""
+    with jax.ensure_compile_time_eval():
+        return jnp.asarray(x, dtype)
+
+
 def as_float_array(x, name: str) -> jax.Array:
     """Convert to a JAX float array (keeping float64 if enabled), rejecting non-numeric input."""
     x = _gather_tracers(x)
@@ -114,11 +121,14 @@ def as_float_array(x, name: str) -> jax.Array:
         arr = x
     else:
         try:
-            arr = jnp.asarray(np.asarray(x) if not isinstance(x, jax.Array) else x)
+            arr = _concrete(np.asarray(x) if not isinstance(x, jax.Array) else x)
         except (TypeError, ValueError) as e:
             raise ValueError(f"{name} must be a numeric array, got {type(x).__name__}") from e
     if arr.dtype == jnp.bool_ or jnp.issubdtype(arr.dtype, jnp.integer):
-        arr = arr.astype(jnp.result_type(float))
+        if isinstance(arr, jax.core.Tracer):
+            arr = arr.astype(jnp.result_type(float))
+        else:
+            arr = _concrete(arr, jnp.result_type(float))
     if not jnp.issubdtype(arr.dtype, jnp.floating):
         raise ValueError(f"{name} must have a real floating dtype, got {arr.dtype}")
     return arr
@@ -183,7 +193,7 @@ def check_binary_labels(y, name: str = "labels") -> jax.Array:
         raise ValueError(f"{name} contains NaN or infinite values ({offending(arr, ~np.isfinite(arr))})")
     if arr.size and not np.all((arr == 0) | (arr == 1)):
         raise ValueError(f"{name} must be 0 or 1 ({offending(arr, (arr != 0) & (arr != 1))})")
-    return jnp.asarray(arr.astype(np.int32))
+    return _concrete(arr.astype(np.int32))
 
 
 def check_simplex_probs(p, name: str = "probs", atol: float = 1e-4) -> jax.Array:
@@ -232,7 +242,7 @@ def check_class_labels(labels, n_classes: int, name: str = "labels") -> jax.Arra
         raise ValueError(f"{name} must be integer class indices, got dtype {arr.dtype}")
     if arr.size and (arr.min() < 0 or arr.max() >= n_classes):
         raise ValueError(f"{name} must lie in [0, {n_classes}); found range [{arr.min()}, {arr.max()}]")
-    return jnp.asarray(arr.astype(np.int32))
+    return _concrete(arr.astype(np.int32))
 
 
 def check_weights(w, n: int, name: str = "sample_weight", *, positive_total: bool = False):
@@ -276,7 +286,7 @@ def check_int(value, name: str, minimum: int | None = None) -> int:
     if isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be an integer, not a bool, got {shown(value)}")
     if isinstance(value, jax.core.Tracer):
-        raise ValueError(f"{name} must be a concrete integer (it fixes a shape), got a traced value")
+        raise TypeError(_static_message(name))
     try:
         out = operator.index(value)  # int, np.integer, 0-d integer arrays; not float or bool
     except TypeError:
@@ -383,6 +393,7 @@ def check_binary_inputs(probs, labels, sample_weight):
     w = jnp.ones_like(p) if w is None else w.astype(p.dtype)
     if is_concrete(w) and not bool(np.sum(np.asarray(w)) > 0):
         raise ValueError("sample_weight sums to zero; at least one round needs positive weight")
+    w = in_graph(w, ~(jnp.sum(w) > 0), "sample_weight sums to zero; at least one round needs positive weight")
     return p, y.astype(p.dtype), w
 
 
@@ -403,6 +414,7 @@ def check_multiclass_inputs(probs, labels, sample_weight=None):
     wv = _values(w)
     if wv is not None and not wv.sum() > 0:
         raise ValueError("sample_weight sums to zero; at least one sample needs positive weight")
+    w = in_graph(w, ~(jnp.sum(w) > 0), "sample_weight sums to zero; at least one sample needs positive weight")
     return v, y, w
 
 
@@ -433,3 +445,433 @@ def check_grid_counts(counts, ones, n_bins):
         if np.any(o < 0) or np.any(o > c):
             raise ValueError(f"need 0 <= ones[i] <= counts[i] for every grid point ({offending(o, (o < 0) | (o > c))})")
     return m, counts, ones
+
+
+# ---------------------------------------------------------------------------------------------
+# The declared layer: each public callable states its inputs once, as specs.
+#
+#     @declare(probs=BinaryProbs(ndim=1, nonempty=True), labels=BinaryLabels(length_of="probs"),
+#              sample_weight=Weights(length_of="probs", positive_total=True))
+#     def ece(probs, labels, *, sample_weight=None): ...   # the body receives converted arrays
+#
+# A spec's ``check(value, name, bound)`` returns the converted value or raises a ValueError /
+# TypeError naming the argument and the rule; on a tracer it checks shapes and dtypes at trace
+# time and stages the value rule into the graph (``in_graph``, behind ``jcalib.config.checks``).
+# ``bound`` maps the names of the arguments checked so far to their converted values, so a
+# spec may refer to an earlier argument (its length, its number of classes, its dtype).
+# The same spec objects check equinox module fields: ``check_fields(self, n_bins=Int(1))`` in
+# ``__check_init__``, or ``eqx.field(converter=Int(1).converter("n_bins"))``.
+# ---------------------------------------------------------------------------------------------
+
+import functools  # noqa: E402
+import inspect  # noqa: E402
+
+__all__ += [
+    "Spec", "declare", "declared", "check_fields", "check_static_int", "format_bytes",
+    "Int", "Real", "Bool", "Choice", "Key", "Optional", "Custom",
+    "BinaryProbs", "BinaryLabels", "SimplexProbs", "ClassLabels", "Weights", "RealArray", "IntArray",
+]
+
+MAX_BINS = 2**24  # forecast grids / bins: tables of n_bins entries per class and per state
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes as a short human figure (``"8 TB"``, ``"512 MB"``)."""
+    for unit, size in (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} bytes"
+
+
+def _power_of_two(n: int) -> str:
+    return f"2**{n.bit_length() - 1}" if n > 1 and n & (n - 1) == 0 else str(n)
+
+
+def _static_message(name: str) -> str:
+    return f"`{name}` must be a static Python int, not a traced value (pass it outside jit, or mark it static)"
+
+
+def check_static_int(value, name: str, lo: int | None = None, hi: int | None = None, *,
+                     bytes_per: float | None = None, what: str = "its tables") -> int:
+    """An integer that fixes a shape or a loop length, as a Python ``int``.
+
+    Python and NumPy integers and 0-d integer arrays are accepted; bools, floats and strings
+    raise a ``ValueError`` naming ``name``; a tracer raises a ``TypeError`` saying the argument
+    must be static; a value above ``hi`` raises before anything is allocated, saying the limit
+    and (with ``bytes_per``, the bytes one unit of the value costs) the memory it would need.
+    """
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError(_static_message(name))
+    n = check_int(value, name, minimum=lo)
+    if hi is not None and n > hi:
+        need = f": {what} would need {format_bytes(float(n) * bytes_per)}" if bytes_per else ""
+        raise ValueError(f"{name}={n} exceeds {_power_of_two(hi)}{need}")
+    return n
+
+
+class Spec:
+    """The rule for one argument (a base class: subclasses implement :meth:`check`)."""
+
+    def check(self, value, name: str, bound: dict):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def converter(self, name: str):
+        """This spec as an ``eqx.field(converter=...)`` for a module field called ``name``."""
+        return lambda value: self.check(value, name, {})
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if v not in (None, False))
+        return f"{type(self).__name__}({args})"
+
+
+def _ref(bound: dict, ref: str | None):
+    """The converted value of an earlier argument ``ref`` (None when absent or None)."""
+    return None if ref is None else bound.get(ref)
+
+
+def _check_length(arr, name: str, bound: dict, length_of: str | None) -> None:
+    other = _ref(bound, length_of)
+    if other is None or getattr(other, "ndim", 0) == 0 or getattr(arr, "ndim", 0) == 0:
+        return
+    if arr.shape[0] != other.shape[0]:
+        raise ValueError(f"{name} must have the length of {length_of} ({other.shape[0]}), got {arr.shape[0]}")
+
+
+def _check_ndim(arr, name: str, ndim, nonempty: bool) -> None:
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in allowed:
+            want = " or ".join(f"{d}-D" for d in allowed)
+            raise ValueError(f"{name} must be {want}, got shape {tuple(arr.shape)}")
+    if nonempty and arr.size == 0:
+        raise ValueError(f"{name} is empty; at least one entry is needed, got shape {tuple(arr.shape)}")
+
+
+class Int(Spec):
+    """An integer setting in ``[lo, hi]`` that fixes a shape or a loop (static under ``jit``).
+
+    ``bytes_per`` (the memory one unit costs) makes the size-bound message say what the value
+    would need; ``optional=True`` lets ``None`` through.
+    """
+
+    def __init__(self, lo: int | None = None, hi: int | None = None, *, bytes_per: float | None = None,
+                 what: str = "its tables", optional: bool = False):
+        self.lo, self.hi, self.bytes_per, self.what, self.optional = lo, hi, bytes_per, what, optional
+
+    def check(self, value, name, bound):
+        if value is None and self.optional:
+            return None
+        return check_static_int(value, name, self.lo, self.hi, bytes_per=self.bytes_per, what=self.what)
+
+
+class Real(Spec):
+    """A real scalar setting, finite and in ``[lo, hi]`` (``open_lo``/``open_hi`` exclude the
+    ends). Python and NumPy scalars and 0-d arrays are accepted. ``static=True`` returns a
+    Python ``float`` (a setting the code branches on; a tracer is refused with a ``TypeError``);
+    otherwise the value is returned as given (``as_array=True``: a 0-d float array) and a traced
+    value carries the rule as an in-graph check."""
+
+    def __init__(self, lo: float | None = None, hi: float | None = None, *, open_lo: bool = False,
+                 open_hi: bool = False, static: bool = False, as_array: bool = False, optional: bool = False):
+        self.lo, self.hi, self.open_lo, self.open_hi = lo, hi, open_lo, open_hi
+        self.static, self.as_array, self.optional = static, as_array, optional
+
+    def check(self, value, name, bound):
+        if value is None and self.optional:
+            return None
+        if isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{name} must be a real number, not a bool, got {shown(value)}")
+        if isinstance(value, jax.core.Tracer):
+            if self.static:
+                raise TypeError(f"`{name}` must be a static Python float, not a traced value "
+                                "(pass it outside jit, or mark it static)")
+            arr = as_float_array(value, name)
+            if arr.ndim != 0:
+                raise ValueError(f"{name} must be a scalar, got shape {tuple(arr.shape)}")
+            ok = jnp.isfinite(arr)
+            if self.lo is not None:
+                ok = ok & ((arr > self.lo) if self.open_lo else (arr >= self.lo))
+            if self.hi is not None:
+                ok = ok & ((arr < self.hi) if self.open_hi else (arr <= self.hi))
+            return in_graph(arr, ~ok, f"{name} must be finite and in range{self._range()}")
+        check_hyper(value, name, self.lo, self.hi, open_lo=self.open_lo, open_hi=self.open_hi)
+        if self.static:
+            return float(np.asarray(value))
+        if self.as_array:
+            return as_float_array(value, name)
+        return value.item() if isinstance(value, np.generic) else value
+
+    def _range(self):
+        if self.lo is None and self.hi is None:
+            return ""
+        return (f" {'(' if self.open_lo else '['}{'-inf' if self.lo is None else format(self.lo, 'g')}, "
+                f"{'inf' if self.hi is None else format(self.hi, 'g')}{')' if self.open_hi or self.hi is None else ']'}")
+
+
+class Bool(Spec):
+    """A Python or NumPy bool (returned as ``bool``); numbers and strings raise."""
+
+    def check(self, value, name, bound):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{name} must be a bool, got {type(value).__name__} {shown(value)}")
+        return bool(value)
+
+
+class Choice(Spec):
+    """One of a fixed set of values (strings, usually)."""
+
+    def __init__(self, *choices):
+        self.choices = choices
+
+    def check(self, value, name, bound):
+        if not any(value is c or (type(value) is type(c) and value == c) for c in self.choices):
+            raise ValueError(f"{name} must be one of {', '.join(map(repr, self.choices))}, got {shown(value)}")
+        return value
+
+
+class Key(Spec):
+    """A JAX PRNG key (:func:`check_key`); ``optional=True`` lets ``None`` through."""
+
+    def __init__(self, optional: bool = False):
+        self.optional = optional
+
+    def check(self, value, name, bound):
+        return check_key(value, name, optional=self.optional)
+
+
+class Optional(Spec):
+    """``None``, or a value that satisfies ``spec``."""
+
+    def __init__(self, spec: Spec):
+        self.spec = spec
+
+    def check(self, value, name, bound):
+        return None if value is None else self.spec.check(value, name, bound)
+
+
+class Custom(Spec):
+    """A rule written as a function ``fn(value, name, bound) -> converted`` (for inputs no
+    other spec describes: a distribution module, a metric, a pytree of settings)."""
+
+    def __init__(self, fn, doc: str = ""):
+        self.fn, self.doc = fn, doc
+
+    def check(self, value, name, bound):
+        return self.fn(value, name, bound)
+
+    def __repr__(self):
+        return f"Custom({self.doc or getattr(self.fn, '__name__', 'fn')!r})"
+
+
+class BinaryProbs(Spec):
+    """Binary forecasts in [0, 1] (NaN refused; :func:`check_binary_probs`), as a float array,
+    of ``ndim`` dimensions (None: any), non-empty with ``nonempty``, as long as ``length_of``."""
+
+    def __init__(self, ndim=1, *, nonempty: bool = True, length_of: str | None = None):
+        self.ndim, self.nonempty, self.length_of = ndim, nonempty, length_of
+
+    def check(self, value, name, bound):
+        arr = check_binary_probs(value, name)
+        _check_ndim(arr, name, self.ndim, self.nonempty)
+        _check_length(arr, name, bound, self.length_of)
+        return arr
+
+
+class BinaryLabels(Spec):
+    """Binary outcomes in {0, 1} (:func:`check_binary_labels`), as int32 or, with
+    ``dtype_of``, in the float dtype of that earlier argument; 1-D and as long as ``length_of``."""
+
+    def __init__(self, *, length_of: str | None = None, dtype_of: str | None = None, ndim=1):
+        self.length_of, self.dtype_of, self.ndim = length_of, dtype_of, ndim
+
+    def check(self, value, name, bound):
+        y = check_binary_labels(value, name)
+        _check_ndim(y, name, self.ndim, False)
+        _check_length(y, name, bound, self.length_of)
+        like = _ref(bound, self.dtype_of)
+        return y if like is None else y.astype(like.dtype)
+
+
+class SimplexProbs(Spec):
+    """Multi-class predictions ``(n, C)``, C >= 2, rows on the simplex (:func:`check_simplex_probs`)."""
+
+    def __init__(self, *, nonempty: bool = True, length_of: str | None = None):
+        self.nonempty, self.length_of = nonempty, length_of
+
+    def check(self, value, name, bound):
+        arr = check_simplex_probs(value, name)
+        _check_ndim(arr, name, None, self.nonempty)
+        _check_length(arr, name, bound, self.length_of)
+        return arr
+
+
+class ClassLabels(Spec):
+    """Integer class labels in ``[0, C)`` with ``C`` the columns of ``classes_of`` (or a fixed
+    ``n_classes``), 1-D, as long as ``length_of``; returned as int32."""
+
+    def __init__(self, *, classes_of: str | None = "probs", n_classes: int | None = None,
+                 length_of: str | None = "probs"):
+        self.classes_of, self.n_classes, self.length_of = classes_of, n_classes, length_of
+
+    def check(self, value, name, bound):
+        ref = _ref(bound, self.classes_of)
+        n_classes = self.n_classes if ref is None else ref.shape[-1]
+        y = check_class_labels(value, n_classes, name)
+        _check_length(y, name, bound, self.length_of)
+        return y
+
+
+class Weights(Spec):
+    """Optional sample weights: finite, non-negative, shape ``(n,)`` with ``n`` the length of
+    ``length_of``; ``positive_total`` refuses an all-zero vector (in NumPy, or in the graph for
+    a tracer); ``fill=True`` turns ``None`` into ones and casts to the dtype of ``length_of``."""
+
+    def __init__(self, *, length_of: str = "probs", positive_total: bool = True, fill: bool = False):
+        self.length_of, self.positive_total, self.fill = length_of, positive_total, fill
+
+    def check(self, value, name, bound):
+        ref = _ref(bound, self.length_of)
+        if value is None:
+            if self.fill and ref is not None:
+                return jnp.ones(ref.shape[:1], ref.dtype if jnp.issubdtype(ref.dtype, jnp.floating) else float)
+            return None
+        n = ref.shape[0] if ref is not None and getattr(ref, "ndim", 0) else None
+        if n is None:
+            w = as_float_array(value, name)
+            if w.ndim != 1:
+                raise ValueError(f"{name} must be 1-D, got shape {tuple(w.shape)}")
+            n = w.shape[0]
+        w = check_weights(value, n, name, positive_total=self.positive_total)
+        if self.positive_total and isinstance(w, jax.core.Tracer):
+            w = in_graph(w, ~(jnp.sum(w) > 0), f"{name} sums to zero; at least one sample needs positive weight")
+        if self.fill and ref is not None and jnp.issubdtype(ref.dtype, jnp.floating):
+            w = w.astype(ref.dtype)
+        return w
+
+
+class RealArray(Spec):
+    """A real float array: ``ndim`` (None: any), finite unless ``finite=False``, entries in
+    ``[lo, hi]``, non-empty with ``nonempty``, as long as ``length_of``; values checked in
+    NumPy when concrete and in the graph when traced."""
+
+    def __init__(self, ndim=1, *, lo: float | None = None, hi: float | None = None, finite: bool = True,
+                 nonempty: bool = True, length_of: str | None = None, shape_of: str | None = None):
+        self.ndim, self.lo, self.hi, self.finite = ndim, lo, hi, finite
+        self.nonempty, self.length_of, self.shape_of = nonempty, length_of, shape_of
+
+    def check(self, value, name, bound):
+        arr = as_float_array(value, name)
+        _check_ndim(arr, name, self.ndim, self.nonempty)
+        _check_length(arr, name, bound, self.length_of)
+        other = _ref(bound, self.shape_of)
+        if other is not None and tuple(arr.shape) != tuple(other.shape):
+            raise ValueError(f"{name} must have the shape of {self.shape_of} {tuple(other.shape)}, "
+                             f"got {tuple(arr.shape)}")
+        rng = ("" if self.lo is None and self.hi is None else
+               f" in [{'-inf' if self.lo is None else format(self.lo, 'g')}, {'inf' if self.hi is None else format(self.hi, 'g')}]")
+        if isinstance(arr, jax.core.Tracer):
+            ok = jnp.isfinite(arr) if self.finite else ~jnp.isnan(arr)
+            if self.lo is not None:
+                ok = ok & (arr >= self.lo)
+            if self.hi is not None:
+                ok = ok & (arr <= self.hi)
+            return in_graph(arr, ~jnp.all(ok), f"{name} must be {'finite' if self.finite else 'free of NaN'}{rng}")
+        v = np.asarray(arr)
+        if self.finite:
+            check_finite(v, name)
+        elif np.any(np.isnan(v)):
+            raise ValueError(f"{name} contains NaN ({offending(v, np.isnan(v))})")
+        bad = np.zeros(v.shape, bool)
+        if self.lo is not None:
+            bad |= v < self.lo
+        if self.hi is not None:
+            bad |= v > self.hi
+        if bad.any():
+            raise ValueError(f"{name} must lie{rng} ({offending(v, bad)})")
+        return arr
+
+
+class IntArray(Spec):
+    """An array of integers (integral floats accepted) in ``[lo, hi]``, ``ndim`` dimensions,
+    as long as ``length_of``; returned as int32."""
+
+    def __init__(self, ndim=1, *, lo: int | None = None, hi: int | None = None, nonempty: bool = True,
+                 length_of: str | None = None):
+        self.ndim, self.lo, self.hi, self.nonempty, self.length_of = ndim, lo, hi, nonempty, length_of
+
+    def check(self, value, name, bound):
+        value = _gather_tracers(value)
+        if isinstance(value, jax.core.Tracer):
+            if not jnp.issubdtype(value.dtype, jnp.number):
+                raise ValueError(f"{name} must be an integer array, got dtype {value.dtype}")
+            arr = value
+        else:
+            arr = _as_numpy(value, name)
+        _check_ndim(arr, name, self.ndim, self.nonempty)
+        _check_length(arr, name, bound, self.length_of)
+        rng = f"integers in [{self.lo}, {'inf' if self.hi is None else self.hi}]"
+        if isinstance(arr, jax.core.Tracer):
+            ok = arr == jnp.round(arr) if jnp.issubdtype(arr.dtype, jnp.floating) else jnp.ones(arr.shape, bool)
+            if self.lo is not None:
+                ok = ok & (arr >= self.lo)
+            if self.hi is not None:
+                ok = ok & (arr <= self.hi)
+            return in_graph(arr, ~jnp.all(ok), f"{name} must be {rng}").astype(jnp.int32)
+        bad = ~np.isfinite(arr) | (arr != np.round(arr)) if arr.dtype.kind == "f" else np.zeros(arr.shape, bool)
+        with np.errstate(invalid="ignore"):
+            if self.lo is not None:
+                bad |= arr < self.lo
+            if self.hi is not None:
+                bad |= arr > self.hi
+        if bad.any():
+            raise ValueError(f"{name} must be {rng} ({offending(arr, bad)})")
+        return _concrete(arr.astype(np.int32))
+
+
+def declare(**specs: Spec):
+    """Decorator: declare a public callable's inputs once.
+
+    The call is bound with :func:`inspect.signature`, each declared argument is checked (and
+    converted) by its spec in declaration order — a spec may refer to arguments declared before
+    it — and the function body receives the converted values. The declaration is kept as
+    ``fn.__jcalib_inputs__`` (a dict name -> spec); ``functools.wraps`` keeps the signature
+    and docstring for the docs.
+    """
+    def decorate(fn):
+        sig = inspect.signature(fn)
+        unknown = set(specs) - set(sig.parameters)
+        if unknown:
+            raise TypeError(f"declare() names arguments {sorted(unknown)} that {fn.__qualname__} does not take")
+        for name, spec in specs.items():
+            if not isinstance(spec, Spec):
+                raise TypeError(f"declare(): the rule for {name} must be a Spec, got {type(spec).__name__}")
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            ba = sig.bind(*args, **kwargs)
+            ba.apply_defaults()
+            values = ba.arguments
+            seen = {}
+            for name, spec in specs.items():
+                values[name] = seen[name] = spec.check(values[name], name, seen)
+            return fn(*ba.args, **ba.kwargs)
+
+        checked.__jcalib_inputs__ = dict(specs)
+        return checked
+
+    return decorate
+
+
+def declared(fn) -> dict:
+    """The declaration of a callable decorated with :func:`declare` (empty dict if none)."""
+    return dict(getattr(fn, "__jcalib_inputs__", {}))
+
+
+def check_fields(module, **specs: Spec) -> dict:
+    """Check fields of an equinox module (call it in ``__check_init__``) against specs, in
+    order; returns the converted values (``__check_init__`` cannot store them: use a converter,
+    :meth:`Spec.converter`, for fields that must be converted)."""
+    seen = {}
+    for name, spec in specs.items():
+        seen[name] = spec.check(getattr(module, name), name, seen)
+    return seen

@@ -206,3 +206,153 @@ def test_error_messages_show_a_few_values_not_the_array():
     assert len(str(e.value)) < 200 and "pit_values" in str(e.value), str(e.value)
     assert V.shown(0.5) == "0.5" and V.shown("kmeans") == "'kmeans'"
     assert V.shown(np.arange(10_000)).startswith("ndarray of shape (10000,) and dtype int64 [0, 1, 2, ...]")
+
+
+# --- the declared layer -------------------------------------------------------------------------
+
+def _graph_errors():
+    import equinox as eqx
+    import jax
+
+    return (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError)
+
+
+def _declared_ece():
+    import jax.numpy as jnp
+
+    @V.declare(probs=V.BinaryProbs(), labels=V.BinaryLabels(length_of="probs", dtype_of="probs"),
+               sample_weight=V.Weights(length_of="probs", fill=True), n_bins=V.Int(1, V.MAX_BINS, bytes_per=8))
+    def f(probs, labels, *, sample_weight=None, n_bins=15):
+        """Doc."""
+        return jnp.sum(sample_weight * (probs - labels)) + n_bins
+
+    return f
+
+
+def test_declare_checks_plain_calls_and_converts():
+    import inspect
+
+    f = _declared_ece()
+    assert f.__doc__ == "Doc." and list(inspect.signature(f).parameters) == ["probs", "labels", "sample_weight", "n_bins"]
+    assert set(V.declared(f)) == {"probs", "labels", "sample_weight", "n_bins"}
+    # lists, NumPy arrays, NumPy scalars and 0-d arrays are accepted and converted
+    assert float(f([0.5, 0.5], np.array([1, 0]), n_bins=np.int64(3))) == 3.0
+    assert float(f([0.5, 0.5], [1, 0], n_bins=np.array(3))) == 3.0
+    for kwargs, err, match in [
+        (dict(probs=[0.5, np.nan], labels=[0, 1]), ValueError, "probs"),
+        (dict(probs=[0.5, 1.2], labels=[0, 1]), ValueError, r"probs must lie in \[0, 1\]"),
+        (dict(probs=[[0.5]], labels=[0]), ValueError, "probs must be 1-D"),
+        (dict(probs=[], labels=[]), ValueError, "probs is empty"),
+        (dict(probs=[0.5, 0.5], labels=[0, 2]), ValueError, "labels must be 0 or 1"),
+        (dict(probs=[0.5, 0.5], labels=[0, 1, 1]), ValueError, r"labels must have the length of probs \(2\)"),
+        (dict(probs=[0.5, 0.5], labels=[0, 1], sample_weight=[0.0, 0.0]), ValueError, "sums to zero"),
+        (dict(probs=[0.5, 0.5], labels=[0, 1], sample_weight=[1.0, -1.0]), ValueError, "non-negative"),
+        (dict(probs=[0.5, 0.5], labels=[0, 1], n_bins=2.0), ValueError, "n_bins must be an integer"),
+        (dict(probs=[0.5, 0.5], labels=[0, 1], n_bins=True), ValueError, "not a bool"),
+        (dict(probs=[0.5, 0.5], labels=[0, 1], n_bins="3"), ValueError, "n_bins must be an integer"),
+        (dict(probs=[0.5, 0.5], labels=[0, 1], n_bins=0), ValueError, "positive"),
+    ]:
+        with pytest.raises(err, match=match):
+            f(**kwargs)
+
+
+def test_declare_size_bound_names_the_limit_and_the_memory():
+    f = _declared_ece()
+    with pytest.raises(ValueError, match=r"n_bins=1000000000000 exceeds 2\*\*24: its tables would need 8 TB"):
+        f([0.5], [1], n_bins=10**12)
+
+
+def test_declare_under_jit_checks_in_the_graph():
+    import jax
+    import jax.numpy as jnp
+
+    import jcalib
+
+    f = _declared_ece()
+    p, y = jnp.array([0.2, 0.8]), jnp.array([0, 1])
+    assert float(jax.jit(lambda p, y: f(p, y))(p, y)) == pytest.approx(15.0)
+    with pytest.raises(_graph_errors(), match="sums to zero"):
+        jax.jit(lambda p, y, w: f(p, y, sample_weight=w))(p, y, jnp.zeros(2))
+    with pytest.raises(_graph_errors(), match="NaN"):
+        jax.jit(lambda p: f(p, y))(jnp.array([0.2, jnp.nan]))
+    with pytest.raises(_graph_errors(), match="0 or 1"):
+        jax.jit(lambda y: f(p, y))(jnp.array([0, 2]))
+    # shapes are checked at trace time
+    with pytest.raises(ValueError, match="length of probs"):
+        jax.jit(lambda y: f(p, y))(jnp.array([0, 1, 1]))
+    # a NumPy array closed over by the traced function is checked in NumPy
+    assert float(jax.jit(lambda y: f(np.array([0.2, 0.8]), y))(y)) == pytest.approx(15.0)
+    with pytest.raises(ValueError, match="probs"):
+        jax.jit(lambda y: f(np.array([0.2, 1.8]), y))(y)
+    # a traced size is refused with a message that says it must be static
+    with pytest.raises(TypeError, match=r"`n_bins` must be a static Python int, not a traced value"):
+        jax.jit(lambda n: f(p, y, n_bins=n))(3)
+    # the switch: traced with checks off, no in-graph check
+    with jcalib.config.checks(False):
+        out = jax.jit(lambda p, y, w: f(p, y, sample_weight=w))(p, y, jnp.zeros(2))
+    assert float(out) == 15.0
+
+
+def test_each_spec():
+    import jax
+    import jax.numpy as jnp
+
+    # Real: NumPy scalars accepted; bools, NaN, out of range refused; traced values checked in the graph
+    r = V.Real(0, 1, open_lo=True)
+    assert r.check(np.float32(0.5), "eps", {}) == 0.5 and type(r.check(np.float32(0.5), "eps", {})) is float
+    for bad in (0.0, np.inf, np.nan, True, "0.5", [0.5]):
+        with pytest.raises(ValueError, match="eps"):
+            r.check(bad, "eps", {})
+    with pytest.raises(_graph_errors(), match="eps"):
+        jax.jit(lambda e: r.check(e, "eps", {}))(2.0)
+    assert V.Real(0, static=True).check(np.float64(2.0), "beta", {}) == 2.0
+    with pytest.raises(TypeError, match="static"):
+        jax.jit(lambda e: V.Real(0, static=True).check(e, "beta", {}))(2.0)
+    # Bool, Choice, Key, Optional, Custom
+    assert V.Bool().check(np.bool_(True), "flag", {}) is True
+    with pytest.raises(TypeError, match="flag must be a bool"):
+        V.Bool().check(1, "flag", {})
+    with pytest.raises(ValueError, match="strategy must be one of 'uniform', 'quantile'"):
+        V.Choice("uniform", "quantile").check("kmeans", "strategy", {})
+    with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
+        V.Key().check(0, "key", {})
+    assert V.Optional(V.Int(1)).check(None, "n", {}) is None
+    assert V.Custom(lambda v, n, b: v * 2).check(2, "x", {}) == 4
+    # multi-class: the labels' range comes from the probs' columns
+    probs = V.SimplexProbs().check([[0.3, 0.7], [0.5, 0.5]], "probs", {})
+    with pytest.raises(ValueError, match=r"\[0, 2\)"):
+        V.ClassLabels().check([0, 2], "labels", {"probs": probs})
+    with pytest.raises(ValueError, match="length of probs"):
+        V.ClassLabels().check([0, 1, 1], "labels", {"probs": probs})
+    # real and integer arrays
+    with pytest.raises(ValueError, match=r"u must lie in \[0, 1\]"):
+        V.RealArray(lo=0, hi=1).check([0.5, 1.2], "u", {})
+    with pytest.raises(ValueError, match="u contains NaN"):
+        V.RealArray(lo=0, hi=1).check([0.5, np.nan], "u", {})
+    with pytest.raises(_graph_errors(), match="u must be finite"):
+        jax.jit(lambda u: V.RealArray(lo=0, hi=1).check(u, "u", {}))(jnp.array([0.5, 1.2]))
+    assert V.IntArray(lo=0).check([1.0, 2.0], "k", {}).dtype == jnp.int32
+    with pytest.raises(ValueError, match="k must be integers"):
+        V.IntArray(lo=0).check([1.5], "k", {})
+
+
+def test_check_fields_and_converters_for_modules():
+    import equinox as eqx
+
+    class M(eqx.Module):
+        n_bins: int = eqx.field(static=True, converter=V.Int(1, V.MAX_BINS).converter("n_bins"))
+        beta: float = 1.0
+
+        def __check_init__(self):
+            V.check_fields(self, beta=V.Real(0, open_lo=True))
+
+    assert type(M(np.int64(4)).n_bins) is int
+    with pytest.raises(ValueError, match="n_bins=1000000000000 exceeds"):
+        M(10**12)
+    with pytest.raises(ValueError, match="beta"):
+        M(4, np.inf)
+
+
+def test_declare_refuses_a_declaration_of_an_unknown_argument():
+    with pytest.raises(TypeError, match="does not take"):
+        V.declare(x=V.Int())(lambda y: y)
