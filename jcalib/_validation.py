@@ -470,6 +470,7 @@ __all__ += [
     "Spec", "declare", "declared", "check_fields", "check_static_int", "format_bytes",
     "Int", "Real", "Bool", "Choice", "Key", "Optional", "Custom",
     "BinaryProbs", "BinaryLabels", "SimplexProbs", "ClassLabels", "Weights", "RealArray", "IntArray",
+    "MAX_BINS", "BINS", "binary_inputs", "multiclass_inputs",
 ]
 
 MAX_BINS = 2**24  # forecast grids / bins: tables of n_bins entries per class and per state
@@ -534,7 +535,8 @@ def _check_length(arr, name: str, bound: dict, length_of: str | None) -> None:
     if other is None or getattr(other, "ndim", 0) == 0 or getattr(arr, "ndim", 0) == 0:
         return
     if arr.shape[0] != other.shape[0]:
-        raise ValueError(f"{name} must have the length of {length_of} ({other.shape[0]}), got {arr.shape[0]}")
+        raise ValueError(f"mismatched lengths: {name} must have the length of {length_of} ({other.shape[0]}), "
+                         f"got {arr.shape[0]}")
 
 
 def _check_ndim(arr, name: str, ndim, nonempty: bool) -> None:
@@ -828,14 +830,16 @@ class IntArray(Spec):
         return _concrete(arr.astype(np.int32))
 
 
-def declare(**specs: Spec):
+def declare(_host_check=None, **specs: Spec):
     """Decorator: declare a public callable's inputs once.
 
     The call is bound with :func:`inspect.signature`, each declared argument is checked (and
     converted) by its spec in declaration order — a spec may refer to arguments declared before
     it — and the function body receives the converted values. The declaration is kept as
     ``fn.__jcalib_inputs__`` (a dict name -> spec); ``functools.wraps`` keeps the signature
-    and docstring for the docs.
+    and docstring for the docs. ``_host_check(raw, checked)``, if given, runs after the checks
+    with the arguments as passed and as converted (the precision warnings that need a user's
+    float64 values before JAX rounds them).
     """
     def decorate(fn):
         sig = inspect.signature(fn)
@@ -851,9 +855,13 @@ def declare(**specs: Spec):
             ba = sig.bind(*args, **kwargs)
             ba.apply_defaults()
             values = ba.arguments
+            raw = dict(values) if _host_check is not None else None
             seen = {}
             for name, spec in specs.items():
-                values[name] = seen[name] = spec.check(values[name], name, seen)
+                seen[name] = spec.check(values[name], name, seen)
+            values.update(seen)  # a spec may also have replaced an earlier argument in ``seen``
+            if _host_check is not None:
+                _host_check(raw, values)
             return fn(*ba.args, **ba.kwargs)
 
         checked.__jcalib_inputs__ = dict(specs)
@@ -875,3 +883,20 @@ def check_fields(module, **specs: Spec) -> dict:
     for name, spec in specs.items():
         seen[name] = spec.check(getattr(module, name), name, seen)
     return seen
+
+
+BINS = Int(1, MAX_BINS, bytes_per=8, what="its per-bin tables")  # a number of bins or grid cells
+
+
+def binary_inputs(*, nonempty: bool = True) -> dict:
+    """The declaration of a binary metric's ``(probs, labels, sample_weight)``: 1-D forecasts in
+    [0, 1], 0/1 labels of the same length (in the forecasts' float dtype), weights filled with
+    ones and refused when they sum to zero."""
+    return dict(probs=BinaryProbs(nonempty=nonempty), labels=BinaryLabels(length_of="probs", dtype_of="probs"),
+                sample_weight=Weights(length_of="probs", fill=True))
+
+
+def multiclass_inputs() -> dict:
+    """The declaration of a multi-class metric's ``(probs, labels, sample_weight)``: rows on the
+    simplex ``(n, C)``, int32 labels in ``[0, C)``, weights filled with ones (positive total)."""
+    return dict(probs=SimplexProbs(), labels=ClassLabels(), sample_weight=Weights(length_of="probs", fill=True))

@@ -29,12 +29,20 @@ from jaxtyping import Array, Float, Int
 
 from .._grid import grid_index, off_grid
 from .._validation import (
-    check_binary_inputs,
-    check_binary_probs,
+    BINS,
+    BinaryLabels,
+    BinaryProbs,
+    Choice,
+    ClassLabels,
+    Custom,
+    Int,
+    Optional,
+    Real,
+    SimplexProbs,
+    Weights,
+    binary_inputs,
     check_grid_counts,
-    check_multiclass_inputs,
-    check_positive_int,
-    check_weights,
+    declare,
     is_concrete,
     shown,
 )
@@ -115,8 +123,8 @@ def warn_if_float32_changes_log_clip(probs, labels, sample_weight) -> None:
     probability given to the outcome is below float32's epsilon (1.19e-7). ``probs`` are binary
     forecasts ``(n,)`` with 0/1 labels, or rows ``(n, C)`` with class labels (the NLL)."""
     v = _host_float64(probs)
-    if v is None:
-        return
+    if v is None or any(isinstance(a, jax.core.Tracer) for a in (labels, sample_weight)):
+        return  # traced outcomes (a user's jit over them): no host-side check
     y = np.asarray(labels).astype(np.int64)
     q = v[np.arange(len(y)), y] if v.ndim == 2 else np.where(y == 1, v, 1 - v)
     w = np.ones_like(q) if sample_weight is None else np.asarray(sample_weight)
@@ -130,6 +138,7 @@ def warn_if_float32_changes_log_clip(probs, labels, sample_weight) -> None:
 
 
 
+@declare(**binary_inputs())
 def ece(
     probs: Float[Array, " T"],
     labels: Int[Array, " T"],
@@ -161,8 +170,7 @@ def ece(
         Arunachaleswaran, Collina, Roth, Shi (2024), *An Elementary Predictor Obtaining
         $2\sqrt{T}+1$ Distance to Calibration*, §2 (definition of ECE).
     """
-    p, y, w = check_binary_inputs(probs, labels, sample_weight)
-    _, _, (bias,) = group_sums(p, w * (p - y))
+    _, _, (bias,) = group_sums(probs, sample_weight * (probs - labels))
     return jnp.sum(jnp.abs(bias))
 
 
@@ -191,6 +199,7 @@ def _edge_table(n_bins: int, dtype_name: str) -> np.ndarray:
     return edges
 
 
+@declare(probs=BinaryProbs(ndim=None, nonempty=False), n_bins=BINS)
 def bin_index(probs: Float[Array, "..."], n_bins: int) -> Int[Array, "..."]:
     r"""Index of the uniform bin $[k/K, (k+1)/K)$ holding each forecast, decided exactly.
 
@@ -214,8 +223,7 @@ def bin_index(probs: Float[Array, "..."], n_bins: int) -> Int[Array, "..."]:
         >>> bin_index(jnp.array([0.2, 0.7, 1.0]), 10).tolist()  # the float 0.7 lies below 7/10
         [2, 6, 9]
     """
-    n_bins = check_positive_int(n_bins, "n_bins")
-    return _bin_index(check_binary_probs(probs, "probs"), n_bins)
+    return _bin_index(probs, n_bins)
 
 
 def _bin_index(p, n_bins: int):
@@ -248,6 +256,7 @@ def _bucket_of_grid_point(p, k, m):
     return jnp.asarray(table)[grid_index(p, m)]
 
 
+@declare(probs=BinaryProbs(), n_bins=BINS, sample_weight=Weights(length_of="probs", fill=True))
 def quantile_bin_index(
     probs: Float[Array, " n"],
     n_bins: int,
@@ -271,13 +280,7 @@ def quantile_bin_index(
     Returns:
         int32 bin indices in $[0, K)$, shape ``(n,)``.
     """
-    n_bins = check_positive_int(n_bins, "n_bins")
-    p = check_binary_probs(probs, "probs")
-    if p.ndim != 1:
-        raise ValueError(f"probs must be 1-D, got shape {tuple(p.shape)}")
-    w = check_weights(sample_weight, p.shape[0], positive_total=True)
-    w = jnp.ones_like(p) if w is None else w.astype(p.dtype)
-    return _quantile_bin_index(p, w, n_bins)
+    return _quantile_bin_index(probs, sample_weight, n_bins)
 
 
 def _quantile_bin_index(p, w, n_bins: int):
@@ -301,28 +304,22 @@ def _bin_sums(pr, y, w, n_bins, strategy):
     return wb, bias
 
 
-def _binned(probs, labels, sample_weight, n_bins, strategy):
-    """Validated weights and per-bin (weight, bias) of binary forecasts, with the precision check."""
-    pr, y, w = check_binary_inputs(probs, labels, sample_weight)
-    if strategy == "uniform":
-        warn_if_float32_moves_bins(probs, n_bins)
+def _binned(pr, y, w, n_bins, strategy):
+    """Weights and per-bin (weight, bias) of checked binary forecasts."""
     return (w, *_bin_sums(pr, y, w, n_bins, strategy))
 
 
-def _check_order(order):
-    """An Lp exponent: a real number >= 1 (a Python number: it is static)."""
-    if not isinstance(order, (int, float)) or isinstance(order, bool) or not order >= 1:
-        raise ValueError(f"order must be a number >= 1, got {shown(order)}")
-    return order
+ORDER = Real(1, static=True)  # an Lp exponent: a real number >= 1 (static: it picks the formula)
+STRATEGY = Choice("uniform", "quantile")
 
 
-def _check_strategy(n_bins, strategy):
-    n_bins = check_positive_int(n_bins, "n_bins")
-    if strategy not in ("uniform", "quantile"):
-        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {shown(strategy)}")
-    return n_bins
+def _warn_uniform_bins(raw, checked):
+    """Precision warning of the uniformly binned metrics (needs the user's float64 values)."""
+    if checked.get("strategy", "uniform") == "uniform":
+        warn_if_float32_moves_bins(raw["probs"], checked["n_bins"])
 
 
+@declare(_warn_uniform_bins, **binary_inputs(), n_bins=BINS, strategy=STRATEGY, order=ORDER)
 def binned_ece(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
@@ -371,8 +368,7 @@ def binned_ece(
         Bayesian binning*; Guo, Pleiss, Sun, Weinberger (2017), *On calibration of modern
         neural networks*; paper 000 §2 for the unnormalised sequence form.
     """
-    n_bins = _check_strategy(n_bins, strategy)
-    p = _check_order(order)
+    p = order
     w, wb, bias = _binned(probs, labels, sample_weight, n_bins, strategy)
     total = jnp.sum(w)
     if p == 1:
@@ -382,6 +378,7 @@ def binned_ece(
     return jnp.sum(terms) ** (1.0 / p)
 
 
+@declare(_warn_uniform_bins, **binary_inputs(), n_bins=BINS, strategy=STRATEGY)
 def mce(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
@@ -420,10 +417,25 @@ def mce(
         Naeini, Cooper, Hauskrecht (2015), *Obtaining well calibrated probabilities using
         Bayesian binning*, AAAI; Guo, Pleiss, Sun, Weinberger (2017), §2.
     """
-    _, wb, bias = _binned(probs, labels, sample_weight, _check_strategy(n_bins, strategy), strategy)
+    _, wb, bias = _binned(probs, labels, sample_weight, n_bins, strategy)
     return jnp.max(jnp.where(wb > 0, jnp.abs(bias) / jnp.where(wb > 0, wb, 1), 0))
 
 
+def _binary_or_simplex(value, name, bound):
+    """Binary forecasts ``(n,)`` or rows on the simplex ``(n, C)``, by the input's ndim."""
+    return (BinaryProbs() if np.ndim(value) == 1 else SimplexProbs()).check(value, name, bound)
+
+
+def _labels_of(value, name, bound):
+    """0/1 labels of binary forecasts (in their dtype), or class labels of simplex rows."""
+    if bound["probs"].ndim == 1:
+        return BinaryLabels(length_of="probs", dtype_of="probs").check(value, name, bound)
+    return ClassLabels().check(value, name, bound)
+
+
+@declare(probs=Custom(_binary_or_simplex, "binary forecasts (n,) or simplex rows (n, C)"),
+         labels=Custom(_labels_of, "0/1 labels, or class labels in [0, C)"),
+         sample_weight=Weights(length_of="probs", fill=True), n_bins=BINS)
 def ace(
     probs: Float[Array, "n ..."],
     labels: Int[Array, " n"],
@@ -467,14 +479,12 @@ def ace(
         Nixon, Dusenberry, Zhang, Jerfel, Tran (2019), *Measuring calibration in deep
         learning*, CVPR Workshops, §4.
     """
-    n_bins = check_positive_int(n_bins, "n_bins")
-    if np.ndim(probs) == 1:
-        pr, y, w = check_binary_inputs(probs, labels, sample_weight)
-        v, hits = pr[:, None], y[:, None]
+    if probs.ndim == 1:
+        v, hits = probs[:, None], labels[:, None]
     else:
-        v, lab, w = check_multiclass_inputs(probs, labels, sample_weight)
-        hits = jax.nn.one_hot(lab, v.shape[1], dtype=v.dtype)
-    return _ace(v, hits, w, n_bins)
+        hits = jax.nn.one_hot(labels, probs.shape[1], dtype=probs.dtype)
+        v = probs
+    return _ace(v, hits, sample_weight.astype(v.dtype), n_bins)
 
 
 @functools.partial(jax.jit, static_argnames=("n_bins",))
@@ -488,6 +498,23 @@ def _ace(v, hits, w, n_bins):
     return jnp.mean(jax.lax.map(per_class, (v.T, hits.T)))
 
 
+def _check_epsilon(epsilon, name, bound):
+    """A bucket width in (0, 1] whose inverse is an integer (buckets tile [0, 1])."""
+    epsilon = Real(0, 1, open_lo=True, static=True).check(epsilon, name, bound)
+    k = round(1.0 / epsilon)
+    if not math.isclose(k * epsilon, 1.0, rel_tol=1e-9):
+        raise ValueError(f"1/{name} must be an integer (buckets of width {name} tile [0, 1]); got {name}={shown(epsilon)}")
+    BINS.check(k, f"1/{name}", bound)
+    return epsilon
+
+
+def _warn_lp_buckets(raw, checked):
+    if checked["n_bins"] is None:
+        warn_if_float32_moves_bins(raw["probs"], round(1.0 / checked["epsilon"]))
+
+
+@declare(_warn_lp_buckets, **binary_inputs(), epsilon=Custom(_check_epsilon, "a bucket width 1/k, k a positive integer"),
+         order=ORDER, n_bins=Optional(BINS))
 def lp_calibration_error(
     probs: Float[Array, " T"],
     labels: Int[Array, " T"],
@@ -542,18 +569,12 @@ def lp_calibration_error(
         Okoroafor, Kleinberg, Sun (2024), *Faster Recalibration of an Online Predictor via
         Approachability*, Definition 1 (Eq. 1).
     """
-    if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or not 0 < epsilon <= 1:
-        raise ValueError(f"epsilon must be a number in (0, 1], got {shown(epsilon)}")
-    k = round(1.0 / epsilon)
-    if not math.isclose(k * epsilon, 1.0, rel_tol=1e-9):
-        raise ValueError(f"1/epsilon must be an integer (buckets of width epsilon tile [0, 1]); got epsilon={shown(epsilon)}")
-    p = _check_order(order)
-    pr, y, w = check_binary_inputs(probs, labels, sample_weight)
+    k, p = round(1.0 / epsilon), order
+    pr, y, w = probs, labels, sample_weight
     if n_bins is None:
-        warn_if_float32_moves_bins(probs, k)
         idx = _bin_index_uniform(pr, k)
     else:
-        idx = _bucket_of_grid_point(pr, k, check_positive_int(n_bins, "n_bins"))
+        idx = _bucket_of_grid_point(pr, k, n_bins)
     nk = jax.ops.segment_sum(w, idx, num_segments=k)
     ones = jax.ops.segment_sum(w * y, idx, num_segments=k)
     mid = (jnp.arange(k, dtype=pr.dtype) + 0.5) / k
@@ -562,6 +583,7 @@ def lp_calibration_error(
     return jnp.sum(terms) ** (1.0 / p)
 
 
+@declare(**binary_inputs())
 def brier(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
@@ -573,10 +595,15 @@ def brier(
     References:
         Brier (1950), *Verification of forecasts expressed in terms of probability*.
     """
-    p, y, w = check_binary_inputs(probs, labels, sample_weight)
-    return jnp.sum(w * (p - y) ** 2) / jnp.sum(w)
+    return jnp.sum(sample_weight * (probs - labels) ** 2) / jnp.sum(sample_weight)
 
 
+def _warn_log_clip(raw, checked):
+    if checked.get("eps") is None:
+        warn_if_float32_changes_log_clip(raw["probs"], checked["labels"], checked["sample_weight"])
+
+
+@declare(_warn_log_clip, **binary_inputs(), eps=Optional(Real(0, 0.5, open_lo=True)))
 def log_loss(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
@@ -600,9 +627,7 @@ def log_loss(
         Good (1952), *Rational decisions*; Gneiting, Raftery (2007), *Strictly proper scoring
         rules, prediction, and estimation*.
     """
-    p, y, w = check_binary_inputs(probs, labels, sample_weight)
-    if eps is None:
-        warn_if_float32_changes_log_clip(probs, labels, sample_weight)
+    p, y, w = probs, labels, sample_weight
     e = jnp.finfo(p.dtype).eps if eps is None else eps
     # departs from the unclipped definition: clip so the loss stays finite (see docstring)
     pc = jnp.clip(p, e, 1 - e)
@@ -610,6 +635,17 @@ def log_loss(
     return -jnp.sum(w * ll) / jnp.sum(w)
 
 
+def _grid_counts(value, name, bound):
+    """Per-grid-point counts (``counts`` then ``ones``) checked together once both are bound."""
+    if name == "counts":
+        return value
+    _, counts, ones = check_grid_counts(bound["counts"], value, bound["n_bins"])
+    bound["counts"] = counts
+    return ones
+
+
+@declare(n_bins=BINS, counts=Custom(_grid_counts, "rounds per grid point, shape (n_bins + 1,)"),
+         ones=Custom(_grid_counts, "rounds with y = 1 per grid point, 0 <= ones <= counts"))
 def ece_from_counts(
     counts: Int[Array, " n_bins+1"],
     ones: Int[Array, " n_bins+1"],
@@ -637,7 +673,7 @@ def ece_from_counts(
     References:
         Arunachaleswaran, Collina, Roth, Shi (2024), §2 (ECE) and §3 (the grid $B_m$).
     """
-    m, counts, ones = check_grid_counts(counts, ones, n_bins)
+    m = n_bins
     fdt = jnp.result_type(float)
     i = jnp.arange(m + 1)
     if jnp.issubdtype(counts.dtype, jnp.integer) and jnp.issubdtype(ones.dtype, jnp.integer):
