@@ -3,28 +3,53 @@
 Layout, for ``checkpoint="run.ckpt"``:
 
 - ``run.ckpt``: the format header, the run's fingerprint, the round ``t`` reached, the number
-  of history parts, and the carry (players' and recorder's states) — rewritten after every
-  chunk, O(1) in the number of chunks;
+  of history parts, the carry (players' and recorder's states), a digest of the carry, a
+  running digest of the history parts, and a digest of all of these together — rewritten
+  after every chunk, O(1) in the number of chunks;
 - ``run.ckpt.part0``, ``run.ckpt.part1``, …: the per-round outputs of chunk ``k`` (only when
-  the recorder keeps a history), each written once. The bytes written are linear in the
-  number of chunks.
+  the recorder keeps a history) and their digest, each written once. The bytes written are
+  linear in the number of chunks.
 
 Every file is written to a unique temporary file in the target directory
-(:func:`tempfile.mkstemp`) and moved into place with :func:`os.replace`, which is atomic: a
-reader sees the old file or the new one, never a mixture, and writers of the same path (two
-runs started with the same arguments) do not collide. A part is in place before the main file
-counts it, so a run killed at any point resumes from the last complete chunk.
+(:func:`tempfile.mkstemp`, named ``<file>.tmp-<pid>@<host>-<random>.tmp``) and moved into
+place with :func:`os.replace`, which is atomic: a reader sees the old file or the new one,
+never a mixture, and writers of the same path (two runs started with the same arguments) do
+not collide. A part is in place before the main file counts it, so a run killed at any point
+resumes from the last complete chunk. The temporary files a killed run leaves behind are
+removed when a run with the same checkpoint path starts: those of a process of this host that
+no longer runs, and any not modified for :data:`STALE_SECONDS`.
 
 Typed PRNG keys in a state are saved as their ``jax.random.key_data`` with the key's
 implementation, and restored with ``jax.random.wrap_key_data``.
 
-The fingerprint hashes what determines the numbers: the modules' array fields (values, shapes,
-dtypes), their static fields, the code of every callable they hold (the code objects' bytecode,
-constants and names, nested code included, and the values of closure cells) and of their
-classes' methods, the run key, ``T``, the batch layout, the carry's dtypes and the
-``jax_enable_x64`` flag. It never hashes ``repr`` output that may hold a memory address, so a
-new process resumes its own checkpoint; it does not hash the chunk length, which does not
-change the numbers.
+**The fingerprint** hashes what determines the numbers, by component, so a refusal says what
+differs:
+
+- ``program``: the traced program of the first round of the whole batch (the players' and
+  recorder's ``init`` and one round: its jaxpr's text, with memory addresses and directories
+  removed, and the values of the constants it captures). It sees everything the code computes
+  with, wherever it lives: a helper function that a user's ``cell_of`` calls, a module-level
+  global it reads, an array it closes over, a static setting, the library's version;
+- ``forecaster``, ``nature``, ``recorder``: the modules' array fields (values, shapes,
+  dtypes), their static fields, and the code of the callables they hold and of their classes'
+  methods (bytecode, constants, closure values);
+- ``key``: the run key's implementation, shape and data;
+- ``T and batch``: ``T`` and the batch layout (forecasters × natures × seeds);
+- ``state``: the carry's dtypes and shapes;
+- ``precision``: ``jax_enable_x64``;
+- ``platform``: the platform (``cpu``, ``gpu``, ``tpu``) and the XLA compiler options, which
+  change floats in their last bits.
+
+It never hashes memory addresses or temporary folders' paths, so a new process resumes its own
+checkpoint; it does not hash the chunk length, which does not change the numbers (a run may
+resume with another ``chunk``).
+
+**A rewound or edited checkpoint is refused**: on resume, the round count ``t`` must equal the
+number of rounds the history parts hold, each part must match the digest written with it and
+the parts together the running digest of the main file, the carry must match its digest, and
+``t``, the part count and these digests must match the digest of the whole record. Every
+refusal is a :class:`CheckpointError` that names the file, says what is wrong and what to do
+(delete the files, or pass a new path, to start afresh).
 """
 
 from __future__ import annotations
@@ -34,7 +59,9 @@ import functools
 import hashlib
 import os
 import re
+import socket
 import tempfile
+import time
 import types
 import zipfile
 import zlib
@@ -44,22 +71,30 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["CheckpointError", "Checkpoint", "fingerprint"]
+__all__ = ["CheckpointError", "Checkpoint", "fingerprint", "remove_stale_temporaries", "STALE_SECONDS"]
 
-FORMAT = "jcalib-checkpoint-2"
+FORMAT = "jcalib-checkpoint-3"
 """The header every checkpoint file carries (main file and history parts)."""
+
+STALE_SECONDS = 3600.0
+"""A temporary file not modified for this long is left by a run that no longer writes it."""
 
 
 class CheckpointError(ValueError):
-    """A checkpoint file that cannot be resumed from: corrupt, truncated, not a jcalib
-    checkpoint, or holding a state of another structure. The message names the file."""
+    """A checkpoint that cannot be resumed from: written by a different run, rewound or edited,
+    empty, truncated or damaged, not a jcalib checkpoint, missing a history part, or holding a
+    state of another structure. The message names the file, says what is wrong, and says to
+    delete the files (or pass a new path) to start afresh."""
 
 
 # ---- the fingerprint ------------------------------------------------------------------------------
 
 # classes whose methods are the libraries', not the run's: hashed by name only
 _LIBRARY_MODULES = ("builtins", "abc", "typing", "numpy", "jax", "jaxlib", "equinox", "functools", "collections")
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_ADDRESS = re.compile(r"0x[0-9a-fA-FX]+")
+# the directories of an absolute path (a temporary folder's name changes from run to run)
+_POSIX_DIRS = re.compile(r"(?<![\w./])/(?:[^\s/'\"<>(),\[\]{}:=]+/)+")
+_WINDOWS_DIRS = re.compile(r"(?<![\w.])[A-Za-z]:\\(?:[^\s\\'\"<>(),\[\]{}:=]+\\)+")
 
 
 def _is_library(cls: type) -> bool:
@@ -196,32 +231,157 @@ def _digest(*objs) -> str:
     return h.h.hexdigest()
 
 
-def fingerprint(forecaster, nature, recorder, keys, T: int, layout, carry_like) -> dict[str, str]:
-    """Hashes of everything that determines a run's numbers, by component (not the chunk length).
+def program_text(program) -> str:
+    """A traced program's jaxpr as text that is the same in every process: memory addresses
+    and the directories of file paths removed (the jaxpr names functions, never their files,
+    but a callback's or a static field's ``repr`` might)."""
+    text = str(program)
+    text = _ADDRESS.sub("0x", text)
+    text = _POSIX_DIRS.sub("", text)
+    return _WINDOWS_DIRS.sub("", text)
 
-    ``carry_like`` (the carry's shapes and dtypes) and the ``jax_enable_x64`` flag make a
-    float32 checkpoint refuse to resume under x64 and vice versa. The components' names
-    (forecaster, nature, recorder, key, T and batch, state, precision) say what differs.
+
+def _types(tree) -> list[str]:
+    """Each leaf's dtype and shape, e.g. ``float32[6]``, ``key<fry>[]``."""
+    return [f"{x.dtype}{list(x.shape)}".replace(" ", "") for x in jax.tree_util.tree_leaves(tree)]
+
+
+def fingerprint(forecaster, nature, recorder, keys, T: int, layout, carry_like, program,
+                compiler_options: tuple = ()) -> dict[str, tuple[str, str]]:
+    """What determines a run's numbers, by component: ``{name: (digest, shown)}``.
+
+    Args:
+        forecaster, nature, recorder: the run's modules.
+        keys: the run key (or a sweep's seed keys).
+        T: the number of rounds.
+        layout: the batch layout.
+        carry_like: the carry (arrays or shape structs).
+        program: the traced program of the run's first round (a ``ClosedJaxpr``); its text
+            (:func:`program_text`) and the values of its captured constants are hashed.
+        compiler_options: the XLA compiler options (a sorted tuple of items).
+
+    Returns:
+        Per component (``forecaster``, ``nature``, ``recorder``, ``key``, ``T and batch``,
+        ``state``, ``precision``, ``platform``, ``program``), a sha256 hex digest and a short readable
+        description that the refusal of another run's checkpoint shows when it differs. The
+        chunk length is not part of it: it does not change the numbers.
     """
-    carry_types = jax.tree_util.tree_map(lambda x: (tuple(x.shape), str(x.dtype)), carry_like)
+    if jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key):
+        key_shown = f"{keys.dtype} keys of shape {tuple(keys.shape)}"
+    else:
+        key_shown = f"raw {keys.dtype} keys of shape {tuple(keys.shape)}"
+    carry_types = _types(carry_like)
+    x64, platform = bool(jax.config.jax_enable_x64), (jax.default_backend(), tuple(compiler_options))
     return {
-        "forecaster": _digest(forecaster),
-        "nature": _digest(nature),
-        "recorder": _digest(recorder),
-        "key": _digest(keys),
-        "T and batch": _digest(T, layout),
-        "state": _digest(jax.tree_util.tree_structure(carry_types).num_leaves, jax.tree_util.tree_leaves(carry_types)),
-        "precision": _digest(bool(jax.config.jax_enable_x64)),
+        "forecaster": (_digest(forecaster), type(forecaster).__qualname__),
+        "nature": (_digest(nature), type(nature).__qualname__),
+        "recorder": (_digest(recorder), type(recorder).__qualname__),
+        "key": (_digest(keys), key_shown),
+        "T and batch": (_digest(T, layout), f"T={T}, batch layout {layout}"),
+        "state": (_digest(carry_types), ", ".join(carry_types)),
+        "precision": (_digest(x64), f"jax_enable_x64={x64}"),
+        "platform": (_digest(platform), f"{platform[0]}, compiler options {dict(platform[1])}"),
+        "program": (_digest(program_text(program), list(program.consts)), ""),
     }
+
+
+_EXPLAINED = {
+    "program": "the traced program of a round differs: the code the forecaster, nature or recorder run, a helper "
+               "function they call, a module-level global or a captured constant they read, a static setting, "
+               "or the version of jcalib or jax",
+    "forecaster": "the forecaster differs (its class, settings, array values or code)",
+    "nature": "the nature differs (its class, settings, array values or code)",
+    "recorder": "the recorder differs",
+    "key": "the key differs",
+    "T and batch": "T or the batch layout differ",
+    "state": "the state's dtypes or shapes differ",
+    "precision": "the precision differs",
+    "platform": "the platform or the XLA compiler options differ",
+}
+
+
+def _short(text: str, n: int = 160) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _difference(name: str, saved: str, mine: str) -> str:
+    """One differing component, explained, with what the file holds and what this run has."""
+    what = _EXPLAINED.get(name, f"{name} differs")
+    if name == "program" or saved == mine or not saved:
+        return what
+    if name == "state":
+        a, b = saved.split(", "), mine.split(", ")
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return f"{what}: state array {i} is {x} in the file and {y} in this run"
+        return f"{what}: the file's state has {len(a)} arrays, this run's {len(b)}"
+    return f"{what}: {_short(saved)} in the file, {_short(mine)} in this run"
 
 
 # ---- files --------------------------------------------------------------------------------------
 
 
-def _write_atomic(path: str, arrays: dict) -> None:
-    """``np.savez`` to a unique temporary file next to ``path``, then an atomic ``os.replace``."""
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()) or "host"
+
+
+_TMP = re.compile(r"\.tmp-(?P<pid>\d+)@(?P<host>.*)-[a-z0-9_]+\.tmp$")
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host runs (True when it cannot be told)."""
+    if pid == os.getpid() or os.name == "nt":  # on Windows os.kill would end the process
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: another user's process
+        return True
+    return True
+
+
+def remove_stale_temporaries(path) -> list[str]:
+    """Remove the temporary files that killed runs left next to checkpoint ``path``.
+
+    A temporary file of ``path`` or of its parts (``<path>.….tmp``) is stale when the process
+    of this host that wrote it no longer runs, or when nobody modified it for
+    :data:`STALE_SECONDS` (a file of another host, or of an older jcalib that did not name
+    its writer). Files of running writers (another run of the same path) are kept.
+
+    Returns:
+        The removed files' paths.
+    """
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    prefix = os.path.basename(os.fspath(path)) + "."
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    removed, host, now = [], _host(), time.time()
+    for name in sorted(names):
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        full = os.path.join(directory, name)
+        match = _TMP.search(name)
+        try:
+            stale = (now - os.path.getmtime(full) > STALE_SECONDS
+                     or (match is not None and match["host"] == host and not _alive(int(match["pid"]))))
+            if stale:
+                os.remove(full)
+                removed.append(full)
+        except OSError:  # removed meanwhile by another run, or not ours to remove
+            continue
+    return removed
+
+
+def _write_atomic(path: str, arrays: dict) -> None:
+    """``np.savez`` to a unique temporary file next to ``path`` (named after this process and
+    host, so that the next start can tell a killed writer's file), then an atomic
+    ``os.replace``."""
+    directory = os.path.dirname(os.path.abspath(path))
+    prefix = f"{os.path.basename(path)}.tmp-{os.getpid()}@{_host()}-"
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, **arrays)
@@ -239,8 +399,30 @@ def _to_host(leaf):
     return np.asarray(leaf), ""
 
 
+def _arrays_digest(arrays, impls=None) -> str:
+    """sha256 of host arrays: each one's position, key implementation, dtype, shape and bytes."""
+    h = hashlib.sha256()
+    for i, a in enumerate(arrays):
+        a = np.ascontiguousarray(a)
+        impl = impls[i] if impls is not None else ""
+        h.update(f"{i}|{impl}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(memoryview(a.reshape(-1).view(np.uint8)) if a.size else b"")
+    return h.hexdigest()
+
+
+def _chain(previous: str, part: str) -> str:
+    """The running digest of the history parts after one more part."""
+    return hashlib.sha256(f"{previous}|{part}".encode()).hexdigest()
+
+
+_NO_HISTORY = hashlib.sha256(b"jcalib checkpoint history").hexdigest()
+
+
 class Checkpoint:
     """One run's checkpoint at ``path``: the main file and its history parts.
+
+    Creating it removes the stale temporary files that a killed run left next to ``path``
+    (:func:`remove_stale_temporaries`).
 
     Args:
         path: the main file's path.
@@ -251,13 +433,15 @@ class Checkpoint:
         round_axis: the round axis of the outputs (after the batch axes).
     """
 
-    def __init__(self, path, fingerprint: dict[str, str], carry_like, outs_like, round_axis: int):
+    def __init__(self, path, fingerprint: dict[str, tuple[str, str]], carry_like, outs_like, round_axis: int):
         self.path = os.fspath(path)
         self.fingerprint = fingerprint
         self.carry_like = carry_like
         self.outs_like = outs_like
         self.round_axis = round_axis
         self.n_parts = 0
+        self.history = _NO_HISTORY
+        self.removed = remove_stale_temporaries(self.path)
 
     def part_path(self, k: int) -> str:
         return f"{self.path}.part{k}"
@@ -267,9 +451,16 @@ class Checkpoint:
 
     def _fail(self, file: str, what: str) -> CheckpointError:
         return CheckpointError(
-            f"checkpoint {file} {what}; delete {self.path} and its {self.path}.part* files to start the run "
-            "again, or pass another checkpoint path"
+            f"checkpoint {file} {what}. To start the run afresh, delete {self.path} and its {self.path}.part* "
+            "files, or pass a new checkpoint path"
         )
+
+    def _combined(self) -> str:
+        return _digest(sorted((k, d) for k, (d, _) in self.fingerprint.items()))
+
+    def _record(self, t: int, n_parts: int, history: str, state: str) -> str:
+        """The digest of the main file's record: what it says about the run and where it stands."""
+        return hashlib.sha256(f"{FORMAT}|{self._combined()}|{t}|{n_parts}|{history}|{state}".encode()).hexdigest()
 
     # -- writing
 
@@ -277,62 +468,116 @@ class Checkpoint:
         """Record the carry after round ``t`` and (with a history) this chunk's outputs."""
         if outs is not None:
             leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(outs)]
+            digest = _arrays_digest(leaves)
             _write_atomic(self.part_path(self.n_parts), {
                 "format": np.asarray(FORMAT), "fingerprint": np.asarray(self._combined()),
-                "index": np.asarray(self.n_parts), **{f"out{i}": x for i, x in enumerate(leaves)},
+                "index": np.asarray(self.n_parts), "digest": np.asarray(digest),
+                **{f"out{i}": x for i, x in enumerate(leaves)},
             })
             self.n_parts += 1
-        arrays = {"format": np.asarray(FORMAT), "t": np.asarray(t), "n_parts": np.asarray(self.n_parts)}
-        arrays.update({f"fp:{k}": np.asarray(v) for k, v in self.fingerprint.items()})
-        for i, leaf in enumerate(jax.tree_util.tree_leaves(carry)):
-            arrays[f"leaf{i}"], arrays[f"impl{i}"] = (np.asarray(v) for v in _to_host(leaf))
+            self.history = _chain(self.history, digest)
+        host = [_to_host(leaf) for leaf in jax.tree_util.tree_leaves(carry)]
+        state = _arrays_digest([a for a, _ in host], [impl for _, impl in host])
+        arrays = {"format": np.asarray(FORMAT), "t": np.asarray(t), "n_parts": np.asarray(self.n_parts),
+                  "history": np.asarray(self.history), "state": np.asarray(state),
+                  "digest": np.asarray(self._record(t, self.n_parts, self.history, state))}
+        for k, (digest, shown) in self.fingerprint.items():
+            arrays[f"fp:{k}"], arrays[f"shown:{k}"] = np.asarray(digest), np.asarray(shown)
+        for i, (a, impl) in enumerate(host):
+            arrays[f"leaf{i}"], arrays[f"impl{i}"] = a, np.asarray(impl)
         _write_atomic(self.path, arrays)
-
-    def _combined(self) -> str:
-        return _digest(sorted(self.fingerprint.items()))
 
     # -- reading
 
-    def _read(self, path: str, what: str) -> dict:
+    def _read(self, path: str, what: str, missing: str) -> dict:
         """Every array of one file, read eagerly; a file that cannot be read is a CheckpointError."""
         try:
-            with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
-                contents = {k: np.asarray(data[k]) for k in data.files}
+            with open(path, "rb") as fh:
+                head = fh.read(4)
+                fh.seek(0)
+                contents = None
+                if head == b"PK\x03\x04":  # a zip archive, as np.savez writes
+                    with np.load(fh, allow_pickle=False) as data:
+                        contents = {k: np.asarray(data[k]) for k in data.files}
         except FileNotFoundError as e:
-            raise self._fail(path, f"is missing ({self.path} counts it)") from e
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as e:
-            raise self._fail(path, f"is truncated or corrupt ({type(e).__name__}: {e})") from e
-        if str(contents.get("format", "")) != FORMAT:
-            raise self._fail(path, f"is not a jcalib {what} (no '{FORMAT}' header)")
+            raise self._fail(path, f"is missing ({missing})") from e
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError, zlib.error) as e:
+            raise self._fail(path, f"is truncated or damaged and cannot be read ({type(e).__name__}: "
+                                   f"{_short(str(e), 100)})") from e
+        if not head:
+            raise self._fail(path, "is empty (0 bytes): the run was stopped while creating it, or the disk was full")
+        if contents is None:
+            raise self._fail(path, f"is not a jcalib {what}: it is not a NumPy .npz archive (it starts with {head!r})")
+        found = str(contents.get("format", ""))
+        if found.startswith("jcalib-checkpoint-") and found != FORMAT:
+            raise self._fail(path, f"was written by another version of jcalib (format '{found}'; this version "
+                                   f"reads '{FORMAT}')")
+        if found != FORMAT:
+            raise self._fail(path, f"is not a jcalib {what}: it is an .npz archive without the '{FORMAT}' header")
         return contents
 
-    def load(self):
-        """The saved carry, the round reached and the history parts (host arrays) so far."""
-        data = self._read(self.path, "checkpoint")
+    def _refuse_other_run(self, data: dict) -> None:
         saved = {k[3:]: str(v) for k, v in data.items() if k.startswith("fp:")}
-        differ = sorted(k for k in set(saved) | set(self.fingerprint) if saved.get(k) != self.fingerprint.get(k))
+        shown = {k[6:]: str(v) for k, v in data.items() if k.startswith("shown:")}
+        mine = {k: d for k, (d, _) in self.fingerprint.items()}
+        order = list(self.fingerprint) + sorted(set(saved) - set(mine))
+        differ = [k for k in order if saved.get(k) != mine.get(k)]
         if differ:
-            raise ValueError(
-                f"checkpoint {self.path} was written by a different run ({', '.join(differ)} differ); "
-                f"delete it and its {self.path}.part* files, or pass another path"
+            details = "; ".join(_difference(k, shown.get(k, ""), self.fingerprint.get(k, ("", ""))[1]) for k in differ)
+            raise CheckpointError(
+                f"checkpoint {self.path} was written by a different run ({', '.join(differ)} differ): {details}. "
+                f"To start the run afresh, delete {self.path} and its {self.path}.part* files, or pass a new "
+                "checkpoint path"
             )
-        for name in ("t", "n_parts"):
-            if name not in data or data[name].shape != () or data[name].dtype.kind != "i":
-                raise self._fail(self.path, f"has no valid '{name}' entry")
-        carry = self._read_carry(data)
-        t, n_parts = int(data["t"]), int(data["n_parts"])
+
+    def _entry(self, data: dict, name: str, kind: str):
+        a = data.get(name)
+        if a is None or a.shape != () or a.dtype.kind != kind:
+            raise self._fail(self.path, f"has no valid '{name}' entry")
+        return a.item() if kind == "i" else str(a)
+
+    def load(self):
+        """The saved carry, the round reached and the history parts (host arrays) so far.
+
+        Refuses (:class:`CheckpointError`) another run's checkpoint, a damaged file, and one
+        whose round count, state or history parts were changed after they were written.
+        """
+        data = self._read(self.path, "checkpoint", "it was removed while the run started")
+        self._refuse_other_run(data)
+        t, n_parts = self._entry(data, "t", "i"), self._entry(data, "n_parts", "i")
+        history, state, record = (self._entry(data, k, "U") for k in ("history", "state", "digest"))
+        if t < 1 or n_parts < 0:
+            raise self._fail(self.path, f"holds round count t = {t} and {n_parts} history parts")
         if n_parts and self.outs_like is None:
             raise self._fail(self.path, "holds a history, but this run keeps none")
-        pieces = [self._read_part(k) for k in range(n_parts)]
-        self.n_parts = n_parts
-        return carry, t, pieces
+        carry, host = self._read_carry(data)
+        pieces, digests = zip(*(self._read_part(k, n_parts) for k in range(n_parts))) if n_parts else ((), ())
+        if self.outs_like is not None:
+            rounds = sum(jax.tree_util.tree_leaves(p)[0].shape[self.round_axis] for p in pieces)
+            if rounds != t:
+                raise self._fail(self.path, f"counts t = {t} rounds, but its {n_parts} history parts hold {rounds} "
+                                            "rounds: it was rewound or edited, or a part was replaced")
+        if record != self._record(t, n_parts, history, state):
+            raise self._fail(self.path, f"was edited after it was written: its round count (t = {t}), part count "
+                                        f"or digests do not match the digest of its record")
+        if _arrays_digest([a for a, _ in host], [i for _, i in host]) != state:
+            raise self._fail(self.path, "holds a state (the players' and recorder's arrays) that differs from the "
+                                        "one it was written with: it was edited")
+        chained = _NO_HISTORY
+        for d in digests:
+            chained = _chain(chained, d)
+        if chained != history:
+            raise self._fail(self.path, f"does not match its history parts {self.path}.part0…part{n_parts - 1}: a "
+                                        "part was replaced by one of another stage of the run, or edited")
+        self.n_parts, self.history = n_parts, history
+        return carry, t, list(pieces)
 
     def _read_carry(self, data: dict):
         leaves, treedef = jax.tree_util.tree_flatten(self.carry_like)
         n_saved = sum(1 for k in data if k.startswith("leaf"))
         if n_saved != len(leaves) or any(f"impl{i}" not in data for i in range(n_saved)):
             raise self._fail(self.path, f"holds a state of {n_saved} arrays where this run's has {len(leaves)}")
-        new = []
+        new, host = [], []
         for i, like in enumerate(leaves):
             a, impl = data[f"leaf{i}"], str(data[f"impl{i}"])
             if _is_key(like):
@@ -347,25 +592,35 @@ class Checkpoint:
                 raise self._fail(self.path, f"holds state array {i} as {impl or a.dtype} {a.shape}, "
                                             f"where this run has {like.dtype} {tuple(like.shape)}")
             new.append(value)
-        return jax.tree_util.tree_unflatten(treedef, new)
+            host.append((a, impl))
+        return jax.tree_util.tree_unflatten(treedef, new), host
 
-    def _read_part(self, k: int):
+    def _read_part(self, k: int, n_parts: int):
+        """History part ``k`` (of ``n_parts``) and its digest."""
         path = self.part_path(k)
-        data = self._read(path, "checkpoint part")
-        if str(data.get("fingerprint", "")) != self._combined() or int(data.get("index", -1)) != k:
-            raise self._fail(path, f"is not part {k} of this run's checkpoint")
+        data = self._read(path, "checkpoint part", f"{self.path} counts {n_parts} history parts, .part0 to "
+                                                   f".part{n_parts - 1}")
+        if str(data.get("fingerprint", "")) != self._combined() or data.get("index", np.asarray(-1)).item() != k:
+            raise self._fail(path, f"is not part {k} of this run's checkpoint (it belongs to another run, or is "
+                                   "another part renamed)")
         leaves, treedef = jax.tree_util.tree_flatten(self.outs_like)
         if sum(1 for f in data if f.startswith("out")) != len(leaves):
             raise self._fail(path, "holds outputs of another structure")
         ax = self.round_axis
-        for i, like in enumerate(leaves):
-            a = data[f"out{i}"]
+        arrays = [data[f"out{i}"] for i in range(len(leaves))]
+        for i, (a, like) in enumerate(zip(arrays, leaves)):
             same = a.dtype == np.dtype(like.dtype) and a.ndim == len(like.shape) and all(
                 a.shape[d] == like.shape[d] for d in range(a.ndim) if d != ax)
             if not same:
                 raise self._fail(path, f"holds output {i} as {a.dtype} {a.shape}, where this run has "
                                        f"{like.dtype} {tuple(like.shape)} (any length on axis {ax})")
-        return jax.tree_util.tree_unflatten(treedef, [data[f"out{i}"] for i in range(len(leaves))])
+        if len({a.shape[ax] for a in arrays}) > 1:
+            raise self._fail(path, f"holds outputs of different lengths {sorted({a.shape[ax] for a in arrays})} "
+                                   f"on the round axis {ax}")
+        digest = _arrays_digest(arrays)
+        if str(data.get("digest", "")) != digest:
+            raise self._fail(path, "holds outputs that differ from the ones it was written with: it was edited")
+        return jax.tree_util.tree_unflatten(treedef, arrays), digest
 
 
 def _is_key(like) -> bool:

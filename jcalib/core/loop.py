@@ -191,20 +191,16 @@ def _concat(pieces: list, axis: int):
     return stack_outputs(pieces, axis)
 
 
-def _out_struct(forecaster, nature, recorder, keys, carry, layout):
-    """The per-round outputs' structure (a chunk of one round), ``None`` when there are none."""
-    one = jnp.ones((), jnp.int32)
-    _, outs = eqx.filter_eval_shape(_chunk_all, forecaster, nature, recorder, keys, carry, one > 0, 0 * one, one, 1, layout)
-    if not jax.tree_util.tree_leaves(outs):
-        return None
-    return outs
-
-
-def _open_checkpoint(path, forecaster, nature, recorder, keys, T, layout, carry, round_axis):
+def _open_checkpoint(path, forecaster, nature, recorder, keys, T, layout, carry, round_axis, compiler_options):
     if _traced((forecaster, nature, keys)):
         raise ValueError("checkpoint cannot be used when play or sweep is traced (inside jax.jit); call it eagerly")
-    like = _out_struct(forecaster, nature, recorder, keys, carry, layout)
-    fp = fingerprint(forecaster, nature, recorder, keys, T, layout, carry)
+    # the program of the first round (init and one round, the whole batch): its jaxpr goes into
+    # the fingerprint, and its outputs give the per-round outputs' structure
+    one = jnp.ones((), jnp.int32)
+    program, (_, outs), _ = eqx.filter_make_jaxpr(_chunk_body)(forecaster, nature, recorder, keys, carry, one > 0,
+                                                                0 * one, one, 1, layout)
+    like = outs if jax.tree_util.tree_leaves(outs) else None
+    fp = fingerprint(forecaster, nature, recorder, keys, T, layout, carry, program, compiler_options)
     return Checkpoint(path, fp, carry, like, round_axis)
 
 
@@ -220,7 +216,8 @@ def run(forecaster, nature, recorder: AbstractRecorder, keys, T: int, chunk: int
     start, pieces = 0, []
     ckpt = None
     if checkpoint is not None:
-        ckpt = _open_checkpoint(checkpoint, forecaster, nature, recorder, keys, T, layout, carry, round_axis)
+        ckpt = _open_checkpoint(checkpoint, forecaster, nature, recorder, keys, T, layout, carry, round_axis,
+                                compiler_options)
         if ckpt.exists():
             carry, start, pieces = ckpt.load()
             fresh = False

@@ -1,13 +1,19 @@
-"""Checkpoints: a resumed run returns exactly what an uninterrupted run returns; another run's
-checkpoint (other code, closure values, precision, key, T, recorder) is refused; typed keys in a
-state survive; concurrent writers do not collide; a corrupt file is reported by name; the bytes
+"""Checkpoints: a resumed run returns exactly what an uninterrupted run returns (after a
+SIGKILL too, and with another chunk length); another run's checkpoint (other code, a helper or a
+module-level global it reads, closure values, precision, key, T, recorder) is refused and the
+message says what differs; a rewound or edited checkpoint is refused; typed keys in a state
+survive; concurrent writers do not collide and a killed run's temporary files are removed on the
+next start; every corrupt file is reported by name with what is wrong and what to do; the bytes
 written grow linearly with the number of chunks; results are host arrays."""
 
+import importlib.util
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import chex
 import jax
@@ -17,6 +23,7 @@ import pytest
 
 import jcalib
 from jcalib.core import CheckpointError, Forecast
+from jcalib.core import checkpoint as ckpt_module
 from jcalib.core.checkpoint import Checkpoint
 from jcalib.core.types import AbstractForecaster
 
@@ -130,6 +137,202 @@ def test_fingerprint_hashes_function_bodies_and_closure_values(tmp_path):
         _play(_partitioned(_cells(0.3)), nature, T, path)
     ref = jcalib.core.play(_partitioned(_cells(0.5)), nature, T, key=KEY, chunk=7, progress=False)
     chex.assert_trees_all_equal(_play(_partitioned(_cells(0.5)), nature, T, path), ref)
+
+
+# ---- what the code reads beyond its own body: helpers, module-level globals, constants ----------
+
+_USER_MODULE = textwrap.dedent(
+    """
+    import jax.numpy as jnp
+
+    THRESHOLD = {threshold}
+
+
+    def above(x):
+        return x {op} THRESHOLD
+
+
+    def cell_of(x):
+        return above(x).astype(jnp.int32)
+    """
+)
+
+
+def _user_module(folder, monkeypatch, threshold=0.5, op=">"):
+    """The user's module ``usercells`` written to ``folder`` and imported (again): the same file
+    and module name every time, as when a user edits a file and reruns the script."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # a rewrite within one second reuses no stale .pyc
+    path = folder / "usercells.py"
+    path.write_text(_USER_MODULE.format(threshold=threshold, op=op))
+    spec = importlib.util.spec_from_file_location("usercells", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("change", [dict(threshold=0.3), dict(op=">=")], ids=["global", "helper"])
+def test_a_changed_global_or_helper_of_cell_of_is_refused(tmp_path, monkeypatch, change):
+    """``cell_of``'s own code is the same in both versions of the user's module; the module-level
+    global it reads, or the helper it calls, changed. The traced program sees it."""
+    nature, T, path = N.TwoLevelModel(), 60, tmp_path / "ck"
+    old = _user_module(tmp_path, monkeypatch)
+    _interrupted(_partitioned(old.cell_of), nature, T, KEY, "full", path, 21)
+    new = _user_module(tmp_path, monkeypatch, **change)
+    assert new.cell_of.__code__.co_code == old.cell_of.__code__.co_code
+    with pytest.raises(CheckpointError, match="different run \\(program differ\\): the traced program of a round "
+                                              "differs(?s:.*)To start the run afresh, delete"):
+        _play(_partitioned(new.cell_of), nature, T, path)
+    # the same code, imported once more, resumes bit for bit
+    same = _user_module(tmp_path, monkeypatch)
+    ref = jcalib.core.play(_partitioned(same.cell_of), nature, T, key=KEY, chunk=7, progress=False)
+    chex.assert_trees_all_equal(_play(_partitioned(same.cell_of), nature, T, path), ref)
+
+
+_LEVEL = 0.5
+_OFFSETS = jnp.asarray([0.0, 0.1])
+
+
+def _reads_globals(x):
+    return (x > _LEVEL + _OFFSETS[1]).astype(jnp.int32)
+
+
+def test_a_rebound_global_or_captured_array_is_refused(tmp_path, monkeypatch):
+    """A function of this module reading a global scalar and a global array: rebinding either
+    changes the numbers, so the checkpoint is refused; restoring them resumes it."""
+    nature, T, path = N.TwoLevelModel(), 60, tmp_path / "ck"
+    f = _partitioned(_reads_globals)
+    _interrupted(f, nature, T, KEY, "full", path, 21)
+    for name, value in (("_LEVEL", 0.4), ("_OFFSETS", jnp.asarray([0.0, 0.2]))):
+        with monkeypatch.context() as m:
+            m.setattr(sys.modules[__name__], name, value)
+            with pytest.raises(CheckpointError, match="different run \\(program differ\\)"):
+                _play(f, nature, T, path)
+    ref = jcalib.core.play(f, nature, T, key=KEY, chunk=7, progress=False)
+    chex.assert_trees_all_equal(_play(f, nature, T, path), ref)
+
+
+def test_resume_with_another_chunk_length_is_exact(tmp_path):
+    """The chunk length does not change the numbers and is not in the fingerprint."""
+    f, n, T = F.FosterRandomized(n_bins=6), N.Markov(0.2, 0.3), 60
+    ref = jcalib.core.play(f, n, T, key=KEY, chunk=7, progress=False)
+    path = tmp_path / "ck"
+    _interrupted(f, n, T, KEY, "full", path, 21)
+    chex.assert_trees_all_equal(_play(f, n, T, path, chunk=5), ref)
+
+
+@pytest.mark.parametrize(
+    "change, shown",
+    [
+        (dict(T=40), "T or the batch layout differ: T=60, batch layout (None, None, None) in the file, "
+                     "T=40, batch layout (None, None, None) in this run"),
+        (dict(key=jax.random.key(1)), "the key differs"),
+        (dict(key=jax.random.PRNGKey(0)), "the key differs: key<fry> keys of shape () in the file, "
+                                          "raw uint32 keys of shape (2,) in this run"),
+        (dict(n=N.Markov(0.2, 0.3)), "the nature differs (its class, settings, array values or code): "
+                                     "Bernoulli in the file, Markov in this run"),
+    ],
+)
+def test_the_refusal_says_what_differs(tmp_path, change, shown):
+    path = tmp_path / "ck"
+    args = dict(f=AOSA, n=N.Bernoulli(0.3), T=60, key=KEY)
+    _interrupted(args["f"], args["n"], args["T"], args["key"], "summary", path, 21)
+    args.update(change)
+    with pytest.raises(CheckpointError) as info:
+        _play(args["f"], args["n"], args["T"], path, "summary", key=args["key"])
+    assert shown in str(info.value)
+    assert f"delete {path} and its {path}.part* files, or pass a new checkpoint path" in str(info.value)
+
+
+def test_the_refusal_names_the_state_array_whose_dtype_differs(tmp_path):
+    path = tmp_path / "ck"
+    f, n = AOSA, N.Replay((np.arange(60) % 3 == 0).astype(np.int32))
+    _interrupted(f, n, 60, KEY, "full", path, 21)
+    with jax.enable_x64(True):
+        with pytest.raises(CheckpointError, match="the precision differs: jax_enable_x64=False in the file, "
+                                                  "jax_enable_x64=True in this run"):
+            _play(f, n, 60, path)
+
+
+# ---- rewound and edited checkpoints -------------------------------------------------------------
+
+
+def _load(path):
+    with np.load(path) as data:
+        return {k: data[k] for k in data.files}
+
+
+def _rewind(path, rounds):
+    """What a user's script did: the main file rewritten with its round count ``t`` moved back."""
+    arrays = _load(path)
+    arrays["t"] = np.asarray(int(arrays["t"]) - rounds)
+    _savez(path, arrays)
+
+
+def test_a_rewound_round_count_is_refused(tmp_path):
+    """t moved back by one chunk while the history parts stay: the parts hold more rounds than t
+    (the resume used to return T + chunk rows)."""
+    f, n, path = F.RunningFrequency(), N.Bernoulli(0.3), tmp_path / "ck"
+    _interrupted(f, n, 60, KEY, "full", path, 21)
+    _rewind(path, 7)
+    with pytest.raises(CheckpointError, match=f"checkpoint {path} counts t = 14 rounds, but its 3 history parts hold "
+                                              "21 rounds: it was rewound or edited(?s:.*)delete"):
+        _play(f, n, 60, path)
+
+
+def test_a_rewound_round_count_without_a_history_is_refused(tmp_path):
+    """No history to count against: the digest of the main file's record refuses it."""
+    f, n, path = AOSA, N.Bernoulli(0.3), tmp_path / "ck"
+    _interrupted(f, n, 60, KEY, "summary", path, 21)
+    _rewind(path, 7)
+    with pytest.raises(CheckpointError, match=f"checkpoint {path} was edited after it was written: its round count "
+                                              "\\(t = 14\\)"):
+        _play(f, n, 60, path, "summary")
+
+
+@pytest.mark.parametrize("record", ["full", "summary"])
+def test_an_edited_state_is_refused(tmp_path, record):
+    """A state array changed in place (same shape and dtype) is refused, and so is one whose
+    state digest was rewritten to match (the record's digest no longer does)."""
+    f, n, path = AOSA, N.Bernoulli(0.3), tmp_path / "ck"
+    _interrupted(f, n, 60, KEY, record, path, 21)
+    arrays = _load(path)
+    leaf = next(k for k in arrays if k.startswith("leaf") and arrays[k].size and arrays[k].dtype.kind in "iuf")
+    arrays[leaf] = arrays[leaf] + np.ones((), arrays[leaf].dtype)
+    _savez(path, arrays)
+    with pytest.raises(CheckpointError, match="holds a state \\(the players' and recorder's arrays\\) that differs "
+                                              "from the one it was written with: it was edited"):
+        _play(f, n, 60, path, record)
+    host = [arrays[f"leaf{i}"] for i in range(sum(k.startswith("leaf") for k in arrays))]
+    impls = [str(arrays[f"impl{i}"]) for i in range(len(host))]
+    arrays["state"] = np.asarray(ckpt_module._arrays_digest(host, impls))
+    _savez(path, arrays)
+    with pytest.raises(CheckpointError, match="was edited after it was written"):
+        _play(f, n, 60, path, record)
+
+
+def test_an_edited_or_replaced_history_part_is_refused(tmp_path):
+    f, n, path = F.RunningFrequency(), N.Bernoulli(0.3), tmp_path / "ck"
+    _interrupted(f, n, 60, KEY, "full", path, 21)
+    part = tmp_path / "ck.part1"
+    arrays = _load(part)
+    original = dict(arrays)
+    arrays["out1"] = 1 - arrays["out1"]  # the outcomes of chunk 1 flipped
+    _savez(part, arrays)
+    with pytest.raises(CheckpointError, match=f"checkpoint {part} holds outputs that differ from the ones it was "
+                                              "written with: it was edited"):
+        _play(f, n, 60, path)
+    # the same, with the part's own digest rewritten: the main file's running digest refuses it
+    outs = [arrays[f"out{i}"] for i in range(sum(k.startswith("out") for k in arrays))]
+    arrays["digest"] = np.asarray(ckpt_module._arrays_digest(outs))
+    _savez(part, arrays)
+    with pytest.raises(CheckpointError, match=f"checkpoint {path} does not match its history parts"):
+        _play(f, n, 60, path)
+    # a part of the wrong length (two rounds cut, its digest rewritten to match)
+    short = {k: (v[:-2] if k.startswith("out") else v) for k, v in original.items()}
+    short["digest"] = np.asarray(ckpt_module._arrays_digest([short[f"out{i}"] for i in range(len(outs))]))
+    _savez(part, short)
+    with pytest.raises(CheckpointError, match="counts t = 21 rounds, but its 3 history parts hold 19 rounds"):
+        _play(f, n, 60, path)
 
 
 def test_float32_checkpoint_refuses_to_resume_under_x64(tmp_path):
