@@ -708,8 +708,8 @@ class SimplexProbs(Spec):
 
 
 class ClassLabels(Spec):
-    """Integer class labels in ``[0, C)`` with ``C`` the columns of ``classes_of`` (or a fixed
-    ``n_classes``), 1-D, as long as ``length_of``; returned as int32."""
+    """Integer class labels in ``[0, C)`` with ``C`` the columns of ``classes_of`` (or its value,
+    an int argument such as ``n_classes``, or a fixed ``n_classes``), 1-D, as long as ``length_of``; returned as int32."""
 
     def __init__(self, *, classes_of: str | None = "probs", n_classes: int | None = None,
                  length_of: str | None = "probs"):
@@ -717,7 +717,7 @@ class ClassLabels(Spec):
 
     def check(self, value, name, bound):
         ref = _ref(bound, self.classes_of)
-        n_classes = self.n_classes if ref is None else ref.shape[-1]
+        n_classes = self.n_classes if ref is None else ref if isinstance(ref, int) else ref.shape[-1]
         y = check_class_labels(value, n_classes, name)
         _check_length(y, name, bound, self.length_of)
         return y

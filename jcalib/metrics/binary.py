@@ -368,8 +368,13 @@ def binned_ece(
         Bayesian binning*; Guo, Pleiss, Sun, Weinberger (2017), *On calibration of modern
         neural networks*; paper 000 §2 for the unnormalised sequence form.
     """
-    p = order
-    w, wb, bias = _binned(probs, labels, sample_weight, n_bins, strategy)
+    return _binned_ece(probs, labels, sample_weight, n_bins, strategy, order)
+
+
+def _binned_ece(probs, labels, w, n_bins, strategy, p):
+    """:func:`binned_ece` of checked inputs (the per-class loops of the multi-class ECEs call it
+    with weights that may be zero for a class never predicted)."""
+    w, wb, bias = _binned(probs, labels.astype(probs.dtype), w.astype(probs.dtype), n_bins, strategy)
     total = jnp.sum(w)
     if p == 1:
         return jnp.sum(jnp.abs(bias)) / total

@@ -48,13 +48,8 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-from .._validation import (
-    check_class_labels,
-    check_multiclass_inputs,
-    check_positive_int,
-    shown,
-)
-from .binary import binned_ece, warn_if_float32_changes_log_clip, warn_if_float32_moves_bins
+from .._validation import BINS, ClassLabels, Int, Optional, Real, declare, multiclass_inputs
+from .binary import ORDER, STRATEGY, _binned_ece, warn_if_float32_changes_log_clip, warn_if_float32_moves_bins
 
 __all__ = [
     "one_hot",
@@ -71,21 +66,33 @@ __all__ = [
 _CLASS_BATCH = 64
 
 
-_multiclass_inputs = check_multiclass_inputs  # probs (n, C), int32 labels, weights (ones by default)
+MAX_CLASSES = 2**20  # one-hot tables of n_classes columns
 
 
-def _check_binning(n_bins, strategy, order):
-    check_positive_int(n_bins, "n_bins")
-    if strategy not in ("uniform", "quantile"):
-        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {shown(strategy)}")
-    if not isinstance(order, (int, float)) or isinstance(order, bool) or not order >= 1:
-        raise ValueError(f"order must be a number >= 1, got {shown(order)}")
+def _warn_top_bins(raw, checked):
+    if checked["strategy"] == "uniform":
+        warn_if_float32_moves_bins(raw["probs"], checked["n_bins"], top=True)
+
+
+def _warn_class_bins(raw, checked):
+    if checked["strategy"] == "uniform":
+        warn_if_float32_moves_bins(raw["probs"], checked["n_bins"], top=False)
+
+
+def _warn_log_clip(raw, checked):
+    if checked["eps"] is None:
+        warn_if_float32_changes_log_clip(raw["probs"], checked["labels"], checked["sample_weight"])
+
+
+_BINNED = dict(**multiclass_inputs(), n_bins=BINS, strategy=STRATEGY, order=ORDER)
 
 
 # --------------------------------------------------------------------------------------------
 # Shared helpers
 
 
+@declare(n_classes=Int(1, MAX_CLASSES, bytes_per=4, what="each row"),
+         labels=ClassLabels(classes_of="n_classes", length_of=None))
 def one_hot(labels: Int[Array, " n"], n_classes: int) -> Float[Array, "n C"]:
     """One-hot encoding of integer labels in the default float dtype (float32, or float64 with x64).
 
@@ -96,11 +103,10 @@ def one_hot(labels: Int[Array, " n"], n_classes: int) -> Float[Array, "n C"]:
     Returns:
         Array of shape ``(n, C)`` with a single 1 per row.
     """
-    n_classes = check_positive_int(n_classes, "n_classes")
-    y = check_class_labels(labels, n_classes)
-    return jax.nn.one_hot(y, n_classes, dtype=jnp.result_type(float))
+    return jax.nn.one_hot(labels, n_classes, dtype=jnp.result_type(float))
 
 
+@declare(**multiclass_inputs())
 def accuracy(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
@@ -111,11 +117,12 @@ def accuracy(
 
     Ties in the arg-max go to the smallest class index (``jnp.argmax``).
     """
-    v, y, w = _multiclass_inputs(probs, labels, sample_weight)
+    v, y, w = probs, labels, sample_weight
     correct = (jnp.argmax(v, axis=1).astype(y.dtype) == y).astype(v.dtype)
     return jnp.sum(w * correct) / jnp.sum(w)
 
 
+@declare(_warn_log_clip, **multiclass_inputs(), eps=Optional(Real(0, 1, open_lo=True, open_hi=True)))
 def nll(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
@@ -131,15 +138,14 @@ def nll(
     input computed in float32 (``jax_enable_x64`` off) is clipped at float32's epsilon; when that
     changes the value, a ``PrecisionWarning`` says so once per process.
     """
-    v, y, w = _multiclass_inputs(probs, labels, sample_weight)
-    if eps is None:
-        warn_if_float32_changes_log_clip(probs, labels, sample_weight)
+    v, y, w = probs, labels, sample_weight
     e = jnp.finfo(v.dtype).eps if eps is None else eps
     v_y = jnp.take_along_axis(v, y[:, None], axis=1)[:, 0]
     # departs from the unclipped definition: clip so the loss stays finite (see docstring)
     return -jnp.sum(w * jnp.log(jnp.clip(v_y, e, 1.0))) / jnp.sum(w)
 
 
+@declare(**multiclass_inputs())
 def l2_error(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
@@ -153,7 +159,7 @@ def l2_error(
     $E\lVert \hat p(X) - Y \rVert_2^2$ that decision recalibration never increases (paper 004,
     §4.1, Theorem 2) and that its experiments report (§5).
     """
-    v, y, w = _multiclass_inputs(probs, labels, sample_weight)
+    v, y, w = probs, labels, sample_weight
     sq = jnp.sum(v**2, axis=1) - 2.0 * jnp.take_along_axis(v, y[:, None], axis=1)[:, 0] + 1.0
     return jnp.sum(w * sq) / jnp.sum(w)
 
@@ -162,6 +168,7 @@ def l2_error(
 # ECEs
 
 
+@declare(_warn_top_bins, **_BINNED)
 def confidence_ece(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
@@ -200,10 +207,7 @@ def confidence_ece(
     References:
         Guo, Pleiss, Sun, Weinberger (2017), §2; Gopalan, Hu, Rothblum (2024), §2.
     """
-    _check_binning(n_bins, strategy, order)
-    v, y, w = _multiclass_inputs(probs, labels, sample_weight)
-    if strategy == "uniform":
-        warn_if_float32_moves_bins(probs, n_bins, top=True)
+    v, y, w = probs, labels, sample_weight
     return _confidence_ece(v, y, w, n_bins, strategy, order)
 
 
@@ -211,9 +215,10 @@ def confidence_ece(
 def _confidence_ece(v, y, w, n_bins, strategy, p):
     conf = jnp.max(v, axis=1)
     correct = (jnp.argmax(v, axis=1).astype(y.dtype) == y).astype(jnp.int32)
-    return binned_ece(conf, correct, n_bins=n_bins, strategy=strategy, sample_weight=w, order=p)
+    return _binned_ece(conf, correct, w, n_bins, strategy, p)
 
 
+@declare(_warn_top_bins, **_BINNED)
 def top_label_ece(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
@@ -259,10 +264,7 @@ def top_label_ece(
         Gupta, Ramdas (2022), ICLR (top-label calibration and TL-ECE); Gopalan, Hu,
         Rothblum (2024), §2.
     """
-    _check_binning(n_bins, strategy, order)
-    v, y, w = _multiclass_inputs(probs, labels, sample_weight)
-    if strategy == "uniform":
-        warn_if_float32_moves_bins(probs, n_bins, top=True)
+    v, y, w = probs, labels, sample_weight
     return _top_label_ece(v, y, w, n_bins, strategy, order)
 
 
@@ -278,7 +280,7 @@ def _top_label_ece(v, y, w, n_bins, strategy, p):
     def per_class(ell):
         w_ell = w * (pred == ell).astype(w.dtype)
         total = jnp.sum(w_ell)
-        ece_ell = binned_ece(conf, correct, n_bins=n_bins, strategy=strategy, sample_weight=w_ell, order=p)
+        ece_ell = _binned_ece(conf, correct, w_ell, n_bins, strategy, p)
         # classes never predicted have W_ℓ = 0 and an undefined (0/0) ECE_ℓ: they contribute 0
         return jnp.where(total > 0, total * ece_ell**p, 0.0)
 
@@ -286,6 +288,7 @@ def _top_label_ece(v, y, w, n_bins, strategy, p):
     return (jnp.sum(terms) / jnp.sum(w)) ** (1.0 / p)
 
 
+@declare(_warn_class_bins, **_BINNED)
 def classwise_ece(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
@@ -331,10 +334,7 @@ def classwise_ece(
         Kull, Perello-Nieto, Kängsepp, Silva Filho, Song, Flach (2019), NeurIPS (class-wise
         calibration and classwise-ECE); Gopalan, Hu, Rothblum (2024), §2.
     """
-    _check_binning(n_bins, strategy, order)
-    v, y, w = _multiclass_inputs(probs, labels, sample_weight)
-    if strategy == "uniform":
-        warn_if_float32_moves_bins(probs, n_bins, top=False)
+    v, y, w = probs, labels, sample_weight
     return _classwise_ece(v, y, w, n_bins, strategy, order)
 
 
@@ -344,7 +344,7 @@ def _classwise_ece(v, y, w, n_bins, strategy, p):
 
     def per_class(ell):
         hit = (y == ell).astype(jnp.int32)
-        return binned_ece(v[:, ell], hit, n_bins=n_bins, strategy=strategy, sample_weight=w, order=p)
+        return _binned_ece(v[:, ell], hit, w, n_bins, strategy, p)
 
     eces = lax.map(per_class, jnp.arange(n_classes, dtype=jnp.int32), batch_size=min(n_classes, _CLASS_BATCH))
     return jnp.mean(eces)
