@@ -412,7 +412,7 @@ def _corrupt_truncated(path):
 
 
 def _corrupt_garbage(path):
-    path.write_bytes(os.urandom(500))
+    path.write_bytes(b"a results table, not a checkpoint\n" * 20)
 
 
 def _corrupt_empty(path):
@@ -423,10 +423,18 @@ def _corrupt_header(path):
     _savez(path, {"t": np.asarray(7), "leaf0": np.zeros(3)})
 
 
+def _corrupt_old_format(path):
+    arrays = _load(path)
+    arrays["format"] = np.asarray("jcalib-checkpoint-2")
+    _savez(path, arrays)
+
+
 def _corrupt_tree(path):
-    with np.load(path) as data:
-        arrays = {k: data[k] for k in data.files}
-    arrays["leaf0"] = np.zeros((3, 3), arrays["leaf0"].dtype)
+    arrays = _load(path)
+    if "leaf0" in arrays:
+        arrays["leaf0"] = np.zeros((3, 3), arrays["leaf0"].dtype)
+    else:
+        arrays["out1"] = arrays["out1"].astype(np.float16)
     _savez(path, arrays)
 
 
@@ -435,21 +443,30 @@ def _savez(path, arrays):
         np.savez(fh, **arrays)
 
 
-@pytest.mark.parametrize("corrupt", [_corrupt_truncated, _corrupt_garbage, _corrupt_empty, _corrupt_header, _corrupt_tree])
+_CORRUPTIONS = {
+    "truncated": (_corrupt_truncated, "is truncated or damaged and cannot be read \\(BadZipFile: "),
+    "not a checkpoint": (_corrupt_garbage, "is not a jcalib checkpoint( part)?: it is not a NumPy .npz archive"),
+    "empty": (_corrupt_empty, "is empty \\(0 bytes\\): the run was stopped while creating it"),
+    "no header": (_corrupt_header, "is not a jcalib checkpoint( part)?: it is an .npz archive without the "
+                                   "'jcalib-checkpoint-3' header"),
+    "old format": (_corrupt_old_format, "was written by another version of jcalib \\(format 'jcalib-checkpoint-2'"),
+    "other structure": (_corrupt_tree, "holds (state array 0 as int32 \\(3, 3\\), where this run has int32 \\(\\)"
+                                       "|output 1 as float16)"),
+}
+
+
+@pytest.mark.parametrize("corruption", list(_CORRUPTIONS))
 @pytest.mark.parametrize("which", ["main", "part"])
-def test_corrupt_checkpoint_names_the_file_and_what_to_do(tmp_path, corrupt, which):
+def test_corrupt_checkpoint_names_the_file_and_what_to_do(tmp_path, corruption, which):
+    """Each corrupt file: which file, what is wrong, and what to do."""
     f, n = F.RunningFrequency(), N.Bernoulli(0.3)
     path = tmp_path / "ck"
     _interrupted(f, n, 60, KEY, "full", path, 21)
     target = path if which == "main" else tmp_path / "ck.part1"
-    if which == "part" and corrupt is _corrupt_tree:
-        with np.load(target) as data:
-            arrays = {k: data[k] for k in data.files}
-        arrays["out1"] = arrays["out1"].astype(np.float16)
-        _savez(target, arrays)
-    else:
-        corrupt(target)
-    with pytest.raises(CheckpointError, match=f"checkpoint {target}(?s:.*)delete {path}"):
+    corrupt, what = _CORRUPTIONS[corruption]
+    corrupt(target)
+    with pytest.raises(CheckpointError, match=f"^checkpoint {target} {what}(?s:.*)\\. To start the run afresh, delete "
+                                              f"{path} and its {path}\\.part\\* files, or pass a new checkpoint path$"):
         _play(f, n, 60, path)
 
 
@@ -457,8 +474,95 @@ def test_missing_part_is_reported(tmp_path):
     path = tmp_path / "ck"
     _interrupted(F.RunningFrequency(), N.Bernoulli(0.3), 60, KEY, "full", path, 21)
     os.remove(tmp_path / "ck.part2")
-    with pytest.raises(CheckpointError, match="part2 is missing"):
+    with pytest.raises(CheckpointError, match=f"checkpoint {tmp_path / 'ck.part2'} is missing \\({path} counts 3 "
+                                              "history parts, .part0 to .part2\\)\\. To start the run afresh"):
         _play(F.RunningFrequency(), N.Bernoulli(0.3), 60, path)
+
+
+# ---- killed runs --------------------------------------------------------------------------------
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_temporary_files_of_killed_runs_are_removed_on_the_next_start(tmp_path):
+    """A temporary file of a process of this host that no longer runs, or one nobody touched for
+    an hour, is removed; a running writer's (this process's, another host's recent one) and
+    other files are kept."""
+    host, dead, hour = ckpt_module._host(), _dead_pid(), ckpt_module.STALE_SECONDS
+    stale = [f"ck.tmp-{dead}@{host}-k2j4a9_1.tmp", f"ck.part3.tmp-{dead}@{host}-x0y12345.tmp", "ck.q8w7e6r5.tmp",
+             f"ck.part0.tmp-12@another-host-abcdefgh.tmp"]
+    kept = [f"ck.tmp-{os.getpid()}@{host}-live1234.tmp", f"ck.tmp-12@another-host-abcdefgh.tmp", "ck.recent00.tmp",
+            "ck2.tmp", "notes.txt"]
+    for name in stale + kept:
+        (tmp_path / name).write_bytes(b"PK\x03\x04 half-written")
+    for name in ("ck.q8w7e6r5.tmp", "ck.part0.tmp-12@another-host-abcdefgh.tmp"):  # not touched for over an hour
+        os.utime(tmp_path / name, (time.time() - hour - 60,) * 2)
+    _play(AOSA, N.Bernoulli(0.3), 30, tmp_path / "ck")
+    assert sorted(os.listdir(tmp_path)) == sorted(kept + ["ck"] + [f"ck.part{k}" for k in range(5)])
+
+
+_KILLED = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    import jax, numpy as np
+    import jcalib
+    from jcalib.core.checkpoint import Checkpoint
+
+    path, mode = sys.argv[1], sys.argv[2]
+    if mode == "writing":
+        # killed while the main file after round 28 is half written: its temporary file stays
+        real = np.savez
+
+        def savez(fh, **arrays):
+            if "t" in arrays and int(arrays["t"]) >= 28:
+                fh.write(b"PK\\x03\\x04 half-written")
+                fh.flush()
+                os.kill(os.getpid(), signal.SIGKILL)
+            real(fh, **arrays)
+
+        np.savez = savez
+    else:
+        # slowed down, to be killed from outside at any moment
+        real = Checkpoint.save
+
+        def save(self, carry, t, outs):
+            real(self, carry, t, outs)
+            time.sleep(0.02)
+
+        Checkpoint.save = save
+    f, n = jcalib.forecasters.FosterRandomized(n_bins=6), jcalib.natures.Markov(0.2, 0.3)
+    jcalib.core.play(f, n, 700, key=jax.random.key(0), chunk=7, checkpoint=path, progress=False)
+    """
+)
+
+
+@pytest.mark.parametrize("mode", ["writing", "anytime"])
+def test_a_sigkilled_run_resumes_exactly(tmp_path, mode):
+    """A run killed with SIGKILL (while writing a file, or at a moment chosen from outside) resumes
+    in this process to the uninterrupted result, and its temporary files are removed."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+                                         env.get("PYTHONPATH", "")])
+    path = tmp_path / "ck"
+    child = subprocess.Popen([sys.executable, "-c", _KILLED, str(path), mode], env=env, stderr=subprocess.PIPE)
+    if mode == "anytime":
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "ck.part3").exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(float(np.random.default_rng().uniform(0, 0.2)))
+        child.send_signal(signal.SIGKILL)
+    _, err = child.communicate(timeout=300)
+    assert child.returncode == -signal.SIGKILL, err.decode()[-3000:]
+    if mode == "writing":
+        assert [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+    f, n = F.FosterRandomized(n_bins=6), N.Markov(0.2, 0.3)
+    ref = jcalib.core.play(f, n, 700, key=KEY, chunk=7, progress=False)
+    chex.assert_trees_all_equal(_play(f, n, 700, path), ref)
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
 
 
 def test_bytes_written_grow_linearly_with_the_chunk_count(tmp_path, monkeypatch):
