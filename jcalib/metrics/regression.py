@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._validation import as_float_array, check_finite, check_positive_int, check_weights, is_concrete, offending, shown
+from .._validation import BINS, Choice, Custom, Int, Optional, Real, RealArray, Weights, as_float_array, declare, is_concrete
 from ..scoring import pinball
 
 __all__ = [
@@ -64,42 +64,26 @@ __all__ = [
 QCE_LEVELS = np.round(np.arange(1, 100) / 100.0, 2)
 
 
+# The declared inputs of the PIT functions: PIT values in [0, 1] (no NaN), 1-D and non-empty,
+# weights of their length (ones by default, a positive total), levels in [0, 1].
+_PIT = dict(pit_values=RealArray(lo=0, hi=1), sample_weight=Weights(length_of="pit_values", fill=True))
+_LEVELS = Optional(RealArray(lo=0, hi=1))
+
+
 def _levels(levels, dtype):
-    lv = QCE_LEVELS if levels is None else levels
-    arr = as_float_array(lv, "levels")
-    if arr.ndim != 1 or arr.shape[0] < 1:
-        raise ValueError(f"levels must be a non-empty 1-D array, got shape {tuple(arr.shape)}")
-    if is_concrete(arr):
-        v = np.asarray(arr)
-        bad = ~((v >= 0) & (v <= 1))  # NaN fails both
-        if np.any(bad):
-            raise ValueError(f"levels must lie in [0, 1] ({offending(v, bad)})")
-    return arr.astype(dtype)
+    """Checked levels (or the default :data:`QCE_LEVELS`) in ``dtype``."""
+    return jnp.asarray(QCE_LEVELS if levels is None else levels).astype(dtype)
 
 
-def _pit_inputs(pit_values, sample_weight):
-    u = as_float_array(pit_values, "pit_values")
-    if u.ndim != 1 or u.shape[0] < 1:
-        raise ValueError(f"pit_values must be a non-empty 1-D array, got shape {tuple(u.shape)}")
-    if is_concrete(check_finite(u, "pit_values")):
-        v = np.asarray(u)
-        if np.any(v < 0) or np.any(v > 1):
-            raise ValueError(f"pit_values must lie in [0, 1] ({offending(v, (v < 0) | (v > 1))})")
-    w = check_weights(sample_weight, u.shape[0])
-    w = jnp.ones_like(u) if w is None else w.astype(u.dtype)
-    if is_concrete(w) and not bool(np.sum(np.asarray(w)) > 0):
-        raise ValueError("sample_weight sums to zero; at least one round needs positive weight")
-    return u, w
+def _has_method(method):
+    def check(dist, name, bound):
+        if not callable(getattr(dist, method, None)):
+            raise TypeError(f"{name} must be a distribution with a {method} method, got {type(dist).__name__}")
+        return dist
+    return Custom(check, f"a distribution with a {method} method")
 
 
-def _outcomes(y):
-    """Real outcomes as a finite 1-D float array."""
-    y = as_float_array(y, "y")
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D, got shape {tuple(y.shape)}")
-    return check_finite(y, "y")
-
-
+@declare(dist=_has_method("cdf"), y=RealArray(nonempty=False))
 def pit(dist: Any, y: Float[Array, " T"]) -> Float[Array, " T"]:
     r"""PIT values $u_t = F_t(y_t)$ of a batch of forecasts.
 
@@ -111,11 +95,10 @@ def pit(dist: Any, y: Float[Array, " T"]) -> Float[Array, " T"]:
     Returns:
         ``(T,)`` values in [0, 1].
     """
-    if not hasattr(dist, "cdf"):
-        raise ValueError(f"pit needs a distribution with a cdf method, got {type(dist).__name__}")
-    return dist.cdf(_outcomes(y))
+    return dist.cdf(y)
 
 
+@declare(**_PIT, levels=_LEVELS)
 def quantile_frequencies(
     pit_values: Float[Array, " T"],
     *,
@@ -140,12 +123,13 @@ def quantile_frequencies(
         >>> quantile_frequencies(jnp.array([0.1, 0.4, 0.6, 0.9]), levels=jnp.array([0.5])).tolist()
         [0.5]
     """
-    u, w = _pit_inputs(pit_values, sample_weight)
+    u, w = pit_values, sample_weight
     q = _levels(levels, u.dtype)
     hit = (u[None, :] <= q[:, None]).astype(u.dtype)
     return hit @ w / jnp.sum(w)
 
 
+@declare(**_PIT, levels=_LEVELS, form=Choice("sum", "mean_abs"))
 def quantile_calibration_error(
     pit_values: Float[Array, " T"],
     *,
@@ -181,14 +165,21 @@ def quantile_calibration_error(
         >>> round(float(quantile_calibration_error(u)), 6)
         0.0
     """
-    if form not in ("sum", "mean_abs"):
-        raise ValueError(f"form must be 'sum' or 'mean_abs', got {shown(form)}")
-    u, w = _pit_inputs(pit_values, sample_weight)
+    u, w = pit_values, sample_weight
     q = _levels(levels, u.dtype)
     gap = quantile_frequencies(u, levels=q, sample_weight=w) - q
     return jnp.sum(gap**2) if form == "sum" else jnp.mean(jnp.abs(gap))
 
 
+def _host_levels(levels, name, bound):
+    if levels is None:
+        return None
+    if isinstance(levels, jax.core.Tracer):
+        raise TypeError(f"`{name}` must be concrete (the expectation is a Python float), not a traced value")
+    return np.asarray(RealArray(lo=0, hi=1).check(levels, name, bound), np.float64)
+
+
+@declare(T=Int(1), levels=Custom(_host_levels, "concrete levels in [0, 1]"))
 def qce_calibrated_expectation(T: int, *, levels: Float[Array, " Q"] | None = None) -> float:
     r"""$\mathbb E[\mathrm{QCE}] = \sum_{q} q(1-q)/T$ for $T$ i.i.d. uniform PIT values (sum form).
 
@@ -199,11 +190,11 @@ def qce_calibrated_expectation(T: int, *, levels: Float[Array, " Q"] | None = No
         >>> round(qce_calibrated_expectation(1000), 6)
         0.016665
     """
-    T = check_positive_int(T, "T")
     q = np.asarray(QCE_LEVELS if levels is None else levels, np.float64)
     return float(np.sum(q * (1 - q)) / T)
 
 
+@declare(pit_values=RealArray(lo=0, hi=1))
 def pit_uniformity(pit_values: Float[Array, " T"]) -> Float[Array, ""]:
     r"""Kolmogorov–Smirnov distance of the PIT values from Uniform[0, 1]:
     $D = \sup_u |\hat G_T(u) - u| = \max_i \max(i/T - u_{(i)},\; u_{(i)} - (i-1)/T)$
@@ -217,13 +208,14 @@ def pit_uniformity(pit_values: Float[Array, " T"]) -> Float[Array, ""]:
         >>> float(pit_uniformity(jnp.array([0.5])))
         0.5
     """
-    u, _ = _pit_inputs(pit_values, None)
+    u = pit_values
     n = u.shape[0]
     s = jnp.sort(u)
     i = jnp.arange(1, n + 1, dtype=u.dtype)
     return jnp.max(jnp.maximum(i / n - s, s - (i - 1) / n))
 
 
+@declare(**_PIT, n_bins=BINS)
 def pit_histogram(
     pit_values: Float[Array, " T"],
     *,
@@ -239,13 +231,13 @@ def pit_histogram(
         >>> pit_histogram(jnp.array([0.1, 0.2, 0.7, 1.0]), n_bins=2).tolist()
         [0.5, 0.5]
     """
-    n_bins = check_positive_int(n_bins, "n_bins")
-    u, w = _pit_inputs(pit_values, sample_weight)
+    u, w = pit_values, sample_weight
     idx = jnp.clip(jnp.floor(u * n_bins).astype(jnp.int32), 0, n_bins - 1)
     counts = jax.ops.segment_sum(w, idx, num_segments=n_bins)
     return counts / jnp.sum(w)
 
 
+@declare(**_PIT, level=Real(0, 1, open_lo=True, open_hi=True))
 def central_interval_coverage(
     pit_values: Float[Array, " T"],
     *,
@@ -262,14 +254,13 @@ def central_interval_coverage(
         >>> float(central_interval_coverage(jnp.array([0.01, 0.5, 0.97, 0.6]), level=0.9))
         0.5
     """
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < float(level) < 1:
-        raise ValueError(f"level must be a number in (0, 1), got {shown(level)}")
-    u, w = _pit_inputs(pit_values, sample_weight)
+    u, w = pit_values, sample_weight
     lo, hi = (1 - level) / 2, (1 + level) / 2
     inside = ((u >= lo) & (u <= hi)).astype(u.dtype)
     return jnp.sum(w * inside) / jnp.sum(w)
 
 
+@declare(**_PIT, n_levels=Int(2, 2**20, bytes_per=4 * 64, what="its level grid"), kind=Choice("interval", "quantile"))
 def miscalibration_area(
     pit_values: Float[Array, " T"],
     *,
@@ -328,12 +319,7 @@ def miscalibration_area(
         V. Kuleshov, N. Fenner, S. Ermon (2018), *Accurate uncertainties for deep learning
         using calibrated regression* (the calibration curve of a regressor).
     """
-    n_levels = check_positive_int(n_levels, "n_levels")
-    if n_levels < 2:
-        raise ValueError(f"n_levels must be at least 2 (a grid from 0 to 1), got {shown(n_levels)}")
-    if kind not in ("interval", "quantile"):
-        raise ValueError(f"kind must be 'interval' or 'quantile', got {shown(kind)}")
-    u, w = _pit_inputs(pit_values, sample_weight)
+    u, w = pit_values, sample_weight
     return _miscalibration_area(u, w, n_levels, kind)
 
 
@@ -352,18 +338,13 @@ def _miscalibration_area(u, w, n_levels, kind):
     return jnp.sum(jnp.where(same, h * jnp.abs(dl + dr) / 2, crossing))
 
 
-def _real_pair(pred, y, name_pred):
-    y = as_float_array(y, "y")
-    p = as_float_array(pred, name_pred)
-    dt = jnp.result_type(y.dtype, p.dtype)
-    y, p = y.astype(dt), p.astype(dt)
-    if y.ndim != 1 or y.shape[0] < 1:
-        raise ValueError(f"y must be a non-empty 1-D array, got shape {tuple(y.shape)}")
-    if p.shape[0] != y.shape[0]:
-        raise ValueError(f"{name_pred} needs the leading axis of y ({y.shape[0]}), got shape {tuple(p.shape)}")
-    return check_finite(y, "y"), check_finite(p, name_pred)
+def _real_pair(pred, y):
+    """Checked predictions and outcomes in one float dtype."""
+    dt = jnp.result_type(y.dtype, pred.dtype)
+    return y.astype(dt), pred.astype(dt)
 
 
+@declare(y_pred=RealArray(), y=RealArray(length_of="y_pred"), sample_weight=Weights(length_of="y", fill=True))
 def smape(
     y_pred: Float[Array, " T"],
     y: Float[Array, " T"],
@@ -382,17 +363,16 @@ def smape(
         >>> float(smape(jnp.array([3.0, 0.0]), jnp.array([1.0, 0.0])))
         0.5
     """
-    y, p = _real_pair(y_pred, y, "y_pred")
-    if p.ndim != 1:
-        raise ValueError(f"y_pred must be 1-D, got shape {tuple(p.shape)}")
-    w = check_weights(sample_weight, y.shape[0], positive_total=True)
-    w = jnp.ones_like(y) if w is None else w.astype(y.dtype)
+    y, p = _real_pair(y_pred, y)
+    w = sample_weight.astype(y.dtype)
     den = (jnp.abs(y) + jnp.abs(p)) / 2
     num = jnp.abs(y - p)
     term = jnp.where(den > 0, num / jnp.where(den > 0, den, 1), 0)
     return jnp.sum(w * term) / jnp.sum(w)
 
 
+@declare(quantiles=RealArray(ndim=2), y=RealArray(length_of="quantiles"), levels=RealArray(lo=0, hi=1),
+         sample_weight=Weights(length_of="y", fill=True))
 def pinball_loss(
     quantiles: Float[Array, "T Q"],
     y: Float[Array, " T"],
@@ -417,16 +397,16 @@ def pinball_loss(
         >>> round(float(pinball_loss(jnp.array([[0.0]]), jnp.array([1.0]), jnp.array([0.9]))), 6)
         0.9
     """
-    y, qs = _real_pair(quantiles, y, "quantiles")
+    y, qs = _real_pair(quantiles, y)
     lv = _levels(levels, y.dtype)
     if qs.ndim != 2 or qs.shape[1] != lv.shape[0]:
         raise ValueError(f"quantiles must have shape (T, {lv.shape[0]}), got {tuple(qs.shape)}")
-    w = check_weights(sample_weight, y.shape[0], positive_total=True)
-    w = jnp.ones_like(y) if w is None else w.astype(y.dtype)
+    w = sample_weight.astype(y.dtype)
     loss = pinball(qs, y[:, None], lv[None, :])
     return jnp.mean(w @ loss) / jnp.sum(w)
 
 
+@declare(dist=_has_method("crps"), y=RealArray(), sample_weight=Weights(length_of="y", fill=True))
 def crps_score(dist: Any, y: Float[Array, " T"], *, sample_weight: Float[Array, " T"] | None = None) -> Float[Array, ""]:
     r"""Mean continuous ranked probability score $\frac{\sum_t w_t\,\mathrm{CRPS}(F_t, y_t)}{\sum_t w_t}$,
     $\mathrm{CRPS}(F, y) = \int (F(z) - 1[y \le z])^2\,dz$, each term in closed form by the
@@ -441,12 +421,6 @@ def crps_score(dist: Any, y: Float[Array, " T"], *, sample_weight: Float[Array, 
     """
     from ..scoring import crps as _crps
 
-    if not hasattr(dist, "crps"):
-        raise ValueError(f"crps_score needs a distribution with a crps method, got {type(dist).__name__}")
-    y = _outcomes(y)
-    if y.shape[0] == 0:
-        raise ValueError("y is empty; crps_score needs at least one outcome")
     s = _crps(dist, y)
-    w = check_weights(sample_weight, y.shape[0], positive_total=True)
-    w = jnp.ones_like(s) if w is None else w.astype(s.dtype)
+    w = sample_weight.astype(s.dtype)
     return jnp.sum(w * s) / jnp.sum(w)
