@@ -49,11 +49,16 @@ from jaxtyping import Array, ArrayLike, Float
 
 from ._dtypes import float_dtype
 from ._validation import (
+    BinaryLabels,
+    BinaryProbs,
+    Custom,
+    Real,
+    RealArray,
     as_float_array,
-    check_binary_labels,
-    check_binary_probs,
+    check_fields,
     check_finite,
     check_float_scalar,
+    declare,
     is_concrete,
 )
 
@@ -102,14 +107,25 @@ class AbstractScoringRule(eqx.Module):
         return q * one + (1 - q) * zero
 
 
+def _outcomes_like_probs(y, name, bound):
+    """0/1 outcomes in the forecasts' dtype, of their shape (or one of the two a scalar): a
+    column of forecasts against a row of outcomes would otherwise broadcast to a matrix."""
+    y = BinaryLabels(ndim=None).check(y, name, bound)
+    p = bound["probs"]
+    if y.ndim and p.ndim and tuple(y.shape) != tuple(p.shape):
+        raise ValueError(f"{name} must have the shape of probs {tuple(p.shape)} (or one of them be a scalar), "
+                         f"got {tuple(y.shape)}")
+    return y.astype(p.dtype)
+
+
+# The declared inputs of a binary scoring rule's ``__call__(probs, y)``.
+_BINARY_SCORE = dict(probs=BinaryProbs(ndim=None, nonempty=False),
+                     y=Custom(_outcomes_like_probs, "0/1 outcomes of the shape of probs, or a scalar"))
+
+
 def _checked(p, y):
-    """``(p, y)`` as arrays of ``p``'s float dtype, after the concrete checks (tracers pass)."""
-    if is_concrete(p):
-        check_binary_probs(p, "probs")
-    if is_concrete(y):
-        check_binary_labels(y, "y")
-    p = jnp.asarray(p, float_dtype(p))
-    return p, jnp.asarray(y).astype(p.dtype)
+    """``(p, y)`` as arrays of one float dtype (both already checked by the declaration)."""
+    return p, y.astype(p.dtype)
 
 
 def _real(x, name):
@@ -131,8 +147,8 @@ class Brier(AbstractScoringRule):
         0.5625
     """
 
+    @declare(**_BINARY_SCORE)
     def __call__(self, probs, y):
-        probs, y = _checked(probs, y)
         return (probs - y) ** 2
 
     @property
@@ -155,6 +171,7 @@ class Spherical(AbstractScoringRule):
         0.0
     """
 
+    @declare(**_BINARY_SCORE)
     def __call__(self, probs, y):
         py, probs = _py(probs, y)
         return 1 - py / jnp.sqrt(probs**2 + (1 - probs) ** 2)
@@ -179,9 +196,9 @@ class LogScore(AbstractScoringRule):
     lipschitz_bounded = False
 
     def __check_init__(self):
-        if not (isinstance(self.clip, (int, float)) and 0 < self.clip < 0.5):
-            raise ValueError(f"clip must be a number in (0, 1/2), got {self.clip!r}")
+        check_fields(self, clip=Real(0, 0.5, open_lo=True, open_hi=True))
 
+    @declare(**_BINARY_SCORE)
     def __call__(self, probs, y):
         py, _ = _py(probs, y)
         return -jnp.log(jnp.maximum(py, jnp.asarray(self.clip, py.dtype)))
@@ -191,6 +208,10 @@ class LogScore(AbstractScoringRule):
         return 1.0 / self.clip
 
 
+_ANY_REAL = RealArray(ndim=None, nonempty=False)
+
+
+@declare(pred=_ANY_REAL, y=_ANY_REAL, alpha=RealArray(ndim=None, lo=0, hi=1, nonempty=False))
 def pinball(pred: ArrayLike, y: ArrayLike, alpha: ArrayLike) -> Float[Array, "..."]:
     r"""Quantile (pinball) loss of a predicted $\alpha$-quantile: $\rho_\alpha(y - \hat q)$ with
     $\rho_\alpha(u) = u(\alpha - 1[u < 0])$. Strictly consistent for the $\alpha$-quantile.
@@ -199,9 +220,6 @@ def pinball(pred: ArrayLike, y: ArrayLike, alpha: ArrayLike) -> Float[Array, "..
         >>> round(float(pinball(0.0, 1.0, 0.9)), 6)
         0.9
     """
-    pred, y = _real(pred, "pred"), _real(y, "y")
-    if is_concrete(alpha):
-        check_binary_probs(alpha, "alpha")
     _shape("pred, y and alpha", pred, y, alpha)
     dt = float_dtype(pred, y, alpha)
     u = jnp.asarray(y, dt) - jnp.asarray(pred, dt)
@@ -209,24 +227,29 @@ def pinball(pred: ArrayLike, y: ArrayLike, alpha: ArrayLike) -> Float[Array, "..
     return jnp.maximum(a * u, (a - 1) * u)
 
 
+@declare(pred=_ANY_REAL, y=_ANY_REAL)
 def squared_error(pred: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
     r"""$(\hat y - y)^2$: strictly consistent for the mean."""
-    pred, y = _real(pred, "pred"), _real(y, "y")
     _shape("pred and y", pred, y)
     dt = float_dtype(pred, y)
     return (jnp.asarray(pred, dt) - jnp.asarray(y, dt)) ** 2
 
 
+def _distribution(dist, name, bound):
+    from .distributions import AbstractDistribution
+
+    if not isinstance(dist, AbstractDistribution):
+        raise ValueError(f"crps needs {name} to be a jcalib.distributions.AbstractDistribution, got {type(dist).__name__}")
+    return dist
+
+
+@declare(dist=Custom(_distribution, "a jcalib.distributions.AbstractDistribution"), y=_ANY_REAL)
 def crps(dist, y: ArrayLike) -> Float[Array, "..."]:
     r"""Continuous ranked probability score $\int (F(z) - 1[y \le z])^2\,dz$ of a predictive
     distribution, in closed form: calls ``dist.crps(y)`` (see :mod:`jcalib.distributions`).
     Strictly proper; equal to $\mathbb{E}|X - y| - \tfrac12 \mathbb{E}|X - X'|$.
     """
-    from .distributions import AbstractDistribution
-
-    if not isinstance(dist, AbstractDistribution):
-        raise ValueError(f"crps needs dist to be a jcalib.distributions.AbstractDistribution, got {type(dist).__name__}")
-    return dist.crps(_real(y, "y"))
+    return dist.crps(y)
 
 
 # ---------------------------------------------------------------------------------------------
