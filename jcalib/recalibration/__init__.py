@@ -16,6 +16,7 @@ from .isotonic_classifier import FittedIsotonicCalibration, IsotonicCalibration,
 from .platt import FittedPlattScaling, PlattScaling
 from .quantile import FittedQuantileRecalibration, QuantileRecalibration
 from .scaling import (
+from .venn_abers import FittedVennAbers, VennAbers, VennAbersInterval, cross_venn_abers
     DirichletCalibration,
     FittedDirichletCalibration,
     FittedMatrixScaling,
@@ -53,6 +54,10 @@ __all__: list[str] = [
     "FittedDecisionCalibration",
     "StageInfo",
     "FittedKernelCalibration",
+    "VennAbers",
+    "FittedVennAbers",
+    "VennAbersInterval",
+    "cross_venn_abers",
     "KernelCalibration",
     "TheoremAuditor",
     "kernel_weak_learner",
