@@ -83,9 +83,11 @@ def play(
         checkpoint: a file path; the carry is saved there after every chunk and the chunk's
             history appended next to it (``<checkpoint>.part<k>``, one file per chunk), and a
             run started again with the same arguments resumes from it and returns exactly what
-            an uninterrupted run returns. A checkpoint written by a different run (forecaster,
-            nature — their code included —, key, T, recorder or precision) is refused, and a
-            corrupt one raises :class:`~jcalib.core.CheckpointError` naming the file. See
+            an uninterrupted run returns. A checkpoint written by a different run (the traced
+            program of a round — code, helpers and globals included —, forecaster, nature, key,
+            T, recorder, precision or platform), a rewound or edited one, and a corrupt one
+            raise :class:`~jcalib.core.CheckpointError` naming the file, what is wrong and what
+            to do. A killed run's temporary files are removed on the next start. See
             :mod:`jcalib.core.checkpoint`.
         compiler_options: XLA options for compiling the chunk (``jax.jit``'s
             ``compiler_options``), e.g. ``{"xla_backend_optimization_level": 0}``: on a CPU it
