@@ -70,8 +70,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend import core as jax_core
 
-__all__ = ["CheckpointError", "Checkpoint", "fingerprint", "remove_stale_temporaries", "STALE_SECONDS"]
+__all__ = [
+    "CheckpointError", "Checkpoint", "fingerprint", "program_constants", "program_text", "remove_stale_temporaries",
+    "STALE_SECONDS",
+]
 
 FORMAT = "jcalib-checkpoint-3"
 """The header every checkpoint file carries (main file and history parts)."""
@@ -241,6 +245,29 @@ def program_text(program) -> str:
     return _WINDOWS_DIRS.sub("", text)
 
 
+def program_constants(program) -> list:
+    """The values of the constants a traced program captures (arrays a function closes over or
+    reads from a global), its sub-programs' (a ``jit``'s, a ``cond``'s branches) included, in
+    the order the program's text lists them."""
+    found, seen = [], set()
+
+    def walk(obj):
+        if isinstance(obj, jax_core.ClosedJaxpr):
+            found.extend(obj.consts)
+            walk(obj.jaxpr)
+        elif isinstance(obj, jax_core.Jaxpr) and id(obj) not in seen:
+            seen.add(id(obj))
+            for eqn in obj.eqns:
+                for value in eqn.params.values():
+                    walk(value)
+        elif isinstance(obj, (tuple, list)):
+            for value in obj:
+                walk(value)
+
+    walk(program)
+    return found
+
+
 def _types(tree) -> list[str]:
     """Each leaf's dtype and shape, e.g. ``float32[6]``, ``key<fry>[]``."""
     return [f"{x.dtype}{list(x.shape)}".replace(" ", "") for x in jax.tree_util.tree_leaves(tree)]
@@ -257,7 +284,8 @@ def fingerprint(forecaster, nature, recorder, keys, T: int, layout, carry_like, 
         layout: the batch layout.
         carry_like: the carry (arrays or shape structs).
         program: the traced program of the run's first round (a ``ClosedJaxpr``); its text
-            (:func:`program_text`) and the values of its captured constants are hashed.
+            (:func:`program_text`) and the values of the constants it captures
+            (:func:`program_constants`) are hashed.
         compiler_options: the XLA compiler options (a sorted tuple of items).
 
     Returns:
@@ -281,7 +309,7 @@ def fingerprint(forecaster, nature, recorder, keys, T: int, layout, carry_like, 
         "state": (_digest(carry_types), ", ".join(carry_types)),
         "precision": (_digest(x64), f"jax_enable_x64={x64}"),
         "platform": (_digest(platform), f"{platform[0]}, compiler options {dict(platform[1])}"),
-        "program": (_digest(program_text(program), list(program.consts)), ""),
+        "program": (_digest(program_text(program), program_constants(program)), ""),
     }
 
 

@@ -194,11 +194,12 @@ def _concat(pieces: list, axis: int):
 def _open_checkpoint(path, forecaster, nature, recorder, keys, T, layout, carry, round_axis, compiler_options):
     if _traced((forecaster, nature, keys)):
         raise ValueError("checkpoint cannot be used when play or sweep is traced (inside jax.jit); call it eagerly")
-    # the program of the first round (init and one round, the whole batch): its jaxpr goes into
-    # the fingerprint, and its outputs give the per-round outputs' structure
+    # the program of the first round (init and one round, the whole batch; traced once per
+    # process by jit's cache): its jaxpr goes into the fingerprint, its outputs' structure is a
+    # history part's
     one = jnp.ones((), jnp.int32)
-    program, (_, outs), _ = eqx.filter_make_jaxpr(_chunk_body)(forecaster, nature, recorder, keys, carry, one > 0,
-                                                                0 * one, one, 1, layout)
+    program, (_, outs), _ = eqx.filter_make_jaxpr(_chunk_all)(forecaster, nature, recorder, keys, carry, one > 0,
+                                                               0 * one, one, 1, layout)
     like = outs if jax.tree_util.tree_leaves(outs) else None
     fp = fingerprint(forecaster, nature, recorder, keys, T, layout, carry, program, compiler_options)
     return Checkpoint(path, fp, carry, like, round_axis)

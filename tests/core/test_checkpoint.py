@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 import time
+import types
 
 import chex
 import jax
@@ -196,17 +197,24 @@ def _reads_globals(x):
     return (x > _LEVEL + _OFFSETS[1]).astype(jnp.int32)
 
 
+def _fresh(fn):
+    """A new function object with ``fn``'s code and globals, as a re-import of its module gives.
+    (Within one process, jit's cache keeps the program it traced for a function object — what
+    that process runs — and does not see a global rebound later, as JAX documents.)"""
+    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__)
+
+
 def test_a_rebound_global_or_captured_array_is_refused(tmp_path, monkeypatch):
     """A function of this module reading a global scalar and a global array: rebinding either
     changes the numbers, so the checkpoint is refused; restoring them resumes it."""
     nature, T, path = N.TwoLevelModel(), 60, tmp_path / "ck"
-    f = _partitioned(_reads_globals)
-    _interrupted(f, nature, T, KEY, "full", path, 21)
+    _interrupted(_partitioned(_fresh(_reads_globals)), nature, T, KEY, "full", path, 21)
     for name, value in (("_LEVEL", 0.4), ("_OFFSETS", jnp.asarray([0.0, 0.2]))):
         with monkeypatch.context() as m:
             m.setattr(sys.modules[__name__], name, value)
             with pytest.raises(CheckpointError, match="different run \\(program differ\\)"):
-                _play(f, nature, T, path)
+                _play(_partitioned(_fresh(_reads_globals)), nature, T, path)
+    f = _partitioned(_fresh(_reads_globals))
     ref = jcalib.core.play(f, nature, T, key=KEY, chunk=7, progress=False)
     chex.assert_trees_all_equal(_play(f, nature, T, path), ref)
 
