@@ -284,6 +284,8 @@ def _profiles() -> list[dict]:
     drawing = [cls for _, cls in RECALIBRATORS if cls.needs_key]
     if drawing:
         drivers["method"] = _recalibrator(drawing[0])
+    drivers["groups"] = np.stack([np.arange(40) < 20, np.arange(40) % 2 == 0], 1)  # two overlapping groups
+    drivers["alpha"] = 0.1
     binary = {"probs": PROBS_BINARY, "forecasts": PROBS_BINARY, "labels": LABELS_BINARY, "y": LABELS_BINARY,
               "probs_a": PROBS_BINARY, "probs_b": PROBS_BINARY[::-1].copy(), "arrays": (PROBS_BINARY, LABELS_BINARY)}
     multiclass = {"probs": PROBS, "labels": LABELS, "probs_a": PROBS, "probs_b": PROBS[::-1].copy(), "arrays": (PROBS, LABELS)}
@@ -505,6 +507,12 @@ def test_recalibration_exports_no_pre_1_0_pieces(name):
     )
 
 
+# Per-sample data a method's fit needs beyond (probs, labels), keyword-only with default None.
+FIT_DATA_KEYWORDS: dict[str, dict[str, str]] = {
+    "Multicalibration": {"groups": "each sample's group memberships (n, G); None is the one group of all samples"},
+}
+
+
 @pytest.mark.parametrize("name, cls", RECALIBRATORS, ids=[n for n, _ in RECALIBRATORS])
 def test_recalibrator_shape(name, cls):
     assert not name.endswith(_RETIRED_SUFFIXES), f"{name}: named after its method, without {_RETIRED_SUFFIXES}"
@@ -513,6 +521,7 @@ def test_recalibrator_shape(name, cls):
     expected = [("probs", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
                 ("labels", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty)]
     keyword = {("sample_weight", inspect.Parameter.KEYWORD_ONLY, None)}
+    keyword |= {(k, inspect.Parameter.KEYWORD_ONLY, None) for k in FIT_DATA_KEYWORDS.get(name, ())}
     if cls.needs_key:
         keyword.add(("key", inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.empty))
     assert shape[:2] == expected and set(shape[2:]) == keyword, (

@@ -16,11 +16,13 @@ from .orca import ORCA, ExpertMeanCells
 from .gupta_ramdas import GuptaRamdas
 from .kuleshov_ermon import KuleshovErmon, SwapRegretCalibrated
 from .lee_mw import LeeMultiObjectiveMW, lee_weights
+from .multicalibration import OnlineMulticalibration
 from .partitioned import AbstractPartitioned, Partitioned, UniformCells
 from .suite import binary_suite
 from .trivial import Constant, RunningFrequency
 
 __all__: list[str] = [
+    "OnlineMulticalibration",
     "AbstractPartitioned",
     "AlmostOneStepAhead",
     "BlackwellForecaster",

@@ -36,6 +36,13 @@ from .distance import (
 from .kernel import GaussianKernel, KernelAudit, KernelWitness, LaplacianKernel, MultinomialKernel, kernel_audit
 from .search import PartitionSearch, SigmoidSearch
 from .multiclass import accuracy, classwise_ece, confidence_ece, l2_error, nll, one_hot, top_label_ece
+from .multicalibration import (
+    MulticalibrationAudit,
+    MulticalibrationError,
+    mcgrad_multicalibration_error,
+    multicalibration_audit,
+    multicalibration_error,
+)
 from .weighted import (
     WeightedCE,
     full_smooth_calibration_error,
@@ -64,6 +71,11 @@ from .regression import (
 )
 
 __all__: list[str] = [
+    "MulticalibrationAudit",
+    "MulticalibrationError",
+    "mcgrad_multicalibration_error",
+    "multicalibration_audit",
+    "multicalibration_error",
     "DecisionCalibrationResult",
     "DecisionLossGapResult",
     "SearchResult",

@@ -48,8 +48,11 @@ from .oracles import (
     tent_root,
 )
 from .pinball import PinballRegret
+from .multicalibration import MulticalibrationOracle, MulticalibrationPayoff
 
 __all__: list[str] = [
+    "MulticalibrationOracle",
+    "MulticalibrationPayoff",
     "AbstractExpectations",
     "AbstractIntervalPayoff",
     "AbstractOracle",

@@ -13,10 +13,11 @@ from .base import AbstractFittedRecalibrator, AbstractRecalibrator, SklearnRecal
 from .beta import BetaCalibration, FittedBetaCalibration
 from .histogram import FittedHistogramBinning, HistogramBinning
 from .isotonic_classifier import FittedIsotonicCalibration, IsotonicCalibration, pav
+from .multicalibration import FittedMulticalibration, Multicalibration, MulticalibrationHistory
 from .platt import FittedPlattScaling, PlattScaling
 from .quantile import FittedQuantileRecalibration, QuantileRecalibration
-from .scaling import (
 from .venn_abers import FittedVennAbers, VennAbers, VennAbersInterval, cross_venn_abers
+from .scaling import (
     DirichletCalibration,
     FittedDirichletCalibration,
     FittedMatrixScaling,
@@ -28,6 +29,9 @@ from .venn_abers import FittedVennAbers, VennAbers, VennAbersInterval, cross_ven
 )
 
 __all__: list[str] = [
+    "Multicalibration",
+    "FittedMulticalibration",
+    "MulticalibrationHistory",
     "AbstractFittedRecalibrator",
     "AbstractRecalibrator",
     "SklearnRecalibrator",
@@ -50,14 +54,14 @@ __all__: list[str] = [
     "FittedDirichletCalibration",
     "QuantileRecalibration",
     "FittedQuantileRecalibration",
-    "DecisionCalibration",
-    "FittedDecisionCalibration",
-    "StageInfo",
-    "FittedKernelCalibration",
     "VennAbers",
     "FittedVennAbers",
     "VennAbersInterval",
     "cross_venn_abers",
+    "DecisionCalibration",
+    "FittedDecisionCalibration",
+    "StageInfo",
+    "FittedKernelCalibration",
     "KernelCalibration",
     "TheoremAuditor",
     "kernel_weak_learner",
