@@ -17,12 +17,73 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from ._dtypes import float_dtype
-from ._validation import check_positive_int
+from ._validation import check_positive_int, check_static_int, format_bytes
 
 __all__ = ["GRID_TOLERANCE", "grid_points", "grid_index", "off_grid", "sign_change_index", "lookahead_update"]
 
 GRID_TOLERANCE = 1e-3
 """How far (in grid steps) $m p$ may be from its grid index for $p$ to count as on the grid."""
+
+MAX_GRID = 2**22
+"""The largest grid size $m$: grid indices are recovered from forecasts as $\\mathrm{round}(m p)$,
+exact in float32 only for $m < 2^{22}$."""
+
+MAX_TABLE_BYTES = 2**34
+"""The most memory (16 GiB) the tables that one size setting fixes may take (a forecaster's
+per-grid-point state, a recorder's counts, a payoff's vectors): a larger setting is refused
+before anything is allocated, with the memory it would need in the message."""
+
+
+def table_size(value, name: str, nbytes, *, what: str = "its tables", lo: int = 1, hi: int | None = None,
+               why: str = "", limit: float = MAX_TABLE_BYTES) -> int:
+    """A size setting (a grid size, a number of cells) as a Python ``int``, bounded by memory.
+
+    ``nbytes(n)`` is the memory the tables need for the value ``n`` (increasing in ``n``). A
+    NumPy integer or a concrete 0-d integer array is accepted; a bool, a float, a string or a
+    value below ``lo`` raises a ``ValueError`` naming ``name``; a traced value a ``TypeError``
+    saying it must be static; a value whose tables would need more than ``limit`` bytes (or
+    above ``hi``, for the reason ``why``) a ``ValueError`` with the memory it implies and the
+    largest allowed value.
+    """
+    n = check_static_int(value, name, lo)
+    if hi is not None and n > hi:
+        raise ValueError(f"{name}={n} exceeds {hi}{why} ({what} would need {format_bytes(float(nbytes(n)))})")
+    if float(nbytes(n)) > limit:
+        top, bad = lo, n  # the largest n within the limit, by bisection
+        while bad - top > 1:
+            mid = (top + bad) // 2
+            top, bad = (mid, bad) if float(nbytes(mid)) <= limit else (top, mid)
+        raise ValueError(f"{name}={n} is too large: {what} would need {format_bytes(float(nbytes(n)))}, more than "
+                         f"the {format_bytes(limit)} limit (the largest {name} is {top})")
+    return n
+
+
+def table_converter(name: str, nbytes, **kw):
+    """:func:`table_size` as an ``eqx.field(converter=...)`` for a module field ``name``."""
+    return lambda value: table_size(value, name, nbytes, **kw)
+
+
+def size_field(name: str, entries=lambda n: n + 1, *, what: str = "its tables", lo: int = 1, hi: int | None = None,
+               why: str = "", optional: bool = False, **field_kw):
+    """A static size field of an equinox module (``eqx.field(static=True, ...)``) converted by
+    :func:`table_size`: its tables hold ``entries(n)`` numbers of the default float dtype.
+    ``optional=True`` lets ``None`` through (a size chosen later)."""
+    import equinox as eqx
+
+    def convert(value):
+        if value is None and optional:
+            return None
+        return table_size(value, name, lambda n: entries(n) * float_bytes(), what=what, lo=lo, hi=hi, why=why)
+
+    return eqx.field(static=True, converter=convert, **field_kw)
+
+
+GRID_WHY = ": a forecast's grid index round(m p) is exact in float32 only below 2**22"
+
+
+def float_bytes() -> int:
+    """Bytes of one entry in the default float dtype (4, or 8 under ``jax_enable_x64``)."""
+    return jnp.dtype(float_dtype()).itemsize
 
 
 def _scaled(p, m: int):

@@ -17,10 +17,24 @@ import jax
 import jax.extend.random
 import jax.numpy as jnp
 
-__all__ = ["BLOCK", "ROUND_KEY_IMPL", "block_keys", "split_run_key"]
+from .._validation import check_static_int
+
+__all__ = ["BLOCK", "MAX_ROUNDS", "ROUND_KEY_IMPL", "block_keys", "check_horizon", "split_run_key"]
 
 BLOCK = 128
 """Rounds per block of random bits: block ``b`` of a stream covers rounds ``[b·BLOCK, (b+1)·BLOCK)``."""
+
+MAX_ROUNDS = 2**31 - BLOCK
+"""The longest horizon ``T``: round indices (and the block index of the last round) are int32."""
+
+
+def check_horizon(T, name: str = "T") -> int:
+    """A horizon as a Python ``int`` in ``[1, MAX_ROUNDS]`` (NumPy integers accepted; a traced
+    value refused as non-static)."""
+    T = check_static_int(T, name, 1)
+    if T > MAX_ROUNDS:
+        raise ValueError(f"{name}={T} exceeds 2**31 - {BLOCK} = {MAX_ROUNDS}: a run's round indices are int32 counters")
+    return T
 
 _THREEFRY = jax.extend.random.threefry_prng_impl
 
@@ -69,6 +83,20 @@ def split_run_key(key):
     return keys[0], keys[1], keys[2:]
 
 
+def _two_words(kd):
+    """A key's data as threefry's two ``uint32`` words: a run key of another implementation
+    (``jax.random.key(0, impl="rbg")``: four words) is hashed down, pair by pair, with threefry."""
+    kd = kd.reshape(-1)
+    if kd.shape[0] == 2:
+        return kd
+    if kd.shape[0] % 2:
+        kd = jnp.concatenate([kd, jnp.zeros((1,), kd.dtype)])
+    out = kd[:2]
+    for i in range(2, kd.shape[0], 2):
+        out = jax.extend.random.threefry_2x32(out, kd[i:i + 2])
+    return out
+
+
 def block_keys(stream, b):
     """The round keys of block ``b`` of ``stream``: ``BLOCK`` keys from ``BLOCK`` threefry hashes.
 
@@ -76,6 +104,6 @@ def block_keys(stream, b):
     ``b·BLOCK + i`` gets the two output words of the ``i``-th hash. A round's key depends only on
     the stream and the round's absolute index, never on chunking, batching or devices.
     """
-    kd = jax.random.key_data(jax.random.fold_in(stream, b))
+    kd = _two_words(jax.random.key_data(jax.random.fold_in(stream, b)))
     words = jax.extend.random.threefry_2x32(kd, jnp.arange(2 * BLOCK, dtype=jnp.uint32))
     return jax.random.wrap_key_data(words.reshape(2, BLOCK).T, impl=ROUND_KEY_IMPL)

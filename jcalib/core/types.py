@@ -32,9 +32,10 @@ from typing import Any, ClassVar, NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._validation import check_key
+from .._validation import as_float_array, check_finite, check_key, in_graph, is_concrete, offending
 
 __all__ = [
     "Forecast",
@@ -68,20 +69,54 @@ class Mixture(NamedTuple):
         distributions parametrised linearly (bin masses of piecewise-constant densities) it is
         the mixture distribution itself. For non-linear parametrisations (a Gaussian's
         location and scale) it is only the average of the parameters.
+
+        Raises:
+            ValueError: ``probs`` is not a 1-D, finite, non-negative vector summing to 1, or a
+                leaf of ``support`` is not a finite real array with a leading axis of
+                ``len(probs)`` (checked in the graph, behind ``jcalib.config.checks``, when traced).
         """
+        support, probs = self._checked()
 
         def avg(s):
-            s = jnp.asarray(s)
-            w = self.probs.astype(jnp.result_type(s.dtype, self.probs.dtype))
+            w = probs.astype(jnp.result_type(s.dtype, probs.dtype))
             return jnp.tensordot(w, s.astype(w.dtype), axes=1)
 
-        return jax.tree_util.tree_map(avg, self.support)
+        return jax.tree_util.tree_map(avg, support)
 
     def sample(self, *, key: PRNGKeyArray) -> Any:
         """One element of the support, drawn with ``probs`` (``key``: a JAX PRNG key,
-        keyword-only)."""
-        k = jax.random.categorical(check_key(key), jnp.log(self.probs))
-        return jax.tree_util.tree_map(lambda s: jnp.asarray(s)[k], self.support)
+        keyword-only). Raises as :meth:`mean` does for a malformed mixture."""
+        key = check_key(key)
+        support, probs = self._checked()
+        k = jax.random.categorical(key, jnp.log(probs))
+        return jax.tree_util.tree_map(lambda s: s[k], support)
+
+    def _checked(self):
+        """``(support, probs)`` as arrays, after the checks :meth:`mean` documents."""
+        probs = as_float_array(self.probs, "probs")
+        if probs.ndim != 1 or probs.shape[0] == 0:
+            raise ValueError(f"probs must be a non-empty 1-D vector of weights, got shape {tuple(probs.shape)}")
+        k = probs.shape[0]
+        probs = in_graph(probs, ~(jnp.all(probs >= -_MIXTURE_ATOL) & (jnp.abs(jnp.sum(probs) - 1) <= _MIXTURE_ATOL)),
+                         "probs must be finite, non-negative and sum to 1")
+        if is_concrete(probs):
+            v = np.asarray(probs, np.float64)
+            check_finite(v, "probs")
+            if np.any(v < -_MIXTURE_ATOL):
+                raise ValueError(f"probs must be non-negative ({offending(v, v < -_MIXTURE_ATOL)})")
+            if abs(v.sum() - 1) > _MIXTURE_ATOL:
+                raise ValueError(f"probs must sum to 1, got {v.sum():.6g} (shape {v.shape})")
+
+        def leaf(s):
+            s = as_float_array(s, "support")
+            if s.ndim == 0 or s.shape[0] != k:
+                raise ValueError(f"support must have a leading axis of len(probs) = {k}, got a leaf of shape {tuple(s.shape)}")
+            return check_finite(s, "support")
+
+        return jax.tree_util.tree_map(leaf, self.support), probs
+
+
+_MIXTURE_ATOL = 1e-3  # a mixture's weights may miss the simplex by float32 round-off of a solver
 
 
 def as_mixture(public) -> Mixture:
@@ -91,10 +126,20 @@ def as_mixture(public) -> Mixture:
     leading axis of length 1); randomised ones publish a ``Mixture``. Adaptive natures call
     this so they handle both alike. The branch is on the pytree's Python type, never on traced
     values.
+
+    Raises:
+        ValueError: a leaf of ``public`` is not a non-empty real array, or holds NaN or ±inf.
     """
     if isinstance(public, Mixture):
         return public
-    support = jax.tree_util.tree_map(lambda v: jnp.asarray(v)[None], public)
+
+    def atom(v):  # a real, finite value (NaN and ±inf in the graph, behind jcalib.config.checks)
+        v = as_float_array(v, "public")
+        if v.size == 0:
+            raise ValueError(f"public must not be empty, got a leaf of shape {tuple(v.shape)}")
+        return check_finite(v, "public")[None]
+
+    support = jax.tree_util.tree_map(atom, public)
     leaves = jax.tree_util.tree_leaves(support)
     dtype = jnp.result_type(float)
     if leaves and jnp.issubdtype(leaves[0].dtype, jnp.floating):

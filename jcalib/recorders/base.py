@@ -122,11 +122,36 @@ class _Several(AbstractRecorder):
 
 
 _SHORTHANDS: dict[str, Callable[..., AbstractRecorder]] = {"full": lambda forecaster, n_bins: History()}
+_BUILT_IN = {"full"}  # shorthands of jcalib itself ("summary" joins when jcalib.recorders.grid registers it)
 
 
 def register_shorthand(name: str, factory: Callable[..., AbstractRecorder]) -> None:
-    """Make ``record=name`` mean ``factory(forecaster, n_bins)`` in ``play`` and ``sweep``."""
+    """Make ``record=name`` mean ``factory(forecaster, n_bins)`` in ``play`` and ``sweep``.
+
+    Args:
+        name: a non-empty string, not one of jcalib's own shorthands (``"full"``,
+            ``"summary"``: every later ``record="full"`` in the process would change meaning).
+            Registering a name of one's own again replaces its factory.
+        factory: a callable ``(forecaster, n_bins) -> recorder``.
+
+    Raises:
+        ValueError: ``name`` is not a non-empty string, or names a built-in shorthand;
+            ``factory`` is not callable.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"name must be a non-empty string, got {type(name).__name__} {name!r:.60}")
+    if name in _BUILT_IN:
+        raise ValueError(f"name {name!r} is a built-in shorthand of jcalib and cannot be replaced; choose another name")
+    if not callable(factory):
+        raise ValueError(f"factory must be callable as factory(forecaster, n_bins) -> recorder, got "
+                         f"{type(factory).__name__}")
     _SHORTHANDS[name] = factory
+
+
+def register_builtin_shorthand(name: str, factory: Callable[..., AbstractRecorder]) -> None:
+    """:func:`register_shorthand` for jcalib's own modules: the name is then protected."""
+    register_shorthand(name, factory)
+    _BUILT_IN.add(name)
 
 
 def resolve_recorder(record, forecaster, n_bins=None) -> AbstractRecorder:

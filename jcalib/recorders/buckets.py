@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from .._dtypes import float_dtype
-from .._grid import grid_index, off_grid
+from .._grid import GRID_WHY, MAX_GRID, grid_index, off_grid, size_field
 from .._validation import check_positive_int
 from .base import AbstractRecorder, Round
 from ..core.types import as_mixture
@@ -107,14 +107,14 @@ class RecalibrationCounts(AbstractRecorder):
         (1000, 1000)
     """
 
-    n_bins: int = eqx.field(static=True)
+    n_bins: int = size_field("n_bins", lambda n: 6 * (n + 1), what="its per-grid-point sums", hi=MAX_GRID, why=GRID_WHY)
     scoring: AbstractScoringRule = eqx.field(default_factory=Brier)
-    n_model_buckets: int | None = eqx.field(static=True, default=None)
+    n_model_buckets: int | None = size_field("n_model_buckets", lambda n: 3 * n, what="its per-bucket sums",
+                                             optional=True, default=None)
 
     def __check_init__(self):
-        check_positive_int(self.n_bins, "n_bins")
-        if self.n_model_buckets is not None:
-            check_positive_int(self.n_model_buckets, "n_model_buckets")
+        if not isinstance(self.scoring, AbstractScoringRule):
+            raise ValueError(f"scoring must be a scoring rule (jcalib.scoring), got {type(self.scoring).__name__}")
 
     @property
     def _K(self) -> int:

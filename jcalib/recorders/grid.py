@@ -18,10 +18,10 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from .._dtypes import float_dtype
-from .._grid import grid_index, off_grid
+from .._grid import GRID_WHY, MAX_GRID, grid_index, off_grid, size_field
 from .._validation import check_positive_int
-from .base import AbstractRecorder, Round, register_shorthand
-from ..core.types import Trajectory
+from .base import AbstractRecorder, Round, register_builtin_shorthand
+from ..core.types import AbstractForecaster, Trajectory
 
 __all__ = ["GridCounts", "GridSummary", "forecast_grid", "summary_from_trajectory"]
 
@@ -110,10 +110,7 @@ class GridCounts(AbstractRecorder):
         n_bins: grid size $m$ (static: fixes the counts' shape).
     """
 
-    n_bins: int = eqx.field(static=True)
-
-    def __check_init__(self):
-        check_positive_int(self.n_bins, "n_bins")
+    n_bins: int = size_field("n_bins", lambda n: 4 * (n + 1), what="its grid counts", hi=MAX_GRID, why=GRID_WHY)
 
     def init(self) -> _GridState:
         zero = jnp.zeros((), jnp.int32)
@@ -143,6 +140,8 @@ def forecast_grid(forecaster) -> int | None:
     (:attr:`jcalib.core.AbstractForecaster.value_grid`, ``None`` by default; e.g. Gupta–Ramdas
     scores interval midpoints on a grid twice as fine as its ``n_bins``).
     """
+    if not isinstance(forecaster, AbstractForecaster):
+        raise ValueError(f"forecaster must be an AbstractForecaster, got {type(forecaster).__name__}")
     m = forecaster.value_grid
     return None if m is None else int(m)
 
@@ -167,7 +166,7 @@ def _summary_for(forecaster, n_bins=None) -> GridCounts:
     return GridCounts(m)
 
 
-register_shorthand("summary", _summary_for)
+register_builtin_shorthand("summary", _summary_for)
 
 
 def summary_from_trajectory(traj: Trajectory, n_bins: int) -> GridSummary:

@@ -475,3 +475,65 @@ def test_play_refuses_pairs_that_cannot_play_together():
     with pytest.raises(ValueError, match="Bernoulli has no context"):
         jcalib.core.play(ApproachabilityRecalibrator(10, 0.1), Bernoulli(0.3), 5, key=jax.random.key(0))
     assert jcalib.core.play(ApproachabilityRecalibrator(10, 0.1), DistortedModel(), 5, key=jax.random.key(0)).y.shape == (5,)
+
+
+def test_sizes_are_bounded_before_anything_is_allocated():
+    from jcalib.forecasters import AlmostOneStepAhead
+    from jcalib.natures import Bernoulli
+
+    f, n, k = AlmostOneStepAhead(4), Bernoulli(0.3), jax.random.key(0)
+    with pytest.raises(ValueError, match=r"T=1000000000000 exceeds 2\*\*31 - 128.*int32"):
+        jcalib.core.play(f, n, 10**12, key=k, record="summary")
+    with pytest.raises(ValueError, match="chunk=1000000000000 exceeds"):
+        jcalib.core.play(f, n, 8, key=k, chunk=10**12)
+    with pytest.raises(ValueError, match="n_seeds=1000000000000 exceeds"):
+        jcalib.core.sweep(f, n, 8, key=k, n_seeds=10**12)
+    with pytest.raises(ValueError, match="n_bins must be a positive integer"):
+        jcalib.core.play(f, n, 8, key=k, n_bins=0)  # checked even where record="full" ignores it
+    with pytest.raises(ValueError, match="threads=1000000000000 exceeds"):
+        jcalib.core.sweep(f, n, 8, key=k, threads=10**12)
+    with pytest.raises(ValueError, match="natures must be an AbstractNature"):
+        jcalib.core.sweep(f, 3, 8, key=k)
+    # NumPy integers are integers
+    assert jcalib.core.play(f, n, np.int64(8), key=k, chunk=np.int32(4)).y.shape == (8,)
+
+
+def test_a_history_larger_than_the_host_is_refused(monkeypatch):
+    from jcalib.core import loop
+    from jcalib.forecasters import AlmostOneStepAhead
+    from jcalib.natures import Bernoulli
+
+    monkeypatch.setattr(loop, "_host_memory", lambda: 1000)  # bytes
+    with pytest.raises(ValueError, match="history of 300 rounds would need .* record a summary"):
+        jcalib.core.play(AlmostOneStepAhead(4), Bernoulli(0.3), 300, key=jax.random.key(0))
+
+
+@pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg"])
+def test_keys_of_other_implementations_run(impl):
+    from jcalib.forecasters import AlmostOneStepAhead
+    from jcalib.natures import Bernoulli
+
+    key = jax.random.key(0, impl=impl)
+    a = jcalib.core.play(AlmostOneStepAhead(4), Bernoulli(0.3), 200, key=key)
+    b = jcalib.core.sweep(AlmostOneStepAhead(4), Bernoulli(0.3), 200, key=key, n_seeds=2, threads=1)
+    assert a.y.shape == (200,) and b.y.shape == (1, 2, 200)
+    assert 0 < a.y.mean() < 1
+
+
+def test_mixture_checks_its_weights_and_support():
+    mix = Mixture(jnp.array([0.2, 0.8]), jnp.array([0.25, 0.75]))
+    assert float(mix.mean()) == pytest.approx(0.65)
+    for probs, match in (([1.5, -0.5], "non-negative"), ([0.5, 0.6], "sum to 1"), ([np.nan, 1.0], "NaN"),
+                         ([[0.5, 0.5]], "1-D")):
+        with pytest.raises(ValueError, match=match):
+            Mixture(jnp.array([0.2, 0.8]), jnp.array(probs)).mean()
+    with pytest.raises(ValueError, match="support must have a leading axis"):
+        Mixture(jnp.array([0.2, 0.8, 0.5]), jnp.array([0.5, 0.5])).mean()
+    with pytest.raises(ValueError, match="support contains NaN"):
+        Mixture(jnp.array([0.2, np.nan]), jnp.array([0.5, 0.5])).sample(key=jax.random.key(0))
+    with pytest.raises(Exception, match="probs must be finite, non-negative and sum to 1"):
+        jax.jit(lambda p: Mixture(jnp.array([0.2, 0.8]), p).mean())(jnp.array([1.5, -0.5]))
+    with pytest.raises(ValueError, match="public contains NaN"):
+        jcalib.core.as_mixture(jnp.array([0.2, np.nan]))
+    with pytest.raises(ValueError, match="public must be a numeric array"):
+        jcalib.core.as_mixture(np.array(["a"]))

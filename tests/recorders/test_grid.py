@@ -47,3 +47,30 @@ def test_summary_ece_and_certificate_are_the_trajectorys(f):
             else:
                 cert = np.abs(np.asarray(p) - np.asarray(traj.info[i, j])).sum() + float(ece(traj.info[i, j], y))
                 np.testing.assert_allclose(float(s.certificate()[i, j]), cert, rtol=1e-5)
+
+
+def test_register_shorthand_refuses_built_ins_and_bad_names():
+    from jcalib.recorders import History, register_shorthand
+
+    for name in ("full", "summary"):
+        with pytest.raises(ValueError, match="built-in shorthand"):
+            register_shorthand(name, lambda forecaster, n_bins: History())
+    for name in (3, "", None):
+        with pytest.raises(ValueError, match="name must be a non-empty string"):
+            register_shorthand(name, lambda forecaster, n_bins: History())
+    with pytest.raises(ValueError, match="factory must be callable"):
+        register_shorthand("mine", None)
+    register_shorthand("test-mine", lambda forecaster, n_bins: History())
+    out = jcalib.core.play(Constant(0.5), Bernoulli(0.5), 4, key=jax.random.key(0), record="full")
+    assert out.y.shape == (4,)  # "full" still means the history
+
+
+def test_grid_sizes_are_bounded_and_numpy_integers_accepted():
+    from jcalib.recorders import GridCounts, RecalibrationCounts, forecast_grid
+
+    for cls in (GridCounts, RecalibrationCounts):
+        with pytest.raises(ValueError, match="n_bins=1000000000000 exceeds 4194304.*would need"):
+            cls(10**12)
+        assert cls(np.int64(4)).n_bins == 4 and type(cls(np.int64(4)).n_bins) is int
+    with pytest.raises(ValueError, match="forecaster must be an AbstractForecaster"):
+        forecast_grid("x")
