@@ -219,6 +219,24 @@ def test_a_rebound_global_or_captured_array_is_refused(tmp_path, monkeypatch):
     chex.assert_trees_all_equal(_play(f, nature, T, path), ref)
 
 
+def test_sweep_resume_is_exact(tmp_path, monkeypatch):
+    """A sweep (stacked natures × seeds) stopped after round 21 resumes to the uninterrupted result."""
+    f, natures, T = F.FosterRandomized(n_bins=6), [N.Markov(0.2, 0.3), N.Markov(0.4, 0.1)], 60
+    run = lambda **kw: jcalib.core.sweep(f, natures, T, key=KEY, n_seeds=3, chunk=7, progress=False, **kw)  # noqa: E731
+    ref, path, real = run(), tmp_path / "ck", Checkpoint.save
+
+    def save(self, carry, t, outs):
+        real(self, carry, t, outs)
+        if t >= 21:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(Checkpoint, "save", save)
+        with pytest.raises(KeyboardInterrupt):
+            run(checkpoint=path)
+    chex.assert_trees_all_equal(run(checkpoint=path), ref)
+
+
 def test_resume_with_another_chunk_length_is_exact(tmp_path):
     """The chunk length does not change the numbers and is not in the fingerprint."""
     f, n, T = F.FosterRandomized(n_bins=6), N.Markov(0.2, 0.3), 60
