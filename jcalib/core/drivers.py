@@ -29,9 +29,10 @@ import jax
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
-from .._validation import check_key, check_positive_int
+from .._validation import check_key, check_static_int
 from ..recorders.base import resolve_recorder
 from .batching import as_traced_module, stack_modules
+from .keys import check_horizon
 from .loop import check_compiler_options, chunk_length, run
 from .sharding import gather_seeds, process_checkpoint, shard_seeds, split_keys, thread_parts
 from .types import AbstractForecaster, AbstractNature, check_outcome_spaces
@@ -39,12 +40,28 @@ from .types import AbstractForecaster, AbstractNature, check_outcome_spaces
 __all__ = ["play", "sweep"]
 
 
-def _check_modules(forecaster, nature):
+def _check_modules(forecaster, nature, names=("forecaster", "nature")):
     if not isinstance(forecaster, AbstractForecaster):
-        raise ValueError(f"forecaster must be an AbstractForecaster, got {type(forecaster).__name__}")
+        raise ValueError(f"{names[0]} must be an AbstractForecaster, got {type(forecaster).__name__}")
     if not isinstance(nature, AbstractNature):
-        raise ValueError(f"nature must be an AbstractNature, got {type(nature).__name__}")
+        raise ValueError(f"{names[1]} must be an AbstractNature, got {type(nature).__name__}")
     check_outcome_spaces(forecaster, nature)
+
+
+MAX_CHUNK = 2**20  # rounds per compiled call: a history's buffer holds this many rounds on the device
+MAX_SEEDS = 2**24  # seeds of one sweep: each holds its own state on the device
+
+
+def _check_sizes(T, chunk, n_bins, n_seeds=1, threads=None):
+    """The drivers' size settings as Python ints, each bounded before anything is allocated."""
+    T = check_horizon(T)
+    chunk = None if chunk is None else check_static_int(chunk, "chunk", 1, MAX_CHUNK, bytes_per=8,
+                                                          what="a history's per-chunk buffer (per forecast)")
+    # the grid of record="summary" (checked even when another recorder ignores it)
+    n_bins = None if n_bins is None else check_static_int(n_bins, "n_bins", 1, 2**22, bytes_per=8, what="its grid counts")
+    n_seeds = check_static_int(n_seeds, "n_seeds", 1, MAX_SEEDS, bytes_per=8, what="the seeds' keys")
+    threads = None if threads is None else check_static_int(threads, "threads", 1, 4096)
+    return T, chunk, n_bins, n_seeds, threads
 
 
 def play(
@@ -65,7 +82,9 @@ def play(
     Args:
         forecaster: the forecaster (an equinox module).
         nature: the nature (an equinox module).
-        T: number of rounds (a positive Python int; it fixes array shapes).
+        T: number of rounds: a positive integer (Python or NumPy) of at most
+            :data:`~jcalib.core.keys.MAX_ROUNDS` (2**31 - 128: round indices are int32). With
+            ``record="full"`` the history must also fit in the host's memory.
         key: a JAX PRNG key (keyword-only, required), e.g. ``jax.random.key(0)``.
         record: what to keep: a recorder (``jcalib.recorders``), a tuple or dict of recorders,
             or a shorthand: ``"full"`` (:class:`~jcalib.recorders.History`, a
@@ -74,7 +93,7 @@ def play(
             O(``n_bins``)).
         n_bins: the grid size for ``record="summary"``: forecasts are counted on
             ``{0, 1/n_bins, ..., 1}`` (default: ``forecaster.value_grid``).
-        chunk: rounds per compiled call (memory O(chunk) for a history, O(1) for
+        chunk: rounds per compiled call, at most 2**20 (memory O(chunk) for a history, O(1) for
             summaries). One compiled chunk serves every ``T``: a last partial chunk runs fewer
             iterations of the same program. Default: ``T`` rounded up to a power of two,
             between :data:`~jcalib.core.keys.BLOCK` and :data:`~jcalib.core.loop.DEFAULT_CHUNK` (2048); pass a fixed ``chunk`` to
@@ -109,7 +128,7 @@ def play(
         >>> traj.forecast.shape
         (100,)
     """
-    T = check_positive_int(T, "T")
+    T, chunk, n_bins, _, _ = _check_sizes(T, chunk, n_bins)
     key = check_key(key)
     _check_modules(forecaster, nature)
     recorder = resolve_recorder(record, forecaster, n_bins)
@@ -145,7 +164,7 @@ def sweep(
             natures of different classes in a :class:`~jcalib.natures.Switch`.
         T: number of rounds, as in `play`.
         key: a JAX PRNG key (keyword-only, required).
-        n_seeds: independent runs per (forecaster, nature); seed ``s`` uses
+        n_seeds: independent runs per (forecaster, nature), at most 2**24; seed ``s`` uses
             ``jax.random.split(key, n_seeds)[s]`` for every pair (common random numbers).
         record: what to keep, as in `play`.
         n_bins: the grid size for ``record="summary"``, as in `play`.
@@ -178,8 +197,7 @@ def sweep(
     process returns. With ``checkpoint``, each process keeps its own file
     (``<checkpoint>.process<p>-of-<P>``).
     """
-    T = check_positive_int(T, "T")
-    n_seeds = check_positive_int(n_seeds, "n_seeds")
+    T, chunk, n_bins, n_seeds, threads = _check_sizes(T, chunk, n_bins, n_seeds, threads)
     key = check_key(key)
     f_seq = isinstance(forecaster, (list, tuple))
     f_list = list(forecaster) if f_seq else [forecaster]
@@ -187,9 +205,9 @@ def sweep(
     if not f_list or not n_list:
         raise ValueError("forecasters and natures must not be empty")
     for f in f_list:
-        _check_modules(f, n_list[0])
+        _check_modules(f, n_list[0], ("forecaster", "natures"))
     for n in n_list:
-        _check_modules(f_list[0], n)
+        _check_modules(f_list[0], n, ("forecaster", "natures"))
     recorder = resolve_recorder(record, f_list[0], n_bins)
     chunk = chunk_length(T, chunk)
     fb, F = stack_modules(f_list, "forecasters") if f_seq else (as_traced_module(f_list[0]), 1)

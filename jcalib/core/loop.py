@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -20,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._validation import check_positive_int
+from .._validation import check_positive_int, format_bytes
 from ..recorders.base import AbstractRecorder, Round, stack_outputs
 from .batching import nest
 from .checkpoint import Checkpoint, fingerprint
@@ -183,6 +184,26 @@ def _first_rows(outs, n: int, axis: int):
     return jax.tree_util.tree_map(lambda a: np.asarray(a).take(np.arange(n), axis=axis), jax.device_get(outs))
 
 
+def _host_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not a POSIX host
+        return None
+
+
+def _check_history_fits(piece, n: int, rounds: int) -> None:
+    """Refuse a history that cannot fit in the host's memory, from the size of its first ``n``
+    rounds, before more than one chunk of it is kept."""
+    if _traced(piece):
+        return
+    per_round = sum(np.asarray(a).nbytes for a in jax.tree_util.tree_leaves(piece)) / n
+    need, have = per_round * rounds, _host_memory()
+    if have is not None and need > have:
+        raise ValueError(f"T: the history of {rounds} rounds would need {format_bytes(need)} "
+                         f"({format_bytes(per_round)} per round), more than this host's {format_bytes(have)} of "
+                         "memory; record a summary instead (record='summary' or another recorder)")
+
+
 def _concat(pieces: list, axis: int):
     if len(pieces) == 1:
         return pieces[0]
@@ -233,6 +254,8 @@ def run(forecaster, nature, recorder: AbstractRecorder, keys, T: int, chunk: int
         fresh = False
         # the buffer holds `chunk` rows; a last partial chunk filled the first n
         piece = _first_rows(outs, n, round_axis) if jax.tree_util.tree_leaves(outs) else None
+        if piece is not None and t == start:
+            _check_history_fits(piece, n, T - start)
         if piece is not None:
             pieces.append(piece)
         t += n
