@@ -124,7 +124,7 @@ def _as_input_shape(q, probs):
 
 def _patch(p, g, group, b, delta, n_bins):
     """One patch: $p_i \\leftarrow \\Pi_{[0,1]}(p_i + g_{i,group}\\,\\Delta)$ where $b(p_i) = b$."""
-    hit = (_bin_index(p, n_bins) == b).astype(p.dtype) * g[:, group]
+    hit = (_bin_index(p, n_bins) == jnp.asarray(b, jnp.int32)).astype(p.dtype) * g[:, group]
     return jnp.clip(p + hit * delta, 0.0, 1.0)
 
 
@@ -280,7 +280,7 @@ def _fit_impl(p, y, g, w, val, alpha, n_bins, max_rounds, validate):
         violated = big_enough & (jnp.abs(delta) > alpha) & (wb > 0)
         score = jnp.where(violated, wb * jnp.abs(delta), -1.0)
         flat = jnp.argmax(score.reshape(-1))
-        grp, b = flat // n_bins, flat % n_bins
+        grp, b = (flat // n_bins).astype(jnp.int32), (flat % n_bins).astype(jnp.int32)
         make = jnp.any(violated) & ~stopped
         d = jnp.where(make, delta[grp, b], 0.0)
         train_err = jnp.max(jnp.where(size[:, 0] > 0, jnp.sum(jnp.abs(bias), axis=1) / jnp.where(size[:, 0] > 0, size[:, 0], 1), 0.0))
