@@ -177,6 +177,8 @@ def _int_mutations(v, minimum, optional=False):
     ]
     if minimum is not None:
         out.insert(0, Mutation(f"{minimum - 1} (below {minimum})", lambda _: minimum - 1))
+        if minimum - 1 != -1:
+            out.insert(1, Mutation("-1", lambda _: -1))
     return tuple(out)
 
 
@@ -217,6 +219,7 @@ _PROB_NAMES = {"probs", "forecasts", "q", "pit_values", "test_probs", "probs_a",
 _LABEL_NAMES = {"labels", "y", "test_labels", "ones"}
 _WEIGHT_NAMES = {"sample_weight", "weights", "member_weights", "w"}
 _NOT_SIZE = {"axis", "index", "order", "seed", "unroll"}
+_INT_LO = {"block_size": 2, "degree": 0, "warmup": 0, "warmup_days": 0, "n_squarings": 0}  # least valid value where not 1
 
 
 def kind_of(name: str, value: Any) -> Kind:
@@ -230,7 +233,7 @@ def kind_of(name: str, value: Any) -> Kind:
     if isinstance(value, str):
         return Kind("option")
     if isinstance(value, int):
-        return Kind("int", lo=None if name in _NOT_SIZE else 1)
+        return Kind("int", lo=None if name in _NOT_SIZE else _INT_LO.get(name, 1))
     if isinstance(value, float):
         return Kind("float")
     if isinstance(value, np.ndarray) and value.ndim >= 1 and value.dtype.kind in "fiub":
@@ -265,9 +268,9 @@ def mutations(kind: Kind, value: Any, optional: bool = False) -> tuple[Mutation,
     if k == "int":
         return _int_mutations(value, kind.lo if kind.lo is not None else None, optional)
     if k == "float":
-        out = _float_mutations(value, kind.lo, kind.hi)
-        return out if not optional else out
-
+        return _float_mutations(value, kind.lo, kind.hi)
+    if k == "float_inf":  # a bound that may be infinite (a threshold's default -inf/inf)
+        return tuple(m for m in _float_mutations(value, None, None) if m.name != "inf")
     if k == "key":
         return _key_mutations()
     if k == "option":
@@ -388,7 +391,7 @@ def cases_of(target: str) -> list[Case]:
                 out.append(Case(target, p, m.name, "jit", m.valid, ex.isolate))
     n = ex.n if ex.n is not None else max((_leading(v) or 0 for v in kwargs.values()), default=0)
     if n and sum(_leading(v) == n for p, v in kwargs.items() if p not in ex.unpaired) >= 1 and not ex.no_length:
-        for name, valid in (("empty", False), ("length 1", True)):
+        for name, valid in (("empty", False), ("length 1", ex.min_length <= 1)):
             out.append(Case(target, "*", name, "plain", valid, ex.isolate))
             if traced:
                 out.append(Case(target, "*", name, "jit", valid, ex.isolate))

@@ -48,7 +48,9 @@ class Ex(NamedTuple):
     ``fn`` None: nothing to fuzz (an abstract base, an exception type, a result container
     whose builder has its own entry); ``why`` says so. ``kinds`` overrides the kind of an
     argument (``fuzz.Kind``); ``fixed`` arguments are not mutated; ``static`` arrays are closed
-    over under jit; ``unpaired`` arrays do not share the sample axis; ``jit=False``: the call is
+    over under jit; ``unpaired`` arrays do not share the sample axis (the
+    joint mutations "empty" and "length 1" cut the others; ``min_length`` 2 makes one sample
+    invalid); ``jit=False``: the call is
     not traceable by design (``why``); ``isolate``: every case runs in a child process."""
 
     fn: Callable | None
@@ -62,13 +64,14 @@ class Ex(NamedTuple):
     isolate: bool = False
     n: int | None = None
     no_length: bool = False
+    min_length: int = 1  # fewer samples than this is invalid (a test statistic needs two)
     why: str = ""
 
 
 class Kind(NamedTuple):
     """How an argument is mutated (``tests/fuzz.py``, ``mutations``): ``name`` is one of prob,
-    simplex, label, weight, real, int, float, key, option, object, fixed; ``lo``/``hi`` bound a
-    number; ``n_classes`` is the first label out of range."""
+    simplex, label, weight, count, real, int, float, float_inf, key, option, object, fixed;
+    ``lo``/``hi`` bound a number; ``n_classes`` is the first label out of range."""
 
     name: str
     lo: float | None = None
@@ -647,7 +650,8 @@ E["scoring.crps"] = ex(lambda probs, y: scoring.crps(distributions.PiecewiseCons
 _ENS = YR[:, None] + np.array([-0.5, 0.0, 0.3, 1.0])
 E["scoring.crps_ensemble"] = ex(scoring.crps_ensemble, {"ensemble": _ENS, "y": YR, "member_weights": np.ones_like(_ENS)},
                                 kinds={"member_weights": K("weight")}, fixed=("axis",))
-E["scoring.twcrps_ensemble"] = ex(scoring.twcrps_ensemble, {"ensemble": _ENS, "y": YR, "lower": -1.0, "upper": 1.5}, fixed=("axis",))
+E["scoring.twcrps_ensemble"] = ex(scoring.twcrps_ensemble, {"ensemble": _ENS, "y": YR, "lower": -1.0, "upper": 1.5}, fixed=("axis",),
+                                  kinds={"lower": K("float_inf"), "upper": K("float_inf")})
 E["scoring.crps_beta"] = ex(scoring.crps_beta, {"a": 2.0, "b": 3.0, "y": U}, kinds={"a": K("float", lo=0.0), "b": K("float", lo=0.0), "y": K("prob")})
 E["scoring.crps_gamma"] = ex(scoring.crps_gamma, {"shape": 2.0, "rate": 1.5, "y": np.abs(YR)},
                              kinds={"shape": K("float", lo=0.0), "rate": K("float", lo=0.0)})
@@ -735,85 +739,45 @@ if plots is not None:
 
     E["plots.save"] = Ex(_save, lambda: {"path_suffix": ".png"}, jit=False)
 
-# multicalibration: groups are memberships (n, G) in [0, 1]
-GR = np.array([[1, 0], [1, 1], [0, 1], [1, 0], [0, 1], [1, 1]], np.float64)
-_GROUPS_KIND = {"groups": K("prob"), "alpha": K("float", lo=0.0, hi=1.0), "bandwidth": K("float", lo=0.0, hi=1.0),
-                "min_size": K("float", lo=0.0), "validation_fraction": K("float", lo=0.0, hi=0.5)}
-E["metrics.multicalibration_error"] = binary(metrics.multicalibration_error, {"groups": GR}, kinds=_GROUPS_KIND)
-E["metrics.mcgrad_multicalibration_error"] = binary(metrics.mcgrad_multicalibration_error, {"groups": GR}, kinds=_GROUPS_KIND)
-E["metrics.multicalibration_audit"] = ex(metrics.multicalibration_audit,
-                                         lambda: {**BIN, "groups": GR, "alpha": 0.1, "key": KEY(), "n_resamples": 8}, kinds=_GROUPS_KIND)
-E["metrics.MulticalibrationError"] = nothing("a container built by multicalibration_error (its example)")
-E["metrics.MulticalibrationAudit"] = nothing("a container built by multicalibration_audit (its example)")
-
-
-def _mc_fit_apply(r):
-    return r.fit(P, Y, groups=GR)(P, GR)
-
-
-E["recalibration.Multicalibration"] = ex(recalibration.Multicalibration, {"max_rounds": 4, "validation_fraction": 0.0},
-                                         use=_mc_fit_apply, kinds=_GROUPS_KIND)
-E["recalibration.Multicalibration.fit"] = Ex(
-    lambda probs, labels, groups, sample_weight=None: recalibration.Multicalibration(max_rounds=4, validation_fraction=0.0).fit(
-        probs, labels, groups=groups, sample_weight=sample_weight),
-    lambda: {**BIN, "groups": GR}, kinds=_GROUPS_KIND)
-E["recalibration.FittedMulticalibration"] = Ex(
-    lambda probs, groups: recalibration.Multicalibration(max_rounds=4, validation_fraction=0.0).fit(P, Y, groups=GR)(probs, groups),
-    lambda: {"probs": P, "groups": GR}, kinds=_GROUPS_KIND)
-E["recalibration.MulticalibrationHistory"] = nothing("a container built by Multicalibration.fit (its example)")
-E["forecasters.OnlineMulticalibration"] = ex(forecasters.OnlineMulticalibration, {"n_groups": 2, "n_bins": 4},
-                                             use=lambda f: core.play(f, natures.Replay(Y, jnp.asarray(GR, jnp.result_type(float))), T, key=KEY()))
-E["payoffs.MulticalibrationPayoff"] = ex(payoffs.MulticalibrationPayoff, {"n_groups": 2, "n_bins": 4},
-                                         use=lambda p: p(jnp.array([1.0, 0.0]), jnp.asarray(0.3, jnp.result_type(float)), jnp.asarray(1, jnp.int32)))
-E["payoffs.MulticalibrationOracle"] = ex(payoffs.MulticalibrationOracle, {"n_groups": 2, "n_bins": 4},
-                                         use=lambda o: core.play(forecasters.BlackwellForecaster.from_oracle(o),
-                                                                 natures.Replay(Y, jnp.asarray(GR, jnp.result_type(float))), T, key=KEY()))
-
-
 # multicalibration, Venn–Abers, CORP decompositions (looked up lazily: present from 1.0 on)
 def _get(module, name):
     return getattr(module, name, None)
 
 
-G2 = np.stack([np.ones(N), np.arange(N) % 2 == 0], 1).astype(float)  # groups: every row; even rows
 PB = np.stack([1 - P, P], 1)  # binary forecasts as (n, 2) rows
 
-
-def _multical_play(f):
-    y = jnp.asarray(Y)
-    x = jnp.asarray(G2, jnp.result_type(float))
-    return core.play(f, natures.Replay(y, x), T, key=KEY())
-
-
-if _get(forecasters, "OnlineMulticalibration"):
-    E["forecasters.OnlineMulticalibration"] = ex(forecasters.OnlineMulticalibration, {"n_groups": 2, "n_bins": 4}, use=_multical_play)
-    E["metrics.MulticalibrationAudit"] = nothing("a container built by multicalibration_audit (its example)")
+if _get(metrics, "multicalibration_error"):
+    # multicalibration: groups are memberships (n, G) in [0, 1]
+    GR = np.array([[1, 0], [1, 1], [0, 1], [1, 0], [0, 1], [1, 1]], np.float64)
+    _GROUPS_KIND = {"groups": K("prob"), "alpha": K("float", lo=0.0, hi=1.0), "bandwidth": K("float", lo=0.0, hi=1.0),
+                    "min_size": K("float", lo=0.0), "validation_fraction": K("float", lo=0.0, hi=0.5)}
+    E["metrics.multicalibration_error"] = binary(metrics.multicalibration_error, {"groups": GR}, kinds=_GROUPS_KIND)
+    E["metrics.mcgrad_multicalibration_error"] = binary(metrics.mcgrad_multicalibration_error, {"groups": GR}, kinds=_GROUPS_KIND)
+    E["metrics.multicalibration_audit"] = ex(metrics.multicalibration_audit,
+                                             lambda: {**BIN, "groups": GR, "alpha": 0.1, "key": KEY(), "n_resamples": 8}, kinds=_GROUPS_KIND)
     E["metrics.MulticalibrationError"] = nothing("a container built by multicalibration_error (its example)")
-    E["metrics.multicalibration_error"] = binary(metrics.multicalibration_error, {"groups": G2, "n_bins": 5},
-                                                 kinds={"groups": K("weight")})
-    E["metrics.mcgrad_multicalibration_error"] = binary(metrics.mcgrad_multicalibration_error, {"groups": G2},
-                                                        kinds={"groups": K("weight"), "min_size": K("float", lo=0.0)})
-    E["metrics.multicalibration_audit"] = binary(metrics.multicalibration_audit, {"groups": G2, "alpha": 0.1, "key": KEY(), "n_resamples": 8,
-                                                                                  "n_bins": 5},
-                                                 kinds={"groups": K("weight"), "alpha": K("float", lo=0.0, hi=1.0),
-                                                        "bandwidth": K("float", lo=0.0), "min_size": K("float", lo=0.0)})
-    E["payoffs.MulticalibrationPayoff"] = ex(payoffs.MulticalibrationPayoff, {"n_groups": 2, "n_bins": 4}, use=lambda p: p(
-        jnp.array([1.0, 0.0], _F), jnp.asarray(0.3, _F), jnp.asarray(1, jnp.int32)))
-    E["payoffs.MulticalibrationOracle"] = ex(payoffs.MulticalibrationOracle, {"n_groups": 2, "n_bins": 4}, use=lambda o: _multical_play(
-        forecasters.BlackwellForecaster.from_oracle(o)))
-if _get(recalibration, "Multicalibration"):
-    def _mc_fit(probs, labels, groups, **settings):
-        return recalibration.Multicalibration(**settings).fit(probs, labels, groups=groups)
+    E["metrics.MulticalibrationAudit"] = nothing("a container built by multicalibration_audit (its example)")
 
-    E["recalibration.Multicalibration"] = ex(recalibration.Multicalibration, {"n_bins": 4, "max_rounds": 5},
-                                             use=lambda m: m.fit(PB, Y, groups=G2)(PB, groups=G2),
-                                             kinds={"alpha": K("float", lo=0.0, hi=1.0), "validation_fraction": K("float", lo=0.0, hi=1.0)})
-    E["recalibration.Multicalibration.fit"] = Ex(lambda probs, labels, groups, sample_weight: recalibration.Multicalibration(
-        n_bins=4, max_rounds=5).fit(probs, labels, groups=groups, sample_weight=sample_weight),
-        lambda: {"probs": PB, "labels": Y, "groups": G2, "sample_weight": W}, kinds={"groups": K("weight")})
-    E["recalibration.FittedMulticalibration"] = Ex(lambda probs, groups: recalibration.Multicalibration(n_bins=4, max_rounds=5).fit(
-        PB, Y, groups=G2)(probs, groups=groups), lambda: {"probs": PB, "groups": G2}, kinds={"groups": K("weight")})
+    def _mc_fit_apply(r):
+        return r.fit(P, Y, groups=GR)(P, GR)
+
+    E["recalibration.Multicalibration"] = ex(recalibration.Multicalibration, {"max_rounds": 4, "validation_fraction": 0.0},
+                                             use=_mc_fit_apply, kinds=_GROUPS_KIND)
+    E["recalibration.Multicalibration.fit"] = Ex(
+        lambda probs, labels, groups, sample_weight=None: recalibration.Multicalibration(max_rounds=4, validation_fraction=0.0).fit(
+            probs, labels, groups=groups, sample_weight=sample_weight),
+        lambda: {**BIN, "groups": GR}, kinds=_GROUPS_KIND)
+    E["recalibration.FittedMulticalibration"] = Ex(
+        lambda probs, groups: recalibration.Multicalibration(max_rounds=4, validation_fraction=0.0).fit(P, Y, groups=GR)(probs, groups),
+        lambda: {"probs": P, "groups": GR}, kinds=_GROUPS_KIND)
     E["recalibration.MulticalibrationHistory"] = nothing("a container built by Multicalibration.fit (its example)")
+    E["forecasters.OnlineMulticalibration"] = ex(forecasters.OnlineMulticalibration, {"n_groups": 2, "n_bins": 4},
+                                                 use=lambda f: core.play(f, natures.Replay(Y, jnp.asarray(GR, jnp.result_type(float))), T, key=KEY()))
+    E["payoffs.MulticalibrationPayoff"] = ex(payoffs.MulticalibrationPayoff, {"n_groups": 2, "n_bins": 4},
+                                             use=lambda p: p(jnp.array([1.0, 0.0]), jnp.asarray(0.3, jnp.result_type(float)), jnp.asarray(1, jnp.int32)))
+    E["payoffs.MulticalibrationOracle"] = ex(payoffs.MulticalibrationOracle, {"n_groups": 2, "n_bins": 4},
+                                             use=lambda o: core.play(forecasters.BlackwellForecaster.from_oracle(o),
+                                                                     natures.Replay(Y, jnp.asarray(GR, jnp.result_type(float))), T, key=KEY()))
 if _get(recalibration, "VennAbers"):
     E["recalibration.VennAbers"] = ex(recalibration.VennAbers, {}, use=fit_apply(PB, Y))
     E["recalibration.VennAbers.fit"] = Ex(lambda probs, labels, sample_weight: recalibration.VennAbers().fit(probs, labels, sample_weight=sample_weight),
