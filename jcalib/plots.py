@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ._validation import check_key, shown
+from ._validation import check_hyper, check_key, check_static_int, offending, shown
 from .metrics.regression import QCE_LEVELS
 
 __all__ = [
@@ -109,8 +109,13 @@ def reliability_diagram(
     if interval not in (None, "wilson", "clopper-pearson"):
         raise ValueError(f"interval must be 'wilson', 'clopper-pearson' or None, got {shown(interval)}")
     key = None if key is None else check_key(key)
-    p = np.asarray(probs, dtype=float)
-    y = np.asarray(labels)
+    n_bins = check_static_int(n_bins, "n_bins", 1, 2**20, what="bins to draw")
+    n_resamples = check_static_int(n_resamples, "n_resamples", 1, 2**20, what="bootstrap resamples")
+    level = float(check_hyper(level, "level", 0.0, 1.0, open_lo=True, open_hi=True))
+    if not isinstance(density, (bool, np.bool_)):
+        raise ValueError(f"density must be a bool, got {shown(density)}")
+    p = _real_array(probs, "probs")
+    y = _real_array(labels, "labels")
     if p.ndim == 1 and (p.shape != y.shape or (sample_weight is not None and np.shape(sample_weight) != p.shape)):
         raise ValueError(
             f"probs, labels and sample_weight must have one shape, got {p.shape}, {y.shape}, {np.shape(sample_weight)}"
@@ -179,11 +184,14 @@ def multiclass_reliability_diagram(
     Returns:
         The list of ``Axes`` drawn on.
     """
-    v = np.asarray(probs, dtype=float)
-    y = np.asarray(labels)
+    v = _real_array(probs, "probs")
+    y = _real_array(labels, "labels")
     if v.ndim != 2 or v.shape[1] < 2:
         raise ValueError(f"probs must have shape (n, C) with C >= 2, got {v.shape}")
-    classes = list(range(v.shape[1])) if classes is None else [int(c) for c in classes]
+    try:
+        classes = list(range(v.shape[1])) if classes is None else [check_static_int(c, "classes") for c in classes]
+    except TypeError:  # not a sequence
+        raise ValueError(f"classes must be a sequence of class indices, got {shown(classes)}") from None
     if any(not 0 <= c < v.shape[1] for c in classes):
         raise ValueError(f"classes must lie in [0, {v.shape[1]}), got {shown(classes)}")
     names = [str(c) for c in range(v.shape[1])] if class_names is None else list(class_names)
@@ -230,12 +238,27 @@ def rate_plot(
     Returns:
         The ``Axes``.
     """
-    T = np.asarray(T, dtype=float)
+    T = _real_array(T, "T")
+    if T.ndim != 1 or T.size == 0 or np.any(T <= 0):
+        raise ValueError(f"T must be a non-empty 1-D array of positive horizons (log axes), got {shown(T)}")
+    if not isinstance(series, Mapping) or not series:
+        raise ValueError(f"series must be a non-empty mapping of names to values at each T, got {shown(series)}")
+    if bands is not None and not isinstance(bands, Mapping):
+        raise ValueError(f"bands must be a mapping of names to (low, high), got {shown(bands)}")
+    if bound is not None and not callable(bound):
+        raise ValueError(f"bound must be a function of T, got {shown(bound)}")
+
+    def along_T(values, what):
+        v = _real_array(values, what)
+        if v.shape != T.shape:
+            raise ValueError(f"{what} must have one value per T ({T.shape[0]}), got shape {v.shape}")
+        return v
+
     ax = _axes(ax)
     for name, values in series.items():
-        (line,) = ax.loglog(T, np.asarray(values, dtype=float), "o-", ms=3, label=name)
+        (line,) = ax.loglog(T, along_T(values, f"series[{name!r}]"), "o-", ms=3, label=name)
         if bands and name in bands:
-            lo, hi = bands[name]
+            lo, hi = (along_T(b, f"bands[{name!r}]") for b in bands[name])
             ax.fill_between(T, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
     if bound is not None:
         tt = np.geomspace(T.min(), T.max(), 50)
@@ -262,8 +285,22 @@ def save(ax, path: str | os.PathLike) -> str:
 
 
 
+def _real_array(values, name: str) -> np.ndarray:
+    """``values`` as a finite float64 NumPy array; a ``ValueError`` naming ``name`` otherwise."""
+    try:
+        v = np.asarray(values)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of real numbers, got {shown(values)}") from None
+    if v.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be an array of real numbers, got dtype {v.dtype}")
+    v = v.astype(np.float64)
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} contains NaN or infinite values ({offending(v, ~np.isfinite(v))})")
+    return v
+
+
 def _runs(pit_values) -> np.ndarray:
-    u = np.asarray(pit_values, dtype=float)
+    u = _real_array(pit_values, "pit_values")
     if u.ndim == 1:
         u = u[None, :]
     if u.ndim != 2 or u.shape[1] < 1:
@@ -274,7 +311,10 @@ def _runs(pit_values) -> np.ndarray:
 
 
 def _band(values: np.ndarray, band):
-    lo, hi = band
+    try:
+        lo, hi = (float(check_hyper(b, "band")) for b in band)
+    except TypeError:  # not a pair
+        raise ValueError(f"band must be two quantiles 0 <= lo <= hi <= 1, got {shown(band)}") from None
     if not 0 <= lo <= hi <= 1:
         raise ValueError(f"band must be two quantiles 0 <= lo <= hi <= 1, got {shown(band)}")
     return np.median(values, axis=0), np.quantile(values, lo, axis=0), np.quantile(values, hi, axis=0)
@@ -302,7 +342,9 @@ def quantile_reliability_curve(pit_values, *, levels=None, ax=None, label=None, 
         The ``Axes``.
     """
     u = _runs(pit_values)
-    q = np.asarray(QCE_LEVELS if levels is None else levels, dtype=float)
+    q = np.asarray(QCE_LEVELS, dtype=float) if levels is None else _real_array(levels, "levels")
+    if q.ndim != 1 or q.size == 0 or np.any(q < 0) or np.any(q > 1):
+        raise ValueError(f"levels must be a non-empty 1-D array of levels in [0, 1], got {shown(levels)}")
     f = (u[:, None, :] <= q[None, :, None]).mean(axis=2)  # (S, Q)
     mid, lo, hi = _band(f, band)
     ax = _axes(ax)
@@ -328,8 +370,7 @@ def pit_histogram_plot(pit_values, *, n_bins: int = 10, ax=None, label=None, ban
     Returns:
         The ``Axes``.
     """
-    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
-        raise ValueError(f"n_bins must be a positive integer, got {shown(n_bins)}")
+    n_bins = check_static_int(n_bins, "n_bins", 1, 2**20, what="bins to draw")
     u = _runs(pit_values)
     idx = np.clip((u * n_bins).astype(int), 0, n_bins - 1)
     dens = np.stack([np.bincount(r, minlength=n_bins) for r in idx]) / u.shape[1] * n_bins

@@ -80,3 +80,25 @@ def test_bad_input():
         pit_histogram_plot(np.array([0.2, 0.4]), band=(0.9, 0.1))
     with pytest.raises(ValueError, match="n_bins"):
         pit_histogram_plot(np.array([0.2]), n_bins=0)
+
+
+def test_bad_inputs_are_named_and_numpy_numbers_accepted():
+    p, y = np.array([0.1, 0.6, 0.8]), np.array([0, 1, 1])
+    for kwargs, match in (({"n_bins": 2.5}, "n_bins must be an integer"), ({"level": 1.5}, "level must be finite"),
+                          ({"n_bins": 10**12}, "n_bins=1000000000000 exceeds"), ({"density": "yes"}, "density must be a bool")):
+        with pytest.raises(ValueError, match=match):
+            plots.reliability_diagram(p, y, **kwargs)
+    with pytest.raises(ValueError, match="probs contains NaN"):
+        plots.reliability_diagram(np.array([0.1, np.nan, 0.8]), y)
+    with pytest.raises(ValueError, match="levels must be a non-empty 1-D array of levels in"):
+        quantile_reliability_curve(np.array([0.2, 0.4]), levels=[0.5, 1.5])
+    with pytest.raises(ValueError, match="T must be a non-empty 1-D array of positive horizons"):
+        plots.rate_plot([0, 10], {"a": [1.0, 2.0]})
+    with pytest.raises(ValueError, match=r"series\['a'\] must have one value per T"):
+        plots.rate_plot([1, 10], {"a": [1.0]})
+    with pytest.raises(ValueError, match="classes must be a sequence"):
+        plots.multiclass_reliability_diagram(np.full((3, 2), 0.5), np.array([0, 1, 1]), classes=3)
+    plots.reliability_diagram(p, y, n_bins=np.int64(4), level=np.float32(0.9))
+    pit_histogram_plot(np.array([0.2, 0.4]), n_bins=np.int32(4))
+    plt = pytest.importorskip("matplotlib.pyplot")
+    plt.close("all")
