@@ -359,7 +359,7 @@ def check_hyper(value, name: str, lo: float | None = None, hi: float | None = No
     a time under ``vmap``) passes after that shape check. Concrete values must be finite and in
     ``[lo, hi]`` (``open_lo`` / ``open_hi`` exclude the ends). Returns the value unchanged.
     """
-    if isinstance(value, (str, bytes, list, tuple, dict)) or value is None:
+    if isinstance(value, (str, bytes, list, tuple, dict, bool, np.bool_)) or value is None:
         raise ValueError(f"{name} must be a real scalar, got {type(value).__name__} {shown(value)}")
     arr = as_float_array(value, name)
     if arr.ndim != 0:
@@ -468,9 +468,9 @@ import inspect  # noqa: E402
 
 __all__ += [
     "Spec", "declare", "declared", "check_fields", "check_static_int", "format_bytes",
-    "Int", "Real", "Bool", "Choice", "Key", "Optional", "Custom",
+    "Int", "Integer", "Real", "Bool", "Choice", "Key", "Optional", "Custom", "BoundaryOnly",
     "BinaryProbs", "BinaryLabels", "SimplexProbs", "ClassLabels", "Weights", "RealArray", "IntArray",
-    "MAX_BINS", "BINS", "binary_inputs", "multiclass_inputs",
+    "MAX_BINS", "BINS", "MAX_STEPS", "STEPS", "binary_inputs", "multiclass_inputs", "binary_or_multiclass_inputs",
 ]
 
 MAX_BINS = 2**24  # forecast grids / bins: tables of n_bins entries per class and per state
@@ -505,7 +505,7 @@ def check_static_int(value, name: str, lo: int | None = None, hi: int | None = N
         raise TypeError(_static_message(name))
     n = check_int(value, name, minimum=lo)
     if hi is not None and n > hi:
-        need = f": {what} would need {format_bytes(float(n) * bytes_per)}" if bytes_per else ""
+        need = f": {what} would need {format_bytes(float(n) * bytes_per)}" if bytes_per else f" ({what})"
         raise ValueError(f"{name}={n} exceeds {_power_of_two(hi)}{need}")
     return n
 
@@ -566,6 +566,9 @@ class Int(Spec):
         return check_static_int(value, name, self.lo, self.hi, bytes_per=self.bytes_per, what=self.what)
 
 
+Integer = Int  # the same spec, for modules that also import jaxtyping's ``Int``
+
+
 class Real(Spec):
     """A real scalar setting, finite and in ``[lo, hi]`` (``open_lo``/``open_hi`` exclude the
     ends). Python and NumPy scalars and 0-d arrays are accepted. ``static=True`` returns a
@@ -610,12 +613,17 @@ class Real(Spec):
                 f"{'inf' if self.hi is None else format(self.hi, 'g')}{')' if self.open_hi or self.hi is None else ']'}")
 
 
+class _BoolError(TypeError, ValueError):
+    """A flag that is not a bool."""
+
+
 class Bool(Spec):
-    """A Python or NumPy bool (returned as ``bool``); numbers and strings raise."""
+    """A Python or NumPy bool (returned as ``bool``); numbers and strings raise an error that is
+    both a ``TypeError`` and a ``ValueError`` (the library raised either for a flag before)."""
 
     def check(self, value, name, bound):
         if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"{name} must be a bool, got {type(value).__name__} {shown(value)}")
+            raise _BoolError(f"{name} must be a bool, got {type(value).__name__} {shown(value)}")
         return bool(value)
 
 
@@ -632,13 +640,19 @@ class Choice(Spec):
 
 
 class Key(Spec):
-    """A JAX PRNG key (:func:`check_key`); ``optional=True`` lets ``None`` through."""
+    """A JAX PRNG key (:func:`check_key`); ``optional=True`` lets ``None`` through;
+    ``single=True`` refuses a batch of keys."""
 
-    def __init__(self, optional: bool = False):
-        self.optional = optional
+    def __init__(self, optional: bool = False, single: bool = False):
+        self.optional, self.single = optional, single
 
     def check(self, value, name, bound):
-        return check_key(value, name, optional=self.optional)
+        key = check_key(value, name, optional=self.optional)
+        if self.single and key is not None:
+            typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+            if (typed and key.shape != ()) or (not typed and key.shape != (2,)):
+                raise ValueError(f"{name} must be a single PRNG key, got shape {key.shape}")
+        return key
 
 
 class Optional(Spec):
@@ -649,6 +663,24 @@ class Optional(Spec):
 
     def check(self, value, name, bound):
         return None if value is None else self.spec.check(value, name, bound)
+
+
+class BoundaryOnly(Spec):
+    """``spec`` with its value rules checked on concrete inputs only: a traced input gets the
+    trace-time shape and dtype checks but no in-graph check (for functions that run inside
+    forecasters' inner loops, such as the scoring rules on grid points)."""
+
+    def __init__(self, spec: Spec):
+        self.spec = spec
+
+    def check(self, value, name, bound):
+        from .config import checks
+
+        if isinstance(value, jax.core.Tracer) or any(
+                isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(value) if isinstance(value, (list, tuple))):
+            with checks(False):
+                return self.spec.check(value, name, bound)
+        return self.spec.check(value, name, bound)
 
 
 class Custom(Spec):
@@ -886,6 +918,8 @@ def check_fields(module, **specs: Spec) -> dict:
 
 
 BINS = Int(1, MAX_BINS, bytes_per=8, what="its per-bin tables")  # a number of bins or grid cells
+MAX_STEPS = 2**20  # iterations of a fixed-length optimisation loop (one lax.scan)
+STEPS = Int(1, MAX_STEPS, what="a fixed-length loop of that many iterations would not finish")
 
 
 def binary_inputs(*, nonempty: bool = True) -> dict:
@@ -900,3 +934,28 @@ def multiclass_inputs() -> dict:
     """The declaration of a multi-class metric's ``(probs, labels, sample_weight)``: rows on the
     simplex ``(n, C)``, int32 labels in ``[0, C)``, weights filled with ones (positive total)."""
     return dict(probs=SimplexProbs(), labels=ClassLabels(), sample_weight=Weights(length_of="probs", fill=True))
+
+
+def _binary_or_simplex(value, name, bound):
+    """Binary forecasts ``(n,)`` or rows on the simplex ``(n, C)``, by the input's ndim."""
+    return (SimplexProbs() if np.ndim(value) == 2 else BinaryProbs()).check(value, name, bound)
+
+
+def _labels_of_probs(value, name, bound):
+    """0/1 labels (in the forecasts' dtype) of binary forecasts, or class labels in ``[0, C)``
+    of simplex rows."""
+    if bound["probs"].ndim == 1:
+        return BinaryLabels(length_of="probs", dtype_of="probs").check(value, name, bound)
+    return ClassLabels().check(value, name, bound)
+
+
+def binary_or_multiclass_inputs(*, fill: bool = True, weights: bool = True) -> dict:
+    """The declaration of ``(probs, labels, sample_weight)`` for functions that take binary
+    forecasts ``(n,)`` with 0/1 labels or rows on the simplex ``(n, C)`` with class labels;
+    ``fill=False`` keeps ``sample_weight=None`` as None (unweighted estimators);
+    ``weights=False`` for functions without a ``sample_weight``."""
+    out = dict(probs=Custom(_binary_or_simplex, "binary forecasts (n,) or simplex rows (n, C)"),
+               labels=Custom(_labels_of_probs, "0/1 labels, or class labels in [0, C)"))
+    if weights:
+        out["sample_weight"] = Weights(length_of="probs", fill=fill)
+    return out

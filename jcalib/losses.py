@@ -40,13 +40,19 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from ._validation import (
-    as_float_array,
-    check_binary_labels,
-    check_binary_probs,
-    check_multiclass_inputs,
-    check_positive_int,
-    check_same_length,
-    check_weights,
+    BinaryLabels,
+    BinaryProbs,
+    Bool,
+    Choice,
+    ClassLabels,
+    Custom,
+    Int,
+    Optional,
+    Real,
+    RealArray,
+    SimplexProbs,
+    Weights,
+    declare,
     in_graph,
     is_concrete,
 )
@@ -74,44 +80,37 @@ _DEFAULT_TILE = 512
 # Input handling
 
 
-def _in_graph_check(x: Array, lo: float | None, hi: float | None, name: str) -> Array:
-    """On a tracer, ``eqx.error_if`` for NaN/inf (and values outside [lo, hi]) unless
-    ``jcalib.config.checks(False)``; else identity."""
-    if is_concrete(x):
-        return x
-    bad = ~jnp.all(jnp.isfinite(x))
-    if lo is not None:
-        bad = bad | jnp.any(x < lo)
-    if hi is not None:
-        bad = bad | jnp.any(x > hi)
-    rng = "" if lo is None else f" and lie in [{lo}, {hi}]"
-    return in_graph(x, bad, f"{name} must be finite{rng}")
+def _binary_or_logits(inputs, name, bound):
+    """Binary forecasts ``(n,)`` in [0, 1], or (``from_logits``) finite logits through a sigmoid."""
+    if bound["from_logits"]:
+        return jax.nn.sigmoid(RealArray().check(inputs, f"{name} (logits)", bound))
+    return BinaryProbs().check(inputs, name, bound)
 
 
-def _finite_logits(logits, name: str = "logits") -> Array:
-    z = as_float_array(logits, name)
-    if is_concrete(z) and not bool(np.all(np.isfinite(np.asarray(z)))):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return _in_graph_check(z, None, None, name)
+def _simplex_or_logits(inputs, name, bound):
+    """Rows on the simplex ``(n, C)``, or (``from_logits``) finite logits ``(n, C)``, C >= 2,
+    through a softmax (log-sum-exp inside: exact 0/1 at most, never NaN)."""
+    if bound["from_logits"]:
+        z = RealArray(ndim=2).check(inputs, f"{name} (logits)", bound)
+        if z.shape[1] < 2:
+            raise ValueError(f"{name} (logits) must have shape (n, C) with C >= 2, got {tuple(z.shape)}")
+        return jax.nn.softmax(z, axis=1)
+    return SimplexProbs().check(inputs, name, bound)
+
+
+# The declared inputs of the classification losses (``from_logits`` first: it says what
+# ``probs`` holds); weights are ones by default (smooth ECE reads them as multiplicities).
+_BINARY = dict(from_logits=Bool(), probs=Custom(_binary_or_logits, "binary forecasts, or logits"),
+               labels=BinaryLabels(length_of="probs"), sample_weight=Weights(length_of="probs", fill=True))
+_MULTICLASS = dict(from_logits=Bool(), probs=Custom(_simplex_or_logits, "rows on the simplex, or logits"),
+                   labels=ClassLabels(), sample_weight=Weights(length_of="probs", fill=True))
+_TILE = Int(1, 2**20, what="rows per Gram block")
+_TEMPERATURE = Real(0, open_lo=True)
 
 
 def _multiclass(inputs, labels, sample_weight, from_logits: bool):
-    """(n, C) probabilities (softmax of logits, or checked probabilities), int32 labels and
-    weights (ones by default; not normalised: smooth ECE reads them as multiplicities)."""
-    if from_logits:
-        z = _finite_logits(inputs)
-        if z.ndim != 2 or z.shape[1] < 2:
-            raise ValueError(f"logits must have shape (n, C) with C >= 2, got {tuple(z.shape)}")
-        probs = jax.nn.softmax(z, axis=1)  # log-sum-exp inside: exact 0/1 at most, never NaN
-    else:
-        probs = _in_graph_check(as_float_array(inputs, "probs"), 0.0, 1.0, "probs")
-    return check_multiclass_inputs(probs, labels, sample_weight)
-
-
-def _binary(inputs, from_logits: bool):
-    if from_logits:
-        return jax.nn.sigmoid(_finite_logits(inputs))
-    return _in_graph_check(as_float_array(inputs, "probs"), 0.0, 1.0, "probs")
+    """The declared multi-class inputs (already checked and converted), as a triple."""
+    return inputs, labels, sample_weight
 
 
 @jax.jit
@@ -143,6 +142,7 @@ def _safe_sqrt(x):
 # Smooth ECE (Błasiok–Nakkiran 2023)
 
 
+@declare(**_BINARY)
 def smooth_ece_loss(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
@@ -195,22 +195,11 @@ def smooth_ece_loss(
         Błasiok, Nakkiran (2023), *Smooth ECE: Principled reliability diagrams via kernel
         smoothing*.
     """
-    p = _binary(probs, from_logits)
-    p = check_binary_probs(p, "probs")  # the jitted core below sees tracers: check here
-    y = check_binary_labels(labels)
-    if p.ndim != 1 or y.ndim != 1:
-        raise ValueError(f"probs and labels must be 1-D, got shapes {tuple(p.shape)} and {tuple(y.shape)}")
-    n = check_same_length(probs=p, labels=y)
-    if n == 0:
-        raise ValueError("probs and labels are empty; a calibration metric needs at least one round")
-    w = check_weights(sample_weight, n)
-    if w is None:
-        w = jnp.ones((n,), p.dtype)
-    elif is_concrete(w) and not float(np.sum(np.asarray(w))) > 0:
-        raise ValueError("sample_weight sums to zero; at least one round needs positive weight")
+    p, y, w = probs, labels, sample_weight
     return _smece_loss(p, y, _unit_mass(w.astype(p.dtype)))
 
 
+@declare(**_MULTICLASS)
 def confidence_smooth_ece_loss(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
@@ -289,6 +278,7 @@ def _two_positive_weights(w):
 
 
 def _check_flags(squared, unbiased):
+    squared, unbiased = Bool().check(squared, "squared", {}), Bool().check(unbiased, "unbiased", {})
     if unbiased and not squared:
         raise ValueError("unbiased=True needs squared=True (the U-statistic can be negative; it has no square root)")
 
@@ -300,6 +290,14 @@ def _kce(v, y, w, *, kernel, s, tile, squared, unbiased):
     return jnp.sum(lam2) if squared else jnp.sum(_safe_sqrt(lam2))
 
 
+def _callable_kernel(kernel, name, bound):
+    if not callable(kernel):
+        raise ValueError(f"{name} must be callable ker(A, B) -> Gram block, got {type(kernel).__name__}")
+    return kernel
+
+
+@declare(**_MULTICLASS, kernel=Optional(Custom(_callable_kernel, "a callable ker(A, B) -> Gram block")),
+         squared=Bool(), unbiased=Bool(), s=Optional(Real(0, open_lo=True, static=True)), tile=_TILE)
 def kernel_calibration_loss(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
@@ -369,14 +367,12 @@ def kernel_calibration_loss(
         unifying framework* (SKCE); Kumar, Sarawagi, Jain (2018) (the kernel penalty idea).
     """
     kernel = MultinomialKernel(2) if kernel is None else kernel
-    if not callable(kernel):
-        raise ValueError(f"kernel must be callable ker(A, B) -> Gram block, got {type(kernel).__name__}")
     _check_flags(squared, unbiased)
     v, y, w = _multiclass(probs, labels, sample_weight, from_logits)
     if unbiased:
         w = _two_positive_weights(w)
     return _kce(
-        v, y, w, kernel=kernel, s=kernel_scale(kernel, s), tile=check_positive_int(tile, "tile"),
+        v, y, w, kernel=kernel, s=kernel_scale(kernel, s), tile=tile,
         squared=bool(squared), unbiased=bool(unbiased),
     )
 
@@ -393,6 +389,7 @@ def _mmce(v, y, w, *, bandwidth, tile, squared):
     return sq if squared else _safe_sqrt(sq)
 
 
+@declare(**_MULTICLASS, bandwidth=Real(0, open_lo=True, static=True), squared=Bool(), tile=_TILE)
 def mmce_loss(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
@@ -439,16 +436,20 @@ def mmce_loss(
         Kumar, Sarawagi, Jain (2018), *Trainable calibration measures for neural networks from
         kernel mean embeddings*, ICML, §3 (Eq. 1–2).
     """
-    if isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float, np.floating)) or not bandwidth > 0:
-        raise ValueError(f"bandwidth must be a positive number, got {bandwidth!r}")
     v, y, w = _multiclass(probs, labels, sample_weight, from_logits)
-    return _mmce(v, y, w, bandwidth=float(bandwidth), tile=check_positive_int(tile, "tile"), squared=bool(squared))
+    return _mmce(v, y, w, bandwidth=bandwidth, tile=tile, squared=squared)
 
 
 # --------------------------------------------------------------------------------------------
 # Decision calibration (paper 004)
 
 
+def _loss_matrices(losses, name, bound):
+    return check_loss_matrices(losses, bound["probs"].shape[1], name)
+
+
+@declare(**_MULTICLASS, losses=Custom(_loss_matrices, "loss matrices (M, K, C)"),
+         temperature=Real(0, open_lo=True, as_array=True), reduction=Choice("mean", "max"), squared=Bool())
 def decision_calibration_loss(
     probs: Float[Array, "n C"],
     labels: Int[Array, " n"],
@@ -506,16 +507,8 @@ def decision_calibration_loss(
         Zhao, Kim, Sahoo, Ma, Ermon (2021), Definitions 1 and 4, Eq. (6), (8)–(10),
         Propositions 2 and 3.
     """
-    if reduction not in ("mean", "max"):
-        raise ValueError(f"reduction must be 'mean' or 'max', got {reduction!r}")
     v, y, w = _multiclass(probs, labels, sample_weight, from_logits)
-    L = check_loss_matrices(losses, v.shape[1])
-    tau = as_float_array(temperature, "temperature")
-    if tau.ndim != 0:
-        raise ValueError(f"temperature must be a scalar, got shape {tuple(tau.shape)}")
-    if is_concrete(tau) and not float(tau) > 0:
-        raise ValueError(f"temperature must be positive, got {float(tau)!r}")
-    return _dcl(v, y, w, L.astype(v.dtype), tau.astype(v.dtype), reduction=reduction, squared=bool(squared))
+    return _dcl(v, y, w, losses.astype(v.dtype), temperature.astype(v.dtype), reduction=reduction, squared=squared)
 
 
 @functools.partial(jax.jit, static_argnames=("reduction", "squared"))
@@ -529,6 +522,20 @@ def _dcl(v, y, w, L, tau, *, reduction, squared):
 # Quantile calibration (regression)
 
 
+def _levels_of_quantiles(levels, name, bound):
+    """Levels in (0, 1), one per column of ``quantiles``."""
+    a = RealArray(lo=0, hi=1).check(levels, name, bound)
+    if a.shape != (bound["quantiles"].shape[1],):
+        raise ValueError(f"{name} must have shape ({bound['quantiles'].shape[1]},) (one per column of quantiles), "
+                         f"got {tuple(a.shape)}")
+    if is_concrete(a) and not bool(np.all((np.asarray(a) > 0) & (np.asarray(a) < 1))):
+        raise ValueError(f"{name} must lie in (0, 1) (open: a level of 0 or 1 has no finite quantile)")
+    return a
+
+
+@declare(quantiles=RealArray(ndim=2), targets=RealArray(length_of="quantiles"),
+         levels=Custom(_levels_of_quantiles, "levels in (0, 1), one per column of quantiles"),
+         sample_weight=Weights(length_of="quantiles", fill=True), temperature=Real(0, open_lo=True, as_array=True))
 def quantile_calibration_loss(
     quantiles: Float[Array, "n J"],
     targets: Float[Array, " n"],
@@ -575,33 +582,8 @@ def quantile_calibration_loss(
         calibrated regression*, ICML; Chung, Neiswanger, Char, Schneider (2021), *Beyond
         pinball loss: quantile methods for calibrated uncertainty quantification*, NeurIPS.
     """
-    q = _in_graph_check(as_float_array(quantiles, "quantiles"), None, None, "quantiles")
-    y = _in_graph_check(as_float_array(targets, "targets"), None, None, "targets")
-    a = as_float_array(levels, "levels")
-    if q.ndim != 2:
-        raise ValueError(f"quantiles must have shape (n, J), got {tuple(q.shape)}")
-    if y.ndim != 1:
-        raise ValueError(f"targets must have shape (n,), got {tuple(y.shape)}")
-    if a.shape != (q.shape[1],):
-        raise ValueError(f"levels must have shape ({q.shape[1]},), got {tuple(a.shape)}")
-    n = check_same_length(quantiles=q, targets=y)
-    if n == 0:
-        raise ValueError("quantiles and targets are empty; at least one sample is needed")
-    for name, arr in (("quantiles", q), ("targets", y), ("levels", a)):
-        if is_concrete(arr) and not bool(np.all(np.isfinite(np.asarray(arr)))):
-            raise ValueError(f"{name} contains NaN or infinite values")
-    if is_concrete(a) and not bool(np.all((np.asarray(a) > 0) & (np.asarray(a) < 1))):
-        raise ValueError("levels must lie in (0, 1)")
-    w = check_weights(sample_weight, n)
-    w = jnp.ones((n,), q.dtype) if w is None else w.astype(q.dtype)
-    if is_concrete(w) and not float(np.sum(np.asarray(w))) > 0:
-        raise ValueError("sample_weight sums to zero; at least one sample needs positive weight")
-    tau = as_float_array(temperature, "temperature")
-    if tau.ndim != 0:
-        raise ValueError(f"temperature must be a scalar, got shape {tuple(tau.shape)}")
-    if is_concrete(tau) and not float(tau) > 0:
-        raise ValueError(f"temperature must be positive, got {float(tau)!r}")
-    return _qce(q, y.astype(q.dtype), a.astype(q.dtype), w / jnp.sum(w), tau.astype(q.dtype))
+    q, y, a, w = quantiles, targets, levels, sample_weight.astype(quantiles.dtype)
+    return _qce(q, y.astype(q.dtype), a.astype(q.dtype), w / jnp.sum(w), temperature.astype(q.dtype))
 
 
 @jax.jit

@@ -51,6 +51,7 @@ from ._dtypes import float_dtype
 from ._validation import (
     BinaryLabels,
     BinaryProbs,
+    BoundaryOnly,
     Custom,
     Real,
     RealArray,
@@ -108,19 +109,26 @@ class AbstractScoringRule(eqx.Module):
 
 
 def _outcomes_like_probs(y, name, bound):
-    """0/1 outcomes in the forecasts' dtype, of their shape (or one of the two a scalar): a
-    column of forecasts against a row of outcomes would otherwise broadcast to a matrix."""
+    """0/1 outcomes in the forecasts' dtype whose shape broadcasts with the forecasts' into one
+    of the two (a scalar, or ``(T, 1)`` against ``(T, k)``): a column of forecasts against a row
+    of outcomes would otherwise broadcast to a matrix of every pair."""
     y = BinaryLabels(ndim=None).check(y, name, bound)
     p = bound["probs"]
-    if y.ndim and p.ndim and tuple(y.shape) != tuple(p.shape):
-        raise ValueError(f"{name} must have the shape of probs {tuple(p.shape)} (or one of them be a scalar), "
-                         f"got {tuple(y.shape)}")
+    try:
+        out = tuple(np.broadcast_shapes(tuple(p.shape), tuple(y.shape)))
+    except ValueError:
+        out = None
+    if out not in (tuple(p.shape), tuple(y.shape)):
+        raise ValueError(f"{name} of shape {tuple(y.shape)} does not match probs of shape {tuple(p.shape)}: "
+                         "they must broadcast to the shape of one of them (equal shapes, or a scalar)")
     return y.astype(p.dtype)
 
 
 # The declared inputs of a binary scoring rule's ``__call__(probs, y)``.
-_BINARY_SCORE = dict(probs=BinaryProbs(ndim=None, nonempty=False),
-                     y=Custom(_outcomes_like_probs, "0/1 outcomes of the shape of probs, or a scalar"))
+# Values are checked at the boundary only: the rules run inside forecasters' inner loops on
+# grid points, where an in-graph check per round would cost more than the score.
+_BINARY_SCORE = dict(probs=BoundaryOnly(BinaryProbs(ndim=None, nonempty=False)),
+                     y=BoundaryOnly(Custom(_outcomes_like_probs, "0/1 outcomes whose shape matches probs")))
 
 
 def _checked(p, y):

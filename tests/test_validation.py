@@ -310,7 +310,7 @@ def test_each_spec():
         jax.jit(lambda e: V.Real(0, static=True).check(e, "beta", {}))(2.0)
     # Bool, Choice, Key, Optional, Custom
     assert V.Bool().check(np.bool_(True), "flag", {}) is True
-    with pytest.raises(TypeError, match="flag must be a bool"):
+    with pytest.raises(ValueError, match="flag must be a bool"):
         V.Bool().check(1, "flag", {})
     with pytest.raises(ValueError, match="strategy must be one of 'uniform', 'quantile'"):
         V.Choice("uniform", "quantile").check("kmeans", "strategy", {})

@@ -30,17 +30,14 @@ from jaxtyping import Array, Float, Int
 from .._grid import grid_index, off_grid
 from .._validation import (
     BINS,
-    BinaryLabels,
     BinaryProbs,
     Choice,
-    ClassLabels,
     Custom,
-    Int,
     Optional,
     Real,
-    SimplexProbs,
     Weights,
     binary_inputs,
+    binary_or_multiclass_inputs,
     check_grid_counts,
     declare,
     is_concrete,
@@ -426,21 +423,7 @@ def mce(
     return jnp.max(jnp.where(wb > 0, jnp.abs(bias) / jnp.where(wb > 0, wb, 1), 0))
 
 
-def _binary_or_simplex(value, name, bound):
-    """Binary forecasts ``(n,)`` or rows on the simplex ``(n, C)``, by the input's ndim."""
-    return (BinaryProbs() if np.ndim(value) == 1 else SimplexProbs()).check(value, name, bound)
-
-
-def _labels_of(value, name, bound):
-    """0/1 labels of binary forecasts (in their dtype), or class labels of simplex rows."""
-    if bound["probs"].ndim == 1:
-        return BinaryLabels(length_of="probs", dtype_of="probs").check(value, name, bound)
-    return ClassLabels().check(value, name, bound)
-
-
-@declare(probs=Custom(_binary_or_simplex, "binary forecasts (n,) or simplex rows (n, C)"),
-         labels=Custom(_labels_of, "0/1 labels, or class labels in [0, C)"),
-         sample_weight=Weights(length_of="probs", fill=True), n_bins=BINS)
+@declare(**binary_or_multiclass_inputs(), n_bins=BINS)
 def ace(
     probs: Float[Array, "n ..."],
     labels: Int[Array, " n"],

@@ -49,12 +49,17 @@ import optax
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .._validation import (
+    Custom,
+    Integer,
+    Key,
+    Optional,
+    SimplexProbs,
     as_float_array,
     check_finite,
     check_key,
-    check_multiclass_inputs,
-    check_positive_int,
-    check_simplex_probs,
+    check_static_int,
+    declare,
+    multiclass_inputs,
 )
 from .._weights import normalised_weights
 from ..core.optim import optimise
@@ -319,7 +324,6 @@ def _partition_search(probs, residual, weights, action_mask, init, key, *, n_act
 # Public metrics (validate at the boundary, then call jitted cores)
 
 
-_validate = check_multiclass_inputs  # probs (n, C), int32 labels, weights (ones by default)
 
 
 def check_loss_matrices(losses, n_classes: int, name: str = "losses", *, min_actions: int = 2) -> jax.Array:
@@ -342,7 +346,7 @@ def check_loss_matrices(losses, n_classes: int, name: str = "losses", *, min_act
 def _given_actions(n_actions, losses):
     # With given losses K is their second axis; an explicit n_actions must agree.
     k = losses.shape[1]
-    if n_actions is not None and (isinstance(n_actions, (tuple, list)) or check_positive_int(n_actions, "n_actions") != k):
+    if n_actions is not None and (isinstance(n_actions, (tuple, list)) or check_static_int(n_actions, "n_actions", 1) != k):
         raise ValueError(f"n_actions must be None or {k} (the losses' number of actions), got {n_actions!r}")
     return k
 
@@ -356,8 +360,25 @@ def _action_tuple(n_actions) -> tuple[int, ...]:
     if isinstance(n_actions, (tuple, list)):
         if len(n_actions) == 0:
             raise ValueError("n_actions must be a positive int or a non-empty tuple of them")
-        return tuple(check_positive_int(k, "n_actions") for k in n_actions)
-    return (check_positive_int(n_actions, "n_actions"),)
+        return tuple(check_static_int(k, "n_actions", 1, _MAX_ACTIONS) for k in n_actions)
+    return (check_static_int(n_actions, "n_actions", 1, _MAX_ACTIONS),)
+
+
+_MAX_ACTIONS = 2**12  # actions of one decision maker (the searched witnesses are (K, C) each)
+
+
+def _search(search, name, bound):
+    return check_search(search)
+
+
+def _true_probs(value, name, bound):
+    """Rows on the simplex of the shape of ``probs`` (None: unknown)."""
+    if value is None:
+        return None
+    tp = SimplexProbs().check(value, name, bound)
+    if tp.shape != bound["probs"].shape:
+        raise ValueError(f"{name} must have shape {tuple(bound['probs'].shape)} (that of probs), got {tuple(tp.shape)}")
+    return tp
 
 
 @partial(jax.jit, static_argnames=("actions", "single"))
@@ -403,6 +424,7 @@ def _dce_losses_core(losses, probs, labels, sample_weight):
     return _best(res, jnp.ones(losses.shape[1], bool))
 
 
+@declare(**multiclass_inputs(), key=Key(optional=True), search=Custom(_search, "a jcalib.metrics.PartitionSearch"))
 def decision_calibration_error(
     probs: Float[Array, "N C"],
     labels: Int[Array, " N"],
@@ -477,14 +499,12 @@ def decision_calibration_error(
     References:
         Zhao, Kim, Sahoo, Ma, Ermon (2021), Definitions 1–4, Eq. (5)–(9), Propositions 2 and 3.
     """
-    probs, labels, sample_weight = _validate(probs, labels, sample_weight)
     if losses is not None:
         _no_key(key)
         losses = check_loss_matrices(losses, probs.shape[1]).astype(probs.dtype)
         _given_actions(n_actions, losses)
         return _dce_losses_core(losses, probs, labels, sample_weight)
     key = check_key(key)
-    search = check_search(search)
     n_actions = 2 if n_actions is None else n_actions
     return _dce_core(
         key,
@@ -534,6 +554,9 @@ def _loss_gap_core(losses, probs, labels, true_probs, sample_weight, *, chunk):
     )
 
 
+@declare(**multiclass_inputs(), key=Key(optional=True), true_probs=Custom(_true_probs, "rows on the simplex, the shape of probs"),
+         n_losses=Optional(Integer(1, 2**20, bytes_per=8 * 64, what="its random loss matrices (per action and class)")),
+         n_actions=Optional(Integer(1, _MAX_ACTIONS)), chunk=Optional(Integer(1, 2**20, what="losses per compiled chunk")))
 def decision_loss_gap(
     probs: Float[Array, "N C"],
     labels: Int[Array, " N"],
@@ -602,25 +625,19 @@ def decision_loss_gap(
     References:
         Zhao, Kim, Sahoo, Ma, Ermon (2021), Definition 1, Definition 4, Eq. (10), Section 5.
     """
-    probs, labels, sample_weight = _validate(probs, labels, sample_weight)
-    if true_probs is not None:
-        true_probs = check_simplex_probs(true_probs, "true_probs")
-        if true_probs.shape != probs.shape:
-            raise ValueError(f"true_probs must have shape {tuple(probs.shape)}, got {tuple(true_probs.shape)}")
     if losses is not None:
         _no_key(key)
         losses = check_loss_matrices(losses, probs.shape[1]).astype(probs.dtype)
         _given_actions(n_actions, losses)
-        if n_losses is not None and check_positive_int(n_losses, "n_losses") != losses.shape[0]:
+        if n_losses is not None and n_losses != losses.shape[0]:
             raise ValueError(f"n_losses must be None or {losses.shape[0]} (the number of losses given), got {n_losses!r}")
     else:
         key = check_key(key)
-        n_losses = 500 if n_losses is None else check_positive_int(n_losses, "n_losses")
-        n_actions = 2 if n_actions is None else check_positive_int(n_actions, "n_actions")
+        n_losses = 500 if n_losses is None else n_losses
+        n_actions = 2 if n_actions is None else n_actions
         # The paper's evaluation losses (Section 5): i.i.d. N(0, 1) entries, ℓ(y, a) = L[a, y].
         losses = jax.random.normal(key, (n_losses, n_actions, probs.shape[1]), probs.dtype)
     n_losses, n_actions = losses.shape[:2]
     if chunk is None:
         chunk = max(1, min(n_losses, int(2e7) // max(1, probs.shape[0] * n_actions)))
-    chunk = check_positive_int(chunk, "chunk")
     return _loss_gap_core(losses, probs, labels, true_probs, sample_weight, chunk=min(chunk, n_losses))

@@ -49,13 +49,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sps
 from jaxtyping import Array, Float, Int
 from scipy.optimize import linprog
 
-from .._validation import check_binary_inputs, check_grid_counts, check_positive_int, is_concrete, shown
+from .._validation import BINS, BinaryLabels, BinaryProbs, Bool, Custom, Integer, Optional, Real, Weights, declare
+from .binary import _grid_counts
 
 __all__ = [
     "CalibratedWitness",
@@ -118,6 +120,8 @@ class CalibrationDistance(NamedTuple):
 # atoms
 
 
+@declare(n_bins=BINS, counts=Custom(_grid_counts, "rounds per grid point, shape (n_bins + 1,)"),
+         ones=Custom(_grid_counts, "rounds with y = 1 per grid point, 0 <= ones <= counts"))
 def atoms_from_counts(
     counts: Int[Array, " n_bins+1"],
     ones: Int[Array, " n_bins+1"],
@@ -138,7 +142,7 @@ def atoms_from_counts(
         >>> p.tolist(), y.tolist(), w.tolist()
         ([0.0, 0.5, 1.0, 0.0, 0.5, 1.0], [1, 1, 1, 0, 0, 0], [1, 2, 2, 2, 3, 0])
     """
-    m, counts, ones = check_grid_counts(counts, ones, n_bins)
+    m = n_bins
     grid = jnp.arange(m + 1, dtype=jnp.result_type(float)) / m
     probs = jnp.concatenate([grid, grid])
     labels = jnp.concatenate([jnp.ones(m + 1, jnp.int32), jnp.zeros(m + 1, jnp.int32)])
@@ -147,15 +151,31 @@ def atoms_from_counts(
     return probs, labels, weights
 
 
-def _host_inputs(probs, labels, sample_weight, integer_weights: bool):
-    """Validated float64 NumPy arrays ``p, y, w`` (rounds with zero weight dropped)."""
-    p, y, w = check_binary_inputs(probs, labels, sample_weight)
-    if not (is_concrete(p) and is_concrete(y) and is_concrete(w)):
-        raise ValueError("distance_to_calibration runs on the host; call it outside jit/vmap")
-    # values from the caller's arrays in float64 (JAX's default float32 would round them)
-    p = np.asarray(probs, np.float64)
-    y = np.asarray(labels).astype(np.int64)
-    w = np.ones_like(p) if sample_weight is None else np.asarray(sample_weight, np.float64)
+_RTOL = Real(0, 1, open_lo=True, open_hi=True, static=True)  # the LP's relative tolerance
+
+
+def _on_host(spec, dtype):
+    """``spec``'s check, then the caller's values as a NumPy array of ``dtype`` (float64: JAX's
+    default float32 would round them); traced values are refused (the solvers run on the host)."""
+    def check(value, name, bound):
+        if isinstance(value, jax.core.Tracer) or any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(value)):
+            raise ValueError(f"{name} must be concrete: the calibration distance runs on the host "
+                             "(call it outside jit/vmap)")
+        if value is None:
+            return np.ones(bound["probs"].shape, np.float64)
+        spec.check(value, name, bound)
+        return np.asarray(value).astype(dtype)
+    return Custom(check, f"{spec!r}, concrete, as NumPy {np.dtype(dtype).name}")
+
+
+# binary forecasts, 0/1 outcomes and weights (ones by default) as float64 / int64 NumPy arrays
+_HOST_INPUTS = dict(probs=_on_host(BinaryProbs(), np.float64),
+                    labels=_on_host(BinaryLabels(length_of="probs"), np.int64),
+                    sample_weight=_on_host(Weights(length_of="probs"), np.float64))
+
+
+def _host_inputs(p, y, w, integer_weights: bool):
+    """The declared host arrays ``p, y, w`` and the indices of the rounds with positive weight."""
     if integer_weights and not np.all(w == np.round(w)):
         raise ValueError("sample_weight must be integer multiplicities for distance_to_calibration")
     keep = np.nonzero(w > 0)[0]
@@ -487,6 +507,7 @@ def _atoms(p, y, w):
     return out
 
 
+@declare(**_HOST_INPUTS, rtol=_RTOL, max_iter=Integer(1, 2**16, what="LP refinement rounds"))
 def lower_distance_to_calibration(
     probs: Float[Array, " T"],
     labels: Int[Array, " T"],
@@ -543,18 +564,9 @@ def lower_distance_to_calibration(
         calibration* (lower distance); Qiao, Zheng (2024), *On the distance from
         calibration in sequential prediction*; paper 000 §2 (CalDist of a sequence).
     """
-    max_iter = check_positive_int(max_iter, "max_iter")
-    rtol = _check_rtol(rtol)
     p, y, w, keep = _host_inputs(probs, labels, sample_weight, integer_weights=False)
     (v1, w1), (v0, w0) = _atoms(p[keep], y[keep], w[keep])
     return _lower_lp(v1, w1, v0, w0, rtol, max_iter)[0]
-
-
-def _check_rtol(rtol) -> float:
-    """The LP's relative tolerance: a float in (0, 1)."""
-    if isinstance(rtol, bool) or not isinstance(rtol, (int, float, np.floating)) or not 0 < rtol < 1:
-        raise ValueError(f"rtol must be a float in (0, 1), got {shown(rtol)}")
-    return float(rtol)
 
 
 def _witness(one: _Side, zero: _Side, idx1, idx0, path):
@@ -589,6 +601,7 @@ def _rounded_distance(p, y, w, G, exact, rtol) -> CalibrationDistance:
     return CalibrationDistance(lower, upper, bool(d.exact and delta == 0.0), wit)
 
 
+@declare(**_HOST_INPUTS, exact=Optional(Bool()), rtol=_RTOL, n_bins=Optional(BINS))
 def distance_to_calibration(
     probs: Float[Array, " T"],
     labels: Int[Array, " T"],
@@ -651,10 +664,9 @@ def distance_to_calibration(
         Błasiok, Gopalan, Hu, Nakkiran (2023); Qiao (2026), *Computational and statistical
         hardness of calibration distance* (NP-hardness in general).
     """
-    rtol = _check_rtol(rtol)
     p, y, w, keep = _host_inputs(probs, labels, sample_weight, integer_weights=True)
     if n_bins is not None:
-        return _rounded_distance(p, y, w, check_positive_int(n_bins, "n_bins"), exact, rtol)
+        return _rounded_distance(p, y, w, n_bins, exact, rtol)
     sel1, sel0 = keep[y[keep] == 1], keep[y[keep] == 0]
     one, zero = _Side(p[sel1], w[sel1]), _Side(p[sel0], w[sel0])
     states = (one.n + 1) * (zero.n + 1)

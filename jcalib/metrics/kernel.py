@@ -30,7 +30,7 @@ from jaxtyping import Array, Float, Int
 
 from .. import _kernels
 from .._kernels import GaussianKernel, LaplacianKernel, MultinomialKernel, kernel_matmul
-from .._validation import check_hyper, check_multiclass_inputs, check_positive_int, check_simplex_probs
+from .._validation import ClassLabels, Custom, Integer, Optional, SimplexProbs, check_hyper, declare
 
 # The kernels live in a module shared with jcalib.losses, jcalib.stats and
 # jcalib.recalibration; they are public here, next to the audit that takes them.
@@ -89,8 +89,8 @@ class KernelWitness(eqx.Module):
     kernel: Kernel = eqx.field(static=True)
     tile: int = eqx.field(static=True, default=_DEFAULT_TILE)
 
+    @declare(probs=SimplexProbs())
     def __call__(self, probs: Float[Array, "m k"]) -> Float[Array, "m k"]:
-        probs = check_simplex_probs(probs)
         if probs.shape[1] != self.support.shape[-1]:
             raise ValueError(f"witness is for {self.support.shape[-1]} classes, got probs with {probs.shape[1]}")
         return kernel_matmul(self.kernel, probs.astype(self.coef.dtype), self.support, self.coef, self.tile)
@@ -128,9 +128,10 @@ def audit_core(kernel, s, tile, v, z):  # shared with jcalib.recalibration.kerne
     return jnp.sum(per_class), per_class, lam, z * inv[None, :], kz * inv[None, :]
 
 
-def audit_inputs(probs, labels):
-    v, y, _ = check_multiclass_inputs(probs, labels)
-    return v, y
+def _callable_kernel(kernel, name, bound):
+    if not callable(kernel):
+        raise ValueError(f"{name} must be callable ker(A, B) -> Gram block, got {type(kernel).__name__}")
+    return kernel
 
 
 @functools.partial(jax.jit, static_argnames=("kernel", "s", "tile"))
@@ -140,6 +141,9 @@ def kernel_audit_jit(v, y, *, kernel, s, tile):
     return KernelAudit(value, per_class, lam, jnp.asarray(s, v.dtype), KernelWitness(v, coef, kernel, tile))
 
 
+@declare(probs=SimplexProbs(), labels=ClassLabels(),
+         kernel=Optional(Custom(_callable_kernel, "a callable ker(A, B) -> Gram block")),
+         tile=Integer(1, 2**20, what="rows per Gram block"))
 def kernel_audit(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
@@ -191,7 +195,4 @@ def kernel_audit(
         Gopalan, Hu, Rothblum (2024), Algorithm 2, Theorem 6.2, Lemma 6.4.
     """
     kernel = MultinomialKernel(2) if kernel is None else kernel
-    if not callable(kernel):
-        raise ValueError(f"kernel must be callable ker(A, B) -> Gram block, got {type(kernel).__name__}")
-    v, y = audit_inputs(probs, labels)
-    return kernel_audit_jit(v, y, kernel=kernel, s=kernel_scale(kernel, s), tile=check_positive_int(tile, "tile"))
+    return kernel_audit_jit(probs, labels, kernel=kernel, s=kernel_scale(kernel, s), tile=tile)

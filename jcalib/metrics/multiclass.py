@@ -48,7 +48,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-from .._validation import BINS, ClassLabels, Int, Optional, Real, declare, multiclass_inputs
+from .._validation import BINS, ClassLabels, Integer, Optional, Real, declare, multiclass_inputs
 from .binary import ORDER, STRATEGY, _binned_ece, warn_if_float32_changes_log_clip, warn_if_float32_moves_bins
 
 __all__ = [
@@ -91,7 +91,7 @@ _BINNED = dict(**multiclass_inputs(), n_bins=BINS, strategy=STRATEGY, order=ORDE
 # Shared helpers
 
 
-@declare(n_classes=Int(1, MAX_CLASSES, bytes_per=4, what="each row"),
+@declare(n_classes=Integer(1, MAX_CLASSES, bytes_per=4, what="each row"),
          labels=ClassLabels(classes_of="n_classes", length_of=None))
 def one_hot(labels: Int[Array, " n"], n_classes: int) -> Float[Array, "n C"]:
     """One-hot encoding of integer labels in the default float dtype (float32, or float64 with x64).

@@ -40,13 +40,19 @@ from jaxtyping import Array, Float, Int
 from .._dtypes import float_dtype
 from .._grid import grid_index, off_grid
 from .._validation import (
-    shown,
-    as_float_array,
-    check_binary_labels,
-    check_binary_probs,
-    check_finite,
-    check_positive_int,
+    BINS,
+    BinaryLabels,
+    BinaryProbs,
+    Choice,
+    Custom,
+    Optional,
+    Real,
+    RealArray,
+    check_static_int,
+    declare,
+    in_graph,
     is_concrete,
+    offending,
 )
 from ..scoring import AbstractScoringRule, Brier
 
@@ -57,6 +63,26 @@ __all__ = [
 ]
 
 _FORMS = ("mean", "norm")
+_ORDER = Real(1, static=True)  # an Lp exponent >= 1 (static: it picks the formula)
+
+
+def _ones_within_counts(ones, name, bound):
+    """Bucket sums of outcomes: ``0 <= ones[b] <= counts[b]`` (in NumPy, or in the graph)."""
+    o = RealArray(shape_of="counts").check(ones, name, bound)
+    n = bound["counts"]
+    if is_concrete(o) and is_concrete(n):
+        ov, nv = np.asarray(o), np.asarray(n)
+        if np.any(ov < 0) or np.any(ov > nv):
+            raise ValueError(f"need 0 <= {name}[b] <= counts[b] for every bucket ({offending(ov, (ov < 0) | (ov > nv))})")
+        return o
+    return in_graph(o, ~jnp.all((o >= 0) & (o <= n)), f"need 0 <= {name}[b] <= counts[b] for every bucket")
+
+
+def _rounds(T, name, bound):
+    """The number of rounds: a positive int, or a traced value (a sweep's round count)."""
+    if isinstance(T, jax.core.Tracer):
+        return T
+    return check_static_int(T, name, 1)
 
 
 def grid_to_midpoint(j, n_bins: int, n_buckets: int) -> Int[Array, "..."]:
@@ -66,6 +92,9 @@ def grid_to_midpoint(j, n_bins: int, n_buckets: int) -> Int[Array, "..."]:
     return jnp.minimum((j * n_buckets) // n_bins, n_buckets - 1).astype(jnp.int32)
 
 
+@declare(counts=RealArray(lo=0), ones=Custom(_ones_within_counts, "0 <= ones <= counts, the shape of counts"),
+         values=BinaryProbs(length_of="counts"), T=Custom(_rounds, "a positive int (or traced)"), order=_ORDER,
+         form=Choice(*_FORMS))
 def calibration_from_buckets(counts, ones, values, T, *, order: float = 1, form: str = "mean") -> Float[Array, ""]:
     r"""(ε, ℓp)-calibration from bucket sums (normalised by ``T``).
 
@@ -80,22 +109,10 @@ def calibration_from_buckets(counts, ones, values, T, *, order: float = 1, form:
     Returns:
         A float scalar.
     """
-    if form not in _FORMS:
-        raise ValueError(f"form must be one of {_FORMS}, got {shown(form)}")
-    if isinstance(order, bool) or not isinstance(order, (int, float)) or not order >= 1:
-        raise ValueError(f"order must be a number >= 1, got {shown(order)}")
     p = order
     fdt = float_dtype()
-    n = check_finite(as_float_array(counts, "counts"), "counts").astype(fdt)
-    o = check_finite(as_float_array(ones, "ones"), "ones").astype(fdt)
-    v = check_binary_probs(values, "values").astype(fdt)
-    if n.ndim != 1 or o.shape != n.shape or v.shape != n.shape:
-        raise ValueError(
-            f"counts, ones and values must be 1-D of one length, got {tuple(n.shape)}, {tuple(o.shape)}, {tuple(v.shape)}"
-        )
-    if is_concrete(n) and is_concrete(o) and (np.any(np.asarray(o) < 0) or np.any(np.asarray(o) > np.asarray(n))):
-        raise ValueError("need 0 <= ones[b] <= counts[b] for every bucket")
-    T = jnp.asarray(T if isinstance(T, jax.core.Tracer) else check_positive_int(T, "T")).astype(fdt)
+    n, o, v = counts.astype(fdt), ones.astype(fdt), values.astype(fdt)
+    T = jnp.asarray(T).astype(fdt)
     bias = (o - n * v) / T  # (n_b/T)(rho_b - v_b)
     if form == "norm":
         return jnp.sum(jnp.abs(bias) ** p) ** (1.0 / p)
@@ -104,21 +121,31 @@ def calibration_from_buckets(counts, ones, values, T, *, order: float = 1, form:
 
 
 def _support_probs(forecasts, probs):
-    f = check_binary_probs(forecasts, "forecasts")
-    if f.ndim >= 1 and f.shape[0] == 0:
-        raise ValueError("forecasts are empty; an online metric needs at least one round")
+    """Checked forecasts as ``(T, k)`` support points with their probabilities."""
     if probs is None:
-        f = check_binary_probs(forecasts, "forecasts")
+        return forecasts[:, None], jnp.ones(forecasts.shape + (1,), forecasts.dtype)
+    return forecasts, probs.astype(forecasts.dtype)
+
+
+def _support_weights(probs, name, bound):
+    """Mixed strategies ``(T, k)`` over the support points in ``forecasts``: the shape of a 2-D
+    ``forecasts`` (which must then be 2-D), entries in [0, 1]."""
+    f = bound["forecasts"]
+    if probs is None:
         if f.ndim != 1:
             raise ValueError(f"forecasts must be 1-D (T,) without probs, got shape {tuple(f.shape)}")
-        return f[:, None], jnp.ones(f.shape + (1,), f.dtype)
-    f = check_binary_probs(forecasts, "forecasts")
-    w = jnp.asarray(probs).astype(f.dtype)
-    if f.ndim != 2 or w.shape != f.shape:
-        raise ValueError(f"with probs, forecasts and probs must both have shape (T, k), got {tuple(f.shape)} and {tuple(w.shape)}")
-    return f, w
+        return None
+    if f.ndim != 2:
+        raise ValueError(f"with {name}, forecasts must have shape (T, k), got {tuple(f.shape)}")
+    return RealArray(ndim=2, lo=0, hi=1, shape_of="forecasts").check(probs, name, bound)
 
 
+# forecasts (T,) or support points (T, k) with their probabilities; outcomes of length T
+_STREAM = dict(forecasts=BinaryProbs(ndim=(1, 2)), probs=Custom(_support_weights, "mixed strategies (T, k) or None"),
+               y=BinaryLabels(length_of="forecasts"))
+
+
+@declare(**_STREAM, n_bins=Optional(BINS), n_buckets=Optional(BINS), order=_ORDER, form=Choice(*_FORMS))
 def eps_calibration(
     forecasts,
     y,
@@ -150,11 +177,9 @@ def eps_calibration(
     """
     if n_bins is None and n_buckets is None:
         raise ValueError("pass n_bins (grid bucketing), n_buckets (midpoint bucketing), or both")
-    m = None if n_bins is None else check_positive_int(n_bins, "n_bins")
+    m = n_bins
     f, w = _support_probs(forecasts, probs)
-    yv = check_binary_labels(y, "y")
-    if yv.shape != f.shape[:1]:
-        raise ValueError(f"y must have shape ({f.shape[0]},), got {tuple(yv.shape)}")
+    yv = y
     fdt = f.dtype
     T = f.shape[0]
     yy = jnp.broadcast_to(yv[:, None].astype(fdt), f.shape)
@@ -166,11 +191,11 @@ def eps_calibration(
             idx, K = j, m + 1
             values = jnp.arange(m + 1).astype(fdt) / m
         else:
-            K = check_positive_int(n_buckets, "n_buckets")
+            K = n_buckets
             idx = grid_to_midpoint(j, m, K)
             values = (jnp.arange(K).astype(fdt) + 0.5) / K
     else:
-        K = check_positive_int(n_buckets, "n_buckets")
+        K = n_buckets
         idx = jnp.clip(jnp.floor(f * K), 0, K - 1).astype(jnp.int32)  # forecasts off any grid
         values = (jnp.arange(K).astype(fdt) + 0.5) / K
     counts = jnp.zeros((K,), fdt).at[idx.ravel()].add(w.ravel())
@@ -178,6 +203,13 @@ def eps_calibration(
     return calibration_from_buckets(counts, ones, values, T, order=order, form=form)
 
 
+def _scoring_rule(rule, name, bound):
+    if not isinstance(rule, AbstractScoringRule):
+        raise TypeError(f"{name} must be a jcalib.scoring.AbstractScoringRule (e.g. Brier()), got {type(rule).__name__}")
+    return rule
+
+
+@declare(**_STREAM, q=BinaryProbs(length_of="forecasts"), scoring=Custom(_scoring_rule, "a binary scoring rule"))
 def average_regret(forecasts, q, y, *, scoring: AbstractScoringRule = Brier(), probs=None) -> Float[Array, ""]:
     r"""$\frac1T\sum_t [s(p_t, y_t) - s(q_t, y_t)]$ against the model's forecasts $q_t$ (paper 001 §1.2).
 
@@ -189,9 +221,6 @@ def average_regret(forecasts, q, y, *, scoring: AbstractScoringRule = Brier(), p
         0.25
     """
     f, w = _support_probs(forecasts, probs)
-    qv = check_binary_probs(q, "q")
-    yv = check_binary_labels(y, "y")
-    if qv.shape != f.shape[:1] or yv.shape != f.shape[:1]:
-        raise ValueError(f"q and y must have shape ({f.shape[0]},), got {tuple(qv.shape)} and {tuple(yv.shape)}")
+    qv, yv = q, y
     ours = jnp.sum(w * scoring(f, yv[:, None]).astype(f.dtype), axis=1)
     return jnp.mean(ours - scoring(qv.astype(f.dtype), yv).astype(f.dtype))

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._validation import BINS, Choice, Custom, Int, Optional, Real, RealArray, Weights, as_float_array, declare, is_concrete
+from .._validation import BINS, Choice, Custom, Int, Optional, Real, RealArray, Weights, declare
 from ..scoring import pinball
 
 __all__ = [

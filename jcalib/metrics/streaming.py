@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._validation import check_binary_inputs, check_positive_int
+from .._validation import BINS, Integer, Real, binary_inputs, declare
 from .binary import bin_index
 from .smooth import smooth_ece
 
@@ -74,9 +74,9 @@ def _init(rows, cells, dtype):
 
 
 def _inputs(state, probs, labels, sample_weight):
-    p, y, w = check_binary_inputs(probs, labels, sample_weight)
+    """Checked inputs in the dtype of the state."""
     dt = state.totals.dtype
-    return p.astype(dt), y.astype(dt), w.astype(dt)
+    return probs.astype(dt), labels.astype(dt), sample_weight.astype(dt)
 
 
 class _AbstractAccumulator(eqx.Module):
@@ -98,6 +98,7 @@ class _AbstractAccumulator(eqx.Module):
         """Empty sums (in ``dtype``, default: JAX's default float)."""
         return _init(self._rows, self._cells(), dtype)
 
+    @declare(**binary_inputs())
     def step(
         self,
         state: HistogramState,
@@ -140,13 +141,8 @@ class StreamingBinnedECE(_AbstractAccumulator):
         0.2667
     """
 
-    n_bins: int = eqx.field(static=True, default=15)
-    order: float = eqx.field(static=True, default=1)
-
-    def __check_init__(self):
-        check_positive_int(self.n_bins, "n_bins")
-        if isinstance(self.order, bool) or not isinstance(self.order, (int, float)) or not self.order >= 1:
-            raise ValueError(f"order must be a number >= 1, got {self.order!r}")
+    n_bins: int = eqx.field(static=True, default=15, converter=BINS.converter("n_bins"))
+    order: float = eqx.field(static=True, default=1, converter=Real(1, static=True).converter("order"))
 
     _rows = 3
 
@@ -190,11 +186,8 @@ class StreamingSmoothECE(_AbstractAccumulator):
         True
     """
 
-    n_grid: int = eqx.field(static=True, default=8193)
-
-    def __check_init__(self):
-        if check_positive_int(self.n_grid, "n_grid") < 2:
-            raise ValueError(f"n_grid must be at least 2, got {self.n_grid}")
+    n_grid: int = eqx.field(static=True, default=8193,
+                            converter=Integer(2, 2**24, bytes_per=16, what="its grid sums").converter("n_grid"))
 
     _rows = 2
 

@@ -55,13 +55,19 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._kernels import kernel_matmul, multinomial_kernel
 from .._validation import (
+    BINS,
+    Bool,
+    Choice,
+    Custom,
+    Integer,
+    Key,
+    Optional,
+    Real,
+    RealArray,
     as_float_array,
-    check_finite,
-    check_hyper,
-    check_key,
-    check_multiclass_inputs,
-    check_positive_int,
+    declare,
     is_concrete,
+    multiclass_inputs,
 )
 from ..core.optim import optimise
 from .binary import binned_ece
@@ -100,9 +106,19 @@ class WeightedCE(NamedTuple):
     witness: Any
 
 
+def _search_of(cls):
+    def check(search, name, bound):
+        return check_search(search, cls)
+    return Custom(check, f"a jcalib.metrics.{cls.__name__}")
+
+
+_MC = multiclass_inputs()  # predictions (n, k) on the simplex, labels, weights (ones by default)
+_WITNESS = Bool()
+
+
 def _inputs(probs, labels, sample_weight):
-    """Validated predictions (n, k), residual y − v (n, k), normalised weights (n,) summing to 1."""
-    v, y, w = check_multiclass_inputs(probs, labels, sample_weight)
+    """Declared predictions (n, k), residual y − v (n, k), normalised weights (n,) summing to 1."""
+    v, y, w = probs, labels, sample_weight
     z = jax.nn.one_hot(y, v.shape[1], dtype=v.dtype) - v
     return v, y, z, w / jnp.sum(w)
 
@@ -111,6 +127,7 @@ def _inputs(probs, labels, sample_weight):
 # Generic finite family
 
 
+@declare(**_MC, return_witness=_WITNESS)
 def weighted_calibration_error(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
@@ -176,6 +193,7 @@ def weighted_calibration_error(
 # Class-wise, confidence, top-label (§2), decision (Def. 2.3)
 
 
+@declare(**_MC, n_bins=BINS, strategy=Choice("uniform", "quantile"), return_witness=_WITNESS)
 def max_classwise_calibration_error(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
@@ -200,9 +218,6 @@ def max_classwise_calibration_error(
         Scalar array, or :class:`WeightedCE` with ``per_class`` the binned ECE of every class
         and ``witness`` the maximising class.
     """
-    check_positive_int(n_bins, "n_bins")
-    if strategy not in ("uniform", "quantile"):
-        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}")
     v, y, _, w = _inputs(probs, labels, sample_weight)
     per = _per_class_ece(v, y, w, n_bins, strategy)
     value = jnp.max(per)
@@ -218,6 +233,7 @@ def _per_class_ece(v, y, w, n_bins, strategy):
     return lax.map(one, jnp.arange(v.shape[1], dtype=y.dtype), batch_size=min(v.shape[1], 64))
 
 
+@declare(**_MC, key=Key(), search=_search_of(PartitionSearch))
 def two_action_decision_calibration_error(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
@@ -255,6 +271,16 @@ def two_action_decision_calibration_error(
 # One-dimensional Lipschitz LP (exact inner problem of the smooth families)
 
 
+def _host_reals(value, name, bound):
+    """A finite real array, concrete (the LP runs on the host)."""
+    if isinstance(value, jax.core.Tracer):
+        raise ValueError(f"{name} must be concrete: the linear program runs on the host (call it outside jit)")
+    RealArray(ndim=None, nonempty=False).check(value, name, bound)
+    return value
+
+
+@declare(t=Custom(_host_reals, "finite reals, concrete"), r=Custom(_host_reals, "finite reals, concrete"),
+         lipschitz=Real(0, open_lo=True, static=True))
 def lipschitz_correlation(t, r, lipschitz: float = 1.0):
     r"""$\max_\phi \sum_j r_j\,\phi(t_j)$ over $\phi:\mathbb R\to[-1,1]$ that are
     ``lipschitz``-Lipschitz, exactly (a linear program; host-side, SciPy HiGHS).
@@ -274,8 +300,6 @@ def lipschitz_correlation(t, r, lipschitz: float = 1.0):
         ``(value, u, phi)``: the maximum, the sorted distinct points and the maximiser's values
         at them.
     """
-    check_hyper(lipschitz, "lipschitz", 0.0, open_lo=True)
-    check_finite(as_float_array(t, "t"), "t"), check_finite(as_float_array(r, "r"), "r")
     t, r = np.asarray(t, np.float64), np.asarray(r, np.float64)  # the checks' arrays may be float32
     if t.ndim != 1 or r.shape != t.shape or not t.size:
         raise ValueError(f"t and r must be non-empty 1-D arrays of one length, got {t.shape} and {r.shape}")
@@ -347,6 +371,8 @@ def _subset_values(v, y, w, masks, batch):
     return lax.map(one, masks, batch_size=batch)
 
 
+@declare(**_MC, max_subset_size=Optional(Integer(1)), max_subsets=Integer(1, 2**20, bytes_per=8, what="its subset masks (per class)"),
+         return_witness=_WITNESS)
 def subset_smooth_calibration_error(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
@@ -386,8 +412,8 @@ def subset_smooth_calibration_error(
     """
     v, y, z, w = _inputs(probs, labels, sample_weight)
     k = v.shape[1]
-    m = k if max_subset_size is None else check_positive_int(max_subset_size, "max_subset_size")
-    masks = _all_subsets(k, min(m, k), check_positive_int(max_subsets, "max_subsets")) if subsets is None else _as_masks(subsets, k)
+    m = k if max_subset_size is None else max_subset_size
+    masks = _all_subsets(k, min(m, k), max_subsets) if subsets is None else _as_masks(subsets, k)
     masks = masks[(masks.sum(1) >= 1) & (masks.sum(1) <= m)]
     if len(masks) == 0:
         raise ValueError(f"no candidate subset has between 1 and max_subset_size={m} classes")
@@ -418,6 +444,8 @@ def _default_directions(k, m, max_directions):
     return _all_subsets(k, min(m, k), max_directions).astype(np.float64)
 
 
+@declare(**_MC, max_sq_norm=Optional(Real(1, static=True)),
+         max_directions=Integer(1, 2**20, bytes_per=8, what="its candidate directions (per class)"), return_witness=_WITNESS)
 def projected_smooth_calibration_error(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
@@ -464,9 +492,9 @@ def projected_smooth_calibration_error(
     """
     v, z, w = _host_inputs(probs, labels, sample_weight)
     k = v.shape[1]
-    m = float(k) if max_sq_norm is None else float(check_hyper(max_sq_norm, "max_sq_norm", 1.0))
+    m = float(k) if max_sq_norm is None else max_sq_norm
     if directions is None:
-        cand = _default_directions(k, int(math.floor(m + 1e-9)), check_positive_int(max_directions, "max_directions"))
+        cand = _default_directions(k, int(math.floor(m + 1e-9)), max_directions)
     else:
         cand = np.atleast_2d(np.asarray(directions, np.float64))
         if cand.shape[1] != k or not np.all(np.isfinite(cand)) or np.any(np.abs(cand) > 1):
@@ -486,6 +514,7 @@ def projected_smooth_calibration_error(
     return WeightedCE(value, jnp.asarray(per), (arg, phis)) if return_witness else value
 
 
+@declare(**_MC, max_points=Integer(1, 2**16, what="the LP has O(max_points^2) constraints"), return_witness=_WITNESS)
 def full_smooth_calibration_error(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
@@ -513,7 +542,7 @@ def full_smooth_calibration_error(
     pts, inv = np.unique(v, axis=0, return_inverse=True)
     inv = inv.ravel()
     U, k = pts.shape
-    if U > check_positive_int(max_points, "max_points"):
+    if U > max_points:
         raise ValueError(f"{U} distinct predictions exceed max_points={max_points} (the LP has O(n^2) constraints)")
     r = np.stack([np.bincount(inv, weights=w * z[:, ell], minlength=U) for ell in range(k)], 1)
     per, hs = np.zeros(k), np.zeros((U, k))
@@ -569,6 +598,7 @@ def _sigmoid_search(key, v, z, w, L, search):
     return jnp.sum(per), per, a, b
 
 
+@declare(**_MC, L=Real(1), key=Key(), search=_search_of(SigmoidSearch), return_witness=_WITNESS)
 def sigmoid_calibration_error(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
@@ -606,10 +636,7 @@ def sigmoid_calibration_error(
         Scalar array, or :class:`WeightedCE` with ``witness = (a, b)``, ``a`` ``(k, k)`` (row
         ℓ for class ℓ) and ``b`` ``(k,)``.
     """
-    key = check_key(key)
-    search = check_search(search, SigmoidSearch)
     v, _, z, w = _inputs(probs, labels, sample_weight)
-    check_hyper(L, "L", 1.0)
     value, per, a, b = _sigmoid_search(key, v, z, w, jnp.asarray(L, v.dtype), search)
     return WeightedCE(value, per, (a, b)) if return_witness else value
 
@@ -649,6 +676,8 @@ def _low_degree_exact(v, z, w, *, degree, tile):
     return jnp.sum(jnp.abs(best)), jnp.abs(best), arg, jnp.sign(best)
 
 
+@declare(**_MC, degree=Integer(0, 64, what="C(k + degree, degree) monomials"), method=Choice("exact", "kernel"),
+         tile=Integer(1, 2**20, what="rows per Gram block"), return_witness=_WITNESS)
 def low_degree_calibration_error(
     probs: Float[Array, "n k"],
     labels: Int[Array, " n"],
@@ -680,13 +709,7 @@ def low_degree_calibration_error(
         Scalar array, or :class:`WeightedCE` with (exact) ``witness = (monomials, signs)``:
         per class the maximising monomial as ``d`` indices into $[v_1..v_k, 1]$ and its sign.
     """
-    degree = int(degree) if isinstance(degree, (int, np.integer)) and not isinstance(degree, bool) else None
-    if degree is None or degree < 0:
-        raise ValueError("degree must be a non-negative integer")
-    if method not in ("exact", "kernel"):
-        raise ValueError(f"method must be 'exact' or 'kernel', got {method!r}")
     v, _, z, w = _inputs(probs, labels, sample_weight)
-    tile = check_positive_int(tile, "tile")
     if method == "kernel":
         wz = w[:, None] * z
         lam2 = jnp.sum(wz * kernel_matmul(multinomial_kernel(degree), v, v, wz, tile), axis=0)

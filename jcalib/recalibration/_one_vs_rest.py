@@ -18,7 +18,6 @@ import jax
 import jax.numpy as jnp
 
 from ..core.optim import lbfgs_minimise
-from .._validation import check_simplex_probs
 from .scaling import LOG_CLIP
 
 __all__ = ["fit_one_vs_rest", "apply_one_vs_rest", "check_one_vs_rest_probs", "log_features", "fit_logistic"]
@@ -36,10 +35,9 @@ def fit_one_vs_rest(fit1: Callable, probs, labels, weights):
 
 
 def check_one_vs_rest_probs(probs, leaf, base_ndim: int):
-    """``probs`` checked as rows on the simplex with as many columns as the fit had classes:
-    2 when the fitted ``leaf`` has its per-score shape (``base_ndim`` axes), else its leading
-    (class) axis."""
-    probs = check_simplex_probs(probs)
+    """``probs`` (rows on the simplex, checked by the caller's declaration) with as many columns
+    as the fit had classes: 2 when the fitted ``leaf`` has its per-score shape (``base_ndim``
+    axes), else its leading (class) axis."""
     n_classes = 2 if leaf.ndim == base_ndim else leaf.shape[0]
     if probs.shape[1] != n_classes:
         raise ValueError(f"probs must have {n_classes} columns (the classes of the fit), got {probs.shape[1]}")

@@ -47,7 +47,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._validation import as_int, check_multiclass_inputs, check_positive_int
+from .._validation import STEPS, Choice, SimplexProbs, as_int, check_fields, declare, multiclass_inputs
 from ._one_vs_rest import apply_one_vs_rest, check_one_vs_rest_probs, fit_logistic, fit_one_vs_rest, log_features
 from .base import AbstractFittedRecalibrator, AbstractRecalibrator
 
@@ -72,6 +72,7 @@ class FittedBetaCalibration(AbstractFittedRecalibrator):
     b: Float[Array, "..."]
     c: Float[Array, "..."]
 
+    @declare(probs=SimplexProbs())
     def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
         probs = check_one_vs_rest_probs(probs, self.a, 0)
         return apply_one_vs_rest(_beta_apply1, self, probs)
@@ -144,15 +145,14 @@ class BetaCalibration(AbstractRecalibrator):
     n_steps: int = eqx.field(static=True, default=100, converter=as_int)
 
     def __check_init__(self):
-        if not isinstance(self.parameters, str) or self.parameters not in _FORMS:
-            raise ValueError(f"parameters must be one of {_FORMS}, got {self.parameters!r}")
-        check_positive_int(self.n_steps, "n_steps")
+        check_fields(self, parameters=Choice(*_FORMS), n_steps=STEPS)
 
+    @declare(**multiclass_inputs())
     def fit(
         self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
     ) -> FittedBetaCalibration:
         """Fit on held-out probabilities ``(n, C)`` (rows on the simplex) and integer labels in
         ``[0, C)``, with optional non-negative ``sample_weight`` ``(n,)`` (may be traced: vmap
         over bootstrap weights); returns scalars for $C = 2$ or ``(C,)`` arrays (one-vs-rest)."""
-        probs, labels, weights = check_multiclass_inputs(probs, labels, sample_weight)
+        weights = sample_weight
         return _beta_fit(probs, labels, weights, self.parameters, self.n_steps)

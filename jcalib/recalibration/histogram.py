@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._validation import as_int, check_multiclass_inputs, check_positive_int
+from .._validation import BINS, Choice, SimplexProbs, as_int, check_fields, declare, multiclass_inputs
 from ..metrics.binary import bin_index, quantile_bin_index
 from ._one_vs_rest import apply_one_vs_rest, check_one_vs_rest_probs, fit_one_vs_rest
 from .base import AbstractFittedRecalibrator, AbstractRecalibrator
@@ -60,6 +60,7 @@ class FittedHistogramBinning(AbstractFittedRecalibrator):
     values: Float[Array, "... K"]
     edges: Float[Array, "... K"] | None
 
+    @declare(probs=SimplexProbs())
     def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
         probs = check_one_vs_rest_probs(probs, self.values, 1)
         return apply_one_vs_rest(_histogram_apply1, self, probs)
@@ -126,15 +127,14 @@ class HistogramBinning(AbstractRecalibrator):
     strategy: str = eqx.field(static=True, default="uniform")
 
     def __check_init__(self):
-        check_positive_int(self.n_bins, "n_bins")
-        if not isinstance(self.strategy, str) or self.strategy not in _STRATEGIES:
-            raise ValueError(f"strategy must be 'uniform' or 'quantile', got {self.strategy!r}")
+        check_fields(self, n_bins=BINS, strategy=Choice(*_STRATEGIES))
 
+    @declare(**multiclass_inputs())
     def fit(
         self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
     ) -> FittedHistogramBinning:
         """Fit on held-out probabilities ``(n, C)`` (rows on the simplex) and integer labels in
         ``[0, C)``, with optional non-negative ``sample_weight`` ``(n,)`` (may be traced:
         bootstrap); leading axis $C$ on the fitted arrays for $C > 2$."""
-        probs, labels, weights = check_multiclass_inputs(probs, labels, sample_weight)
+        weights = sample_weight
         return _histogram_fit(probs, labels, weights, self.n_bins, self.strategy)

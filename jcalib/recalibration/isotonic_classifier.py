@@ -61,7 +61,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-from .._validation import check_multiclass_inputs
+from .._validation import RealArray, SimplexProbs, Weights, declare, multiclass_inputs
 from ._one_vs_rest import apply_one_vs_rest, check_one_vs_rest_probs, fit_one_vs_rest
 from .base import AbstractFittedRecalibrator, AbstractRecalibrator
 
@@ -85,11 +85,13 @@ class FittedIsotonicCalibration(AbstractFittedRecalibrator):
     y: Float[Array, "... n"]
     count: Int[Array, "..."]
 
+    @declare(probs=SimplexProbs())
     def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
         probs = check_one_vs_rest_probs(probs, self.count, 0)
         return apply_one_vs_rest(_isotonic_apply1, self, probs)
 
 
+@declare(y=RealArray(), w=Weights(length_of="y", fill=True))
 def pav(y: Float[Array, " n"], w: Float[Array, " n"]) -> Float[Array, " n"]:
     r"""Weighted isotonic (non-decreasing) least-squares fit of ``y`` in the given order.
 
@@ -108,6 +110,7 @@ def pav(y: Float[Array, " n"], w: Float[Array, " n"]) -> Float[Array, " n"]:
     """
     n = y.shape[0]
     dt = y.dtype
+    w = w.astype(dt)
     zeros = jnp.zeros((n,), dt)
 
     def push(carry, i):
@@ -233,10 +236,11 @@ class IsotonicCalibration(AbstractRecalibrator):
         Zadrozny, Elkan (2002), §3; Ayer et al. (1955).
     """
 
+    @declare(**multiclass_inputs())
     def fit(
         self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
     ) -> FittedIsotonicCalibration:
         """Fit on held-out probabilities ``(n, C)`` (rows on the simplex) and integer labels in
         ``[0, C)``, with optional non-negative ``sample_weight`` ``(n,)`` (may be traced)."""
-        probs, labels, weights = check_multiclass_inputs(probs, labels, sample_weight)
+        weights = sample_weight
         return _isotonic_fit(probs, labels, weights)

@@ -54,12 +54,19 @@ from .. import _kernels
 from .._kernels import MultinomialKernel, kernel_matmul
 from .._simplex import project_simplex
 from .._validation import (
+    STEPS,
+    Bool,
+    ClassLabels,
+    Custom,
+    Integer,
+    Optional,
+    Real,
+    RealArray,
+    SimplexProbs,
+    Weights,
     as_int,
-    check_hyper,
-    check_multiclass_inputs,
-    check_positive_int,
-    check_simplex_probs,
-    is_concrete,
+    check_fields,
+    declare,
 )
 from .._weights import normalised_weights
 from ..metrics.kernel import (
@@ -91,6 +98,20 @@ _DEFAULT_TILE = _kernels.DEFAULT_TILE
 # Algorithm 1
 
 
+def _callable_kernel(kernel, name, bound):
+    if not callable(kernel):
+        raise ValueError(f"{name} must be callable ker(A, B) -> Gram block, got {type(kernel).__name__}")
+    return kernel
+
+
+_KERNEL = Custom(_callable_kernel, "a callable ker(A, B) -> Gram block")
+_TILE = Integer(1, 2**20, what="rows per Gram block")
+# fit's inputs: sample_weight=None stays None (unweighted means), given weights need a positive sum
+_FIT_INPUTS = dict(probs=SimplexProbs(), labels=ClassLabels(), sample_weight=Weights(length_of="probs"))
+
+
+@declare(points=SimplexProbs(), targets=RealArray(lo=-1, hi=1, length_of="points"),
+         kernel=Optional(_KERNEL), tile=_TILE)
 def kernel_weak_learner(
     points: Float[Array, "n k"],
     targets: Float[Array, " n"],
@@ -111,14 +132,9 @@ def kernel_weak_learner(
         ``(correlation, witness)``; ``witness(u)`` has shape ``(m, 1)``.
     """
     kernel = MultinomialKernel(2) if kernel is None else kernel
-    v = check_simplex_probs(points, "points")
-    z = jnp.asarray(targets, v.dtype)
-    if z.shape != (v.shape[0],):
-        raise ValueError(f"targets must have shape ({v.shape[0]},), got {tuple(z.shape)}")
-    if is_concrete(z) and (not bool(jnp.all(jnp.isfinite(z))) or bool(jnp.any(jnp.abs(z) > 1))):
-        raise ValueError("targets must be finite and lie in [-1, 1]")
+    v = points
+    z = targets.astype(v.dtype)
     s_ = _resolve_scale(kernel, s)
-    tile = check_positive_int(tile, "tile")
     value, _, _, coef, _ = _audit_core(kernel, s_, tile, v, z[:, None])
     return value, KernelWitness(v, coef, kernel, tile)
 
@@ -164,6 +180,7 @@ class FittedKernelCalibration(AbstractFittedRecalibrator):
         """Number of steps that changed the predictions."""
         return jnp.sum(self.eta > 0)
 
+    @declare(probs=SimplexProbs())
     def __call__(self, probs: Float[Array, "m k"]) -> Float[Array, "m k"]:
         r"""Replay the fitted witnesses on new predictions: $u \leftarrow \Pi_\Delta(u + \eta_t
         w_t(u))$ for every active step $t$ in order.
@@ -174,7 +191,7 @@ class FittedKernelCalibration(AbstractFittedRecalibrator):
         Returns:
             ``(m, k)`` post-processed predictions on the simplex.
         """
-        u = check_simplex_probs(probs)
+        u = probs
         if u.shape[1] != self.support.shape[-1]:
             raise ValueError(f"probs must have {self.support.shape[-1]} columns (the classes seen in fit), got {u.shape[1]}")
         if self.eta.shape[0] == 0:
@@ -293,24 +310,18 @@ class KernelCalibration(AbstractRecalibrator):
     s: float | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
-        if not callable(self.kernel):
-            raise ValueError(f"kernel must be callable ker(A, B) -> Gram block, got {type(self.kernel).__name__}")
-        if is_concrete(self.beta) and not float(self.beta) >= 0:
-            raise ValueError(f"beta must be a non-negative number, got {self.beta!r}")
-        if self.eta is not None and is_concrete(self.eta) and not float(self.eta) > 0:
-            raise ValueError(f"eta must be positive or None (adaptive), got {self.eta!r}")
-        check_positive_int(self.max_steps, "max_steps")
-        check_positive_int(self.tile, "tile")
+        check_fields(self, kernel=_KERNEL, beta=Real(0), eta=Optional(Real(0, open_lo=True)), max_steps=STEPS,
+                     tile=_TILE)
         _resolve_scale(self.kernel, self.s)
 
     def _prepare(self, probs, labels, sample_weight):
-        v, y, w = check_multiclass_inputs(probs, labels, sample_weight)
-        if v.shape[0] == 0:
-            raise ValueError("probs and labels are empty; fitting needs at least one sample")
+        """Checked inputs (by the declaration of ``fit``) ready for the jitted loop."""
+        v, y, w = probs, labels, sample_weight
         weights = None if sample_weight is None else normalised_weights(w, v.shape[0], v.dtype)
         eta = None if self.eta is None else jnp.asarray(self.eta, v.dtype)
         return v, y, weights, eta, dict(kernel=self.kernel, s=_resolve_scale(self.kernel, self.s), tile=self.tile)
 
+    @declare(**_FIT_INPUTS)
     def fit(
         self,
         probs: Float[Array, "n k"],
@@ -332,6 +343,7 @@ class KernelCalibration(AbstractRecalibrator):
         _, supp, coef, etas, values, losses = _fit_jit(v, y, weights, self.beta, eta, n_steps=self.max_steps, **static)
         return FittedKernelCalibration(supp, coef, etas, values, losses, self.kernel, self.tile)
 
+    @declare(**_FIT_INPUTS, chunk=STEPS, progress=Bool())
     def fit_with_history(
         self,
         probs: Float[Array, "n k"],
@@ -358,7 +370,6 @@ class KernelCalibration(AbstractRecalibrator):
             arrays (including the final, inactive audit when the fit converged), and
             ``converged`` (a bool: the audit value fell below ``beta`` within ``max_steps``).
         """
-        chunk = check_positive_int(chunk, "chunk")
         v, y, weights, eta, static = self._prepare(probs, labels, sample_weight)
         parts, done, converged = [], 0, False
         with tqdm(total=self.max_steps, disable=not progress, desc="kernel calibration") as bar:
@@ -426,12 +437,11 @@ class TheoremAuditor(eqx.Module):
         return kernel_audit(probs, labels, self.kernel, tile=tile)
 
 
-def _check_alpha(alpha):
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)) or not 0 < alpha < 0.5:
-        raise ValueError(f"alpha must be a number in (0, 1/2), got {alpha!r}")
-    return float(alpha)
+_ALPHA = Real(0, 0.5, open_lo=True, open_hi=True, static=True)
+_DEGREE = Optional(Integer(0, 2**12, what="a multinomial kernel of that degree overflows every float"))
 
 
+@declare(alpha=_ALPHA, max_sq_norm=Real(1, static=True), degree=_DEGREE)
 def projected_smooth_auditor(alpha: float, max_sq_norm: float = 2.0, degree: int | None = None) -> TheoremAuditor:
     r"""Kernel auditor for $m$-projected smooth calibration (paper 003, Theorem 7.1).
 
@@ -465,8 +475,7 @@ def projected_smooth_auditor(alpha: float, max_sq_norm: float = 2.0, degree: int
     References:
         Gopalan, Hu, Rothblum (2024), Theorem 7.1, Lemmas 7.2–7.5, Corollary 7.6, Lemma 6.4.
     """
-    alpha = _check_alpha(alpha)
-    m = float(check_hyper(max_sq_norm, "max_sq_norm", 1.0))
+    m = max_sq_norm
     d = max(0, math.ceil(4 * math.pi / alpha) - 1) if degree is None else int(degree)
     log10_r = d * math.log10(4 * max(1.0, math.sqrt(float(m))))
     log10_beta = math.log10(alpha / 6.0) - log10_r - 0.5 * math.log10(d + 1)
@@ -500,6 +509,7 @@ def _tanh_degree(alpha: float, L: float, max_degree: int = 1024) -> int:
     raise ValueError(f"no degree <= {max_degree} approximates tanh({L} t + b) to within {alpha / 8}")
 
 
+@declare(alpha=_ALPHA, L=Real(1, static=True), k=Optional(Integer(1, 2**24)), degree=_DEGREE)
 def sigmoid_auditor(alpha: float, L: float, k: int | None = None, degree: int | None = None) -> TheoremAuditor:
     r"""Kernel auditor for sigmoid calibration $\Sigma_L^k$ (paper 003, Definition 7.7, Theorem 7.9).
 
@@ -532,10 +542,7 @@ def sigmoid_auditor(alpha: float, L: float, k: int | None = None, degree: int | 
         Gopalan, Hu, Rothblum (2024), Definition 7.7, Lemma 7.8 (after GKK20, SSS11),
         Theorem 7.9, Lemma 7.3.
     """
-    alpha = _check_alpha(alpha)
-    if isinstance(L, bool) or not isinstance(L, (int, float, np.floating)) or not 1 <= L < float("inf"):
-        raise ValueError(f"L must be a finite number >= 1, got {L!r}")
-    a2 = 1.0 if k is None else float(check_positive_int(k, "k"))
+    a2 = 1.0 if k is None else float(k)
     d = _tanh_degree(alpha, float(L)) if degree is None else int(degree)
     _, log10_r2 = _tanh_interpolants(float(L), d)
     # Lemma 7.3: ‖p_a‖² ≤ Σ_i η_i² ‖a‖^{2i} ≤ ‖a‖^{2d} Σ_i η_i² for ‖a‖ ≥ 1 (‖a‖² ≤ k)

@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._validation import as_int, check_multiclass_inputs, check_positive_int
+from .._validation import STEPS, Bool, SimplexProbs, as_int, check_fields, declare, multiclass_inputs
 from ._one_vs_rest import apply_one_vs_rest, check_one_vs_rest_probs, fit_logistic, fit_one_vs_rest, log_features
 from .base import AbstractFittedRecalibrator, AbstractRecalibrator
 
@@ -62,6 +62,7 @@ class FittedPlattScaling(AbstractFittedRecalibrator):
     slope: Float[Array, "..."]
     intercept: Float[Array, "..."]
 
+    @declare(probs=SimplexProbs())
     def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
         probs = check_one_vs_rest_probs(probs, self.slope, 0)
         return apply_one_vs_rest(_platt_apply1, self, probs)
@@ -116,15 +117,14 @@ class PlattScaling(AbstractRecalibrator):
     n_steps: int = eqx.field(static=True, default=50, converter=as_int)
 
     def __check_init__(self):
-        if not isinstance(self.smooth_targets, bool):
-            raise ValueError(f"smooth_targets must be a bool, got {type(self.smooth_targets).__name__} {self.smooth_targets!r}")
-        check_positive_int(self.n_steps, "n_steps")
+        check_fields(self, smooth_targets=Bool(), n_steps=STEPS)
 
+    @declare(**multiclass_inputs())
     def fit(
         self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
     ) -> FittedPlattScaling:
         """Fit on held-out probabilities ``(n, C)`` (rows on the simplex) and integer labels in
         ``[0, C)``, with optional non-negative ``sample_weight`` ``(n,)``; returns scalars for
         $C = 2$ or ``(C,)`` arrays (one-vs-rest)."""
-        probs, labels, weights = check_multiclass_inputs(probs, labels, sample_weight)
+        weights = sample_weight
         return _platt_fit(probs, labels, weights, self.smooth_targets, self.n_steps)

@@ -88,7 +88,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .._validation import as_int, check_hyper, check_multiclass_inputs, check_positive_int, check_simplex_probs
+from .._validation import STEPS, Real, SimplexProbs, as_int, check_fields, declare, multiclass_inputs
 from ..core.optim import lbfgs_minimise as _minimise
 from .base import AbstractFittedRecalibrator, AbstractRecalibrator
 
@@ -135,11 +135,10 @@ def _weighted_nll(logits: Float[Array, "n C"], labels: Int[Array, " n"], weights
     return -jnp.sum(weights * log_q_y) / jnp.sum(weights)
 
 
-_prepare = check_multiclass_inputs  # validated probs, int32 labels, weights (ones by default)
 
 
 def _check_apply_probs(probs, n_classes: int):
-    probs = check_simplex_probs(probs)
+    """Checked probabilities with the fit's number of columns."""
     if probs.shape[1] != n_classes:
         raise ValueError(f"probs must have {n_classes} columns (the classes of the fit), got {probs.shape[1]}")
     return probs
@@ -198,8 +197,8 @@ class FittedTemperatureScaling(AbstractFittedRecalibrator):
         r"""The fitted temperature $\hat T = \exp(\log \hat T)$."""
         return jnp.exp(self.log_temperature)
 
+    @declare(probs=SimplexProbs())
     def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
-        probs = check_simplex_probs(probs)
         return jax.nn.softmax(_log_probs(probs) * jnp.exp(-self.log_temperature), axis=1)
 
 
@@ -235,14 +234,15 @@ class TemperatureScaling(AbstractRecalibrator):
     n_steps: int = eqx.field(static=True, default=50, converter=as_int)
 
     def __check_init__(self):
-        check_positive_int(self.n_steps, "n_steps")
+        check_fields(self, n_steps=STEPS)
 
+    @declare(**multiclass_inputs())
     def fit(
         self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
     ) -> FittedTemperatureScaling:
         """Fit on held-out probabilities ``(n, C)`` and integer labels ``(n,)``, with optional
         non-negative ``sample_weight`` ``(n,)`` (may be traced: vmap over bootstrap weights)."""
-        probs, labels, weights = _prepare(probs, labels, sample_weight)
+        weights = sample_weight
         return FittedTemperatureScaling(_temperature_fit(probs, labels, weights, self.n_steps))
 
 
@@ -273,6 +273,7 @@ class FittedVectorScaling(AbstractFittedRecalibrator):
     scale: Float[Array, " C"]
     bias: Float[Array, " C"]
 
+    @declare(probs=SimplexProbs())
     def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
         probs = _check_apply_probs(probs, self.bias.shape[-1])
         return jax.nn.softmax(_log_probs(probs) * self.scale[None, :] + self.bias[None, :], axis=1)
@@ -302,14 +303,15 @@ class VectorScaling(AbstractRecalibrator):
     n_steps: int = eqx.field(static=True, default=200, converter=as_int)
 
     def __check_init__(self):
-        check_positive_int(self.n_steps, "n_steps")
+        check_fields(self, n_steps=STEPS)
 
+    @declare(**multiclass_inputs())
     def fit(
         self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
     ) -> FittedVectorScaling:
         """Fit on held-out probabilities ``(n, C)`` and integer labels ``(n,)`` (optional
         ``sample_weight`` ``(n,)``)."""
-        probs, labels, weights = _prepare(probs, labels, sample_weight)
+        weights = sample_weight
         params = _vector_fit(probs, labels, weights, self.n_steps)
         return FittedVectorScaling(params.weights, params.bias)
 
@@ -340,8 +342,8 @@ def _matrix_fit(probs, labels, weights, reg_lambda, reg_mu, n_steps):
     return original(_minimise(loss, _Affine(jnp.diag(s), m), n_steps))  # from W = I, b = 0
 
 
-def _fit_affine(probs, labels, sample_weight, reg_lambda, reg_mu, n_steps) -> _Affine:
-    probs, labels, weights = _prepare(probs, labels, sample_weight)
+def _fit_affine(probs, labels, weights, reg_lambda, reg_mu, n_steps) -> _Affine:
+    """The affine fit of checked inputs (probs, int32 labels, weights filled with ones)."""
     # 0-d arrays (reg fields are NumPy float64 or JAX arrays, possibly traced under vmap)
     lam = jnp.asarray(reg_lambda).astype(probs.dtype)
     mu = jnp.asarray(reg_mu).astype(probs.dtype)
@@ -354,9 +356,7 @@ def _apply_affine(weights, bias, probs):
 
 
 def _check_matrix_settings(module):
-    check_hyper(module.reg_lambda, "reg_lambda", 0.0)
-    check_hyper(module.reg_mu, "reg_mu", 0.0)
-    check_positive_int(module.n_steps, "n_steps")
+    check_fields(module, reg_lambda=Real(0), reg_mu=Real(0), n_steps=STEPS)
 
 
 class FittedMatrixScaling(AbstractFittedRecalibrator):
@@ -370,6 +370,7 @@ class FittedMatrixScaling(AbstractFittedRecalibrator):
     weights: Float[Array, "C C"]
     bias: Float[Array, " C"]
 
+    @declare(probs=SimplexProbs())
     def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
         return _apply_affine(self.weights, self.bias, probs)
 
@@ -406,6 +407,7 @@ class MatrixScaling(AbstractRecalibrator):
     def __check_init__(self):
         _check_matrix_settings(self)
 
+    @declare(**multiclass_inputs())
     def fit(
         self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
     ) -> FittedMatrixScaling:
@@ -426,6 +428,7 @@ class FittedDirichletCalibration(AbstractFittedRecalibrator):
     weights: Float[Array, "C C"]
     bias: Float[Array, " C"]
 
+    @declare(probs=SimplexProbs())
     def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
         return _apply_affine(self.weights, self.bias, probs)
 
@@ -474,6 +477,7 @@ class DirichletCalibration(AbstractRecalibrator):
     def __check_init__(self):
         _check_matrix_settings(self)
 
+    @declare(**multiclass_inputs())
     def fit(
         self, probs: Float[Array, "n C"], labels: Int[Array, " n"], *, sample_weight: Float[Array, " n"] | None = None
     ) -> FittedDirichletCalibration:

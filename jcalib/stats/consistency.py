@@ -27,11 +27,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._validation import check_binary_inputs, check_multiclass_inputs, check_positive_int, is_concrete
+from .._validation import Bool, Custom, Int, Key, binary_or_multiclass_inputs, check_positive_int, declare, is_concrete
 from ..metrics.binary import bin_index, binned_ece, quantile_bin_index
 from ._poisson_binomial import poisson_binomial_cdfs
 from ._result import CalibrationTestResult
-from .resampling import _call, _check_key, _chunked
+from .resampling import _call, _chunked
 
 __all__ = ["consistency_test"]
 
@@ -143,6 +143,16 @@ def _consistency_binned(p, y, key, n_resamples, options):
     return CalibrationTestResult(observed, _p_value(obs, null))
 
 
+def _callable(fn, name, bound):
+    if not callable(fn):
+        raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+    return fn
+
+
+@declare(statistic=Custom(_callable, "a metric f(probs, labels, *, sample_weight=None)"),
+         **binary_or_multiclass_inputs(fill=False), key=Key(single=True),
+         n_resamples=Int(1, 2**24, bytes_per=8, what="its null distribution"), resample_forecasts=Bool(),
+         chunk=Int(1, 2**20, what="resamples per compiled chunk"))
 def consistency_test(
     statistic: Callable[..., Array],
     probs: Float[Array, "n ..."],
@@ -205,19 +215,8 @@ def consistency_test(
         Bröcker, Smith (2007), *Increasing the reliability of reliability diagrams*, Weather
         and Forecasting 22(3), §4 (consistency resampling).
     """
-    if not callable(statistic):
-        raise TypeError(f"statistic must be callable, got {type(statistic).__name__}")
-    if not isinstance(resample_forecasts, bool):
-        raise TypeError(f"resample_forecasts must be a bool, got {type(resample_forecasts).__name__}")
-    if jnp.ndim(probs) == 2:
-        p, y, w = check_multiclass_inputs(probs, labels, sample_weight)
-    else:
-        p, y, w = check_binary_inputs(probs, labels, sample_weight)
-        y = y.astype(jnp.int32)
-    w = None if sample_weight is None else w
-    n_resamples = check_positive_int(n_resamples, "n_resamples")
-    chunk = check_positive_int(chunk, "chunk")
+    p, y, w = probs, labels.astype(jnp.int32), sample_weight
     options = _binned_ece_options(statistic)
     if options is not None and p.ndim == 1 and w is None and not resample_forecasts and is_concrete(p) and is_concrete(y):
-        return _consistency_binned(p, y, _check_key(key), n_resamples, options)
-    return _consistency(statistic, p, y, w, _check_key(key), n_resamples, resample_forecasts, chunk)
+        return _consistency_binned(p, y, key, n_resamples, options)
+    return _consistency(statistic, p, y, w, key, n_resamples, resample_forecasts, chunk)

@@ -63,7 +63,7 @@ import jax.numpy as jnp
 from jax.scipy.special import ndtr
 from jaxtyping import Array, Float, Int
 
-from .._validation import check_binary_inputs, check_multiclass_inputs
+from .._validation import RealArray, binary_or_multiclass_inputs, declare
 from ..metrics.regression import pit_uniformity
 from ._result import CalibrationTestResult
 
@@ -80,10 +80,12 @@ _TERMS = 100  # series terms: Q(k x) underflows long before k = 100 for x >= 0.1
 
 
 def _binary_or_top_label(probs, labels, sample_weight):
-    if jnp.ndim(probs) == 2:  # top-label: confidence, and whether the top class happened
-        v, y, w = check_multiclass_inputs(probs, labels, sample_weight)
-        return jnp.max(v, axis=1), (jnp.argmax(v, axis=1).astype(jnp.int32) == y).astype(v.dtype), w
-    return check_binary_inputs(probs, labels, sample_weight)
+    """Checked inputs as binary forecasts: top-label confidence and whether the top class
+    happened for ``(n, C)`` rows."""
+    if probs.ndim == 2:
+        v, y = probs, labels
+        return jnp.max(v, axis=1), (jnp.argmax(v, axis=1).astype(jnp.int32) == y).astype(v.dtype), sample_weight
+    return probs, labels, sample_weight
 
 
 def _cumulative(p, y, w):
@@ -161,6 +163,7 @@ def _kuiper(p, y, w):
     return CalibrationTestResult(stat, _pvalue(_range_pvalue, stat, sigma, 2 * shift))
 
 
+@declare(**binary_or_multiclass_inputs())
 def ks_calibration_error(probs, labels, *, sample_weight=None) -> Float[Array, ""]:
     r"""KS calibration error $\max_k |S_k|$ of Gupta et al. (2021), **normalised** (see module).
 
@@ -182,6 +185,7 @@ def ks_calibration_error(probs, labels, *, sample_weight=None) -> Float[Array, "
     return _ks(*_binary_or_top_label(probs, labels, sample_weight)).statistic
 
 
+@declare(**binary_or_multiclass_inputs())
 def kuiper_calibration_error(probs, labels, *, sample_weight=None) -> Float[Array, ""]:
     r"""Kuiper calibration error $\max_k S_k - \min_k S_k$ (with $S_0 = 0$), **normalised**.
 
@@ -194,6 +198,7 @@ def kuiper_calibration_error(probs, labels, *, sample_weight=None) -> Float[Arra
     return _kuiper(*_binary_or_top_label(probs, labels, sample_weight)).statistic
 
 
+@declare(**binary_or_multiclass_inputs())
 def ks_test(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
@@ -231,6 +236,7 @@ def ks_test(
     return _ks(*_binary_or_top_label(probs, labels, sample_weight))
 
 
+@declare(**binary_or_multiclass_inputs())
 def kuiper_test(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
@@ -254,6 +260,7 @@ def kuiper_test(
     return _kuiper(*_binary_or_top_label(probs, labels, sample_weight))
 
 
+@declare(pit_values=RealArray(lo=0, hi=1))
 def pit_uniformity_test(pit_values: Float[Array, " T"]) -> CalibrationTestResult:
     r"""Kolmogorov–Smirnov test that the PIT values of regression forecasts are uniform.
 

@@ -26,10 +26,10 @@ import numpy as np
 from jax.scipy.special import betainc, ndtri
 from jaxtyping import Array, Float
 
-from .._validation import check_binary_inputs, check_multiclass_inputs, check_positive_int, shown
+from .._validation import BINS, Choice, Int, Key, Optional, Real, binary_or_multiclass_inputs, declare
 from ..metrics.binary import bin_index
 from ..metrics.smooth import reflected_kernel_sum, smooth_ece
-from .resampling import _check_key, _check_level, bootstrap
+from .resampling import bootstrap
 
 _KDE_EPS = 1e-4  # relplot's KernelSmoother: smoothed outcomes / (smoothed counts + 1e-4)
 _MIN_BANDWIDTH = 2.0**-9  # the smallest bandwidth reflected_kernel_sum's buffers hold
@@ -74,10 +74,15 @@ class SmoothCalibrationCurve(NamedTuple):
 
 
 def _binary_or_top_label(probs, labels, sample_weight):
-    if jnp.ndim(probs) == 2:
-        v, y, w = check_multiclass_inputs(probs, labels, sample_weight)
-        return jnp.max(v, axis=1), (jnp.argmax(v, axis=1).astype(jnp.int32) == y).astype(v.dtype), w
-    return check_binary_inputs(probs, labels, sample_weight)
+    """Checked inputs as binary forecasts: top-label confidence and whether the top class
+    happened for ``(n, C)`` rows."""
+    if probs.ndim == 2:
+        v, y = probs, labels
+        return jnp.max(v, axis=1), (jnp.argmax(v, axis=1).astype(jnp.int32) == y).astype(v.dtype), sample_weight
+    return probs, labels, sample_weight
+
+
+_LEVEL = Real(0, 1, open_lo=True, open_hi=True, static=True)
 
 
 def _beta_quantile(q, a, b, steps: int = 60):
@@ -154,6 +159,8 @@ def _binned(p, y, w, level, n_bins, interval, strategy):
     )
 
 
+@declare(**binary_or_multiclass_inputs(), n_bins=BINS, interval=Choice("wilson", "clopper-pearson"), level=_LEVEL,
+         strategy=Choice("uniform", "quantile"))
 def calibration_curve(
     probs: Float[Array, " n"],
     labels: Array,
@@ -234,12 +241,6 @@ def calibration_curve(
         ``sklearn.calibration.calibration_curve``; Hyndman, Fan (1996), *Sample quantiles in
         statistical packages* (type 7).
     """
-    n_bins = check_positive_int(n_bins, "n_bins")
-    if interval not in ("wilson", "clopper-pearson"):
-        raise ValueError(f"interval must be 'wilson' or 'clopper-pearson', got {shown(interval)}")
-    if strategy not in ("uniform", "quantile"):
-        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {shown(strategy)}")
-    level = _check_level(level)
     p, y, w = _binary_or_top_label(probs, labels, sample_weight)
     return _binned(p, y, w, jnp.asarray(level, p.dtype), n_bins, interval, strategy)
 
@@ -269,6 +270,9 @@ def _smooth_curve(p, y, w, sigma, n_points):
     return _smooth_parts(p, y, w, sigma, n_points)
 
 
+@declare(**binary_or_multiclass_inputs(), key=Key(optional=True, single=True),  # None: no band, nothing drawn
+         n_resamples=Int(1, 2**24, bytes_per=8 * 200, what="its bootstrap curves"), level=_LEVEL,
+         n_points=Int(2, 2**20, bytes_per=8 * 64, what="its curve"), bandwidth=Optional(Real(_MIN_BANDWIDTH, 1, static=True)))
 def smooth_calibration_curve(
     probs: Float[Array, " n"],
     labels: Array,
@@ -315,18 +319,10 @@ def smooth_calibration_curve(
         Błasiok, Nakkiran (2023), *Smooth ECE: principled reliability diagrams via kernel
         smoothing*; the ``relplot`` package (``relplot.prepare_rel_diagram``).
     """
-    n_points = check_positive_int(n_points, "n_points")
-    n_resamples = check_positive_int(n_resamples, "n_resamples")  # checked with or without a band
-    if n_points < 2:
-        raise ValueError(f"n_points must be at least 2, got {shown(n_points)}")
-    level = _check_level(level)
-    key = None if key is None else _check_key(key)  # None: no band, nothing drawn
     p, y, w = _binary_or_top_label(probs, labels, sample_weight)
     if bandwidth is None:
         sigma = smooth_ece(p, y, sample_weight=w, return_bandwidth=True)[1]
     else:
-        if isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float)) or not _MIN_BANDWIDTH <= bandwidth <= 1:
-            raise ValueError(f"bandwidth must be a number in [2^-9, 1], got {shown(bandwidth)}")
         sigma = jnp.asarray(bandwidth, p.dtype)
     curve, density, t = _smooth_curve(p, y, w, sigma, n_points)
     low = high = None

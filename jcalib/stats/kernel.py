@@ -34,18 +34,22 @@ from jaxtyping import Array, Float
 
 from .._kernels import DEFAULT_TILE, GaussianKernel, Kernel, kernel_matmul
 from .._validation import (
-    check_binary_inputs,
+    Choice,
+    Custom,
+    Int,
+    Key,
+    Real,
+    binary_or_multiclass_inputs,
     check_binary_labels,
     check_binary_probs,
     check_class_labels,
-    check_multiclass_inputs,
-    check_positive_int,
     check_same_length,
     check_simplex_probs,
+    declare,
     shown,
 )
 from ._result import CalibrationTestResult
-from .resampling import _check_key, _check_level, _chunked
+from .resampling import _chunked
 from .consistency import consistency_test
 
 __all__ = ["SKCEInterval", "cme_test", "skce", "skce_interval", "skce_test", "ucme"]
@@ -57,15 +61,15 @@ DEFAULT_KERNEL = GaussianKernel(0.5)
 def _vectors(probs, labels, sample_weight):
     """Forecast vectors ``P`` (n, C), residuals ``R = e_y - P``, weights (or None) and the
     labels as int32 class indices."""
-    if jnp.ndim(probs) == 2:
-        P, y, w = check_multiclass_inputs(probs, labels, sample_weight)
+    if probs.ndim == 2:
+        P, y = probs, labels
         R = jax.nn.one_hot(y, P.shape[1], dtype=P.dtype) - P
     else:
-        p, y, w = check_binary_inputs(probs, labels, sample_weight)
+        p, y = probs, labels
         P = jnp.stack([1 - p, p], axis=1)
         R = jnp.stack([p - y, y - p], axis=1)
         y = y.astype(jnp.int32)
-    return P, R, (None if sample_weight is None else w), y
+    return P, R, sample_weight, y
 
 
 def _kernel_diag(kernel, P):
@@ -104,13 +108,21 @@ def _skce(kernel, P, R, w, estimator, block_size, tile):
     return _quadratic(kernel, P, R, w, tile, estimator == "unbiased")
 
 
-def _check_options(kernel, estimator, block_size, tile, n, weighted):
+def _callable_kernel(kernel, name, bound):
     if not callable(kernel):
-        raise TypeError(f"kernel must be callable, e.g. jcalib.metrics.GaussianKernel(0.5), got {type(kernel).__name__}")
-    if estimator not in _ESTIMATORS:
-        raise ValueError(f"estimator must be one of {_ESTIMATORS}, got {shown(estimator)}")
-    block_size = check_positive_int(block_size, "block_size")
-    tile = check_positive_int(tile, "tile")
+        raise TypeError(f"{name} must be callable, e.g. jcalib.metrics.GaussianKernel(0.5), got {type(kernel).__name__}")
+    return kernel
+
+
+# declared settings shared by the kernel statistics
+_KERNEL = Custom(_callable_kernel, "a callable kernel, e.g. jcalib.metrics.GaussianKernel(0.5)")
+_BLOCK = Int(1, 2**20, what="rows per block")
+_TILE = Int(1, 2**20, what="rows per Gram block")
+_LEVEL = Real(0, 1, open_lo=True, open_hi=True, static=True)
+
+
+def _check_options(kernel, estimator, block_size, tile, n, weighted):
+    """The rules between the declared settings and the number of rows ``n``."""
     if estimator == "block":
         if block_size < 2:
             raise ValueError(f"block_size must be at least 2, got {shown(block_size)}")
@@ -123,6 +135,8 @@ def _check_options(kernel, estimator, block_size, tile, n, weighted):
     return block_size, tile
 
 
+@declare(**binary_or_multiclass_inputs(fill=False), kernel=_KERNEL, estimator=Choice(*_ESTIMATORS), block_size=_BLOCK,
+         tile=_TILE)
 def skce(
     probs: Float[Array, "n ..."],
     labels: Array,
@@ -220,6 +234,10 @@ def _unbiased_test(kernel, P, R, key, n_resamples, chunk, tile):
     return CalibrationTestResult(stat, p.astype(dt))
 
 
+@declare(**binary_or_multiclass_inputs(weights=False), key=Key(optional=True, single=True), kernel=_KERNEL,
+         estimator=Choice(*_ESTIMATORS), method=Choice("asymptotic", "consistency"), block_size=_BLOCK,
+         n_resamples=Int(1, 2**24, bytes_per=8, what="its null distribution"),
+         chunk=Int(1, 2**20, what="resamples per compiled chunk"), tile=_TILE)
 def skce_test(
     probs: Float[Array, "n ..."],
     labels: Array,
@@ -279,16 +297,10 @@ def skce_test(
         Widmann, Lindsten, Zachariah (2019), NeurIPS, §4 (tests) and Appendix; Arcones, Giné
         (1992), *On the bootstrap of U and V statistics*.
     """
-    if method not in ("asymptotic", "consistency"):
-        raise ValueError(f"method must be 'asymptotic' or 'consistency', got {shown(method)}")
     P, R, _, _ = _vectors(probs, labels, None)
     block_size, tile = _check_options(kernel, estimator, block_size, tile, P.shape[0], False)
-    n_resamples = check_positive_int(n_resamples, "n_resamples")
-    chunk = check_positive_int(chunk, "chunk")
     if method == "consistency" or estimator == "unbiased":
-        key = _check_key(key)  # these draw: None or an int seed is the library's TypeError
-    elif key is not None:
-        key = _check_key(key)  # the asymptotic block test draws nothing; a given key must still be one
+        key = Key(single=True).check(key, "key", {})  # these draw: None is the library's TypeError
     if method == "consistency":
         stat = _SKCEStatistic(kernel, estimator, block_size, tile)
         return consistency_test(stat, probs, labels, key=key, n_resamples=n_resamples, chunk=chunk)
@@ -339,6 +351,8 @@ def _interval(kernel, P, R, estimator, block_size, tile, q, right):
     return SKCEInterval(est, est - q * se, est + q * se, se)
 
 
+@declare(**binary_or_multiclass_inputs(weights=False), kernel=_KERNEL, estimator=Choice("block", "unbiased"),
+         block_size=_BLOCK, level=_LEVEL, tail=Choice(*_TAILS), tile=_TILE)
 def skce_interval(
     probs: Float[Array, "n ..."],
     labels: Array,
@@ -407,11 +421,6 @@ def skce_interval(
         Annals of Mathematical Statistics, Theorem 7.1; Zaremba, Gretton, Blaschko (2013),
         *B-test: a non-parametric, low variance kernel two-sample test*, NeurIPS.
     """
-    if estimator not in ("block", "unbiased"):
-        raise ValueError(f"estimator must be 'block' or 'unbiased' for an interval, got {shown(estimator)}")
-    if tail not in _TAILS:
-        raise ValueError(f"tail must be one of {_TAILS}, got {shown(tail)}")
-    level = _check_level(level)
     P, R, _, _ = _vectors(probs, labels, None)
     block_size, tile = _check_options(kernel, estimator, block_size, tile, P.shape[0], False)
     n = P.shape[0]
@@ -450,6 +459,7 @@ def _deviations(kernel, P, R, Pt, yt):
     return kernel(P, Pt) * R[:, yt]
 
 
+@declare(**binary_or_multiclass_inputs(fill=False), kernel=_KERNEL)
 def ucme(
     probs: Float[Array, "n ..."],
     labels: Array,
@@ -495,8 +505,6 @@ def ucme(
         §3–4 (the UCME and its test).
     """
     P, R, w, _ = _vectors(probs, labels, sample_weight)
-    if not callable(kernel):
-        raise TypeError(f"kernel must be callable, e.g. jcalib.metrics.GaussianKernel(0.5), got {type(kernel).__name__}")
     Pt, yt = _test_locations(test_probs, test_labels, P.shape[1], jnp.ndim(probs) == 1, P.dtype)
     return _ucme(kernel, P, R, w, Pt, yt)
 
@@ -540,6 +548,8 @@ def _cme_test(kernel, P, R, Pt, yt, keep):
     return CalibrationTestResult(stat, p.astype(dt))
 
 
+@declare(**binary_or_multiclass_inputs(weights=False), key=Key(optional=True, single=True),
+         n_test=Int(1, 2**20, bytes_per=8, what="its test locations (per row)"), kernel=_KERNEL)
 def cme_test(
     probs: Float[Array, "n ..."],
     labels: Array,
@@ -606,11 +616,8 @@ def cme_test(
         §3–4; Jitkrittum, Szabó, Chwialkowski, Gretton (2016), *Interpretable distribution
         features with maximum testing power*, NeurIPS.
     """
-    if not callable(kernel):
-        raise TypeError(f"kernel must be callable, e.g. jcalib.metrics.GaussianKernel(0.5), got {type(kernel).__name__}")
     P, R, _, y = _vectors(probs, labels, None)
-    n = P.shape[0]
-    J = check_positive_int(n_test, "n_test")
+    n, J = P.shape[0], n_test
     if (test_probs is None) != (test_labels is None):
         raise ValueError("give both test_probs and test_labels, or neither (then the locations are drawn with key)")
     if test_probs is not None:
@@ -620,7 +627,7 @@ def cme_test(
             raise ValueError(f"the CME test with {J} test locations needs at least {J + 1} rows, got {n}")
         keep = jnp.ones((n,), bool)
     else:
-        key = _check_key(key)  # drawing the locations: None or an int seed is the library's TypeError
+        key = Key(single=True).check(key, "key", {})  # drawing the locations: None is the library's TypeError
         if n < 2 * J + 1:
             raise ValueError(f"drawing n_test={J} test locations needs at least {2 * J + 1} rows (n >= 2 n_test + 1), got {n}")
         idx = jax.random.choice(key, n, (J,), replace=False)

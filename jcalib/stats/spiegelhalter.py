@@ -7,12 +7,13 @@ import jax.numpy as jnp
 from jax.scipy.special import ndtr
 from jaxtyping import Array, Float, Int
 
-from .._validation import check_binary_inputs
+from .._validation import binary_inputs, declare
 from ._result import CalibrationTestResult
 
 __all__ = ["spiegelhalter_test"]
 
 
+@declare(**binary_inputs())
 def spiegelhalter_test(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
@@ -49,8 +50,7 @@ def spiegelhalter_test(
         Spiegelhalter (1986), *Probabilistic prediction in patient management and clinical
         trials*, Statistics in Medicine 5(5), Eq. (7).
     """
-    p, y, w = check_binary_inputs(probs, labels, sample_weight)
-    return _spiegelhalter(p, y, w)
+    return _spiegelhalter(probs, labels, sample_weight)
 
 
 @jax.jit
