@@ -25,6 +25,8 @@ $(VENV)/.installed-docs: $(VENV)/bin/activate pyproject.toml
 demo: $(VENV)/.installed-core
 	$(PY) -m jcalib.cli demo
 
+# The two workers share one persistent compilation cache in build/jax-cache (tests/conftest.py):
+# a program one of them compiled is read back by the other and by the next run.
 # The workers' segfaults inside XLA's CPU compiler were the process running out of memory
 # mappings (one per few compiled programs; tests/conftest.py now drops JAX's caches before the
 # cap). A worker that still dies fails the test it was running: those tests, and any real
@@ -43,6 +45,7 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/kernel_audit.py
 	$(PY) benchmarks/approachability_throughput.py
 	$(PY) benchmarks/orca_throughput.py
+	$(PY) benchmarks/latency.py
 
 # The GPU measurements in one command (capped to fit 8 minutes on one H100, compilation included): the
 # default device against the host CPU in the same run, ORCA over B, unroll and XLA flag sets;

@@ -205,4 +205,6 @@ def approachability(B, T, with_trace):
 
 
 if __name__ == "__main__":
+    from jcalib._cache import enable_compilation_cache
+    enable_compilation_cache()  # reuse the programs that earlier runs compiled
     main()

@@ -556,4 +556,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from jcalib._cache import enable_compilation_cache
+    enable_compilation_cache()  # reuse the programs that earlier runs compiled
     main()

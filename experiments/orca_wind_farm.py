@@ -316,4 +316,6 @@ def _figure(rows, metrics, path, extra, days):
 
 
 if __name__ == "__main__":
+    from jcalib._cache import enable_compilation_cache
+    enable_compilation_cache()  # reuse the programs that earlier runs compiled
     main()

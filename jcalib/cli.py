@@ -32,6 +32,7 @@ from . import forecasters as F
 from . import metrics as M
 from . import natures as N
 from . import plots
+from ._cache import enable_compilation_cache, install_notice
 from ._validation import check_int, check_key, check_positive_int
 from .core import sweep
 from .recorders import forecast_grid
@@ -398,12 +399,22 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=_int_in("seed"), default=0, help="master PRNG seed, a non-negative 32-bit integer (default: 0)")
     d.add_argument("--out", default=os.path.join("results", "demo"), help="output folder (default: results/demo)")
     d.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    d.add_argument("--no-cache", action="store_true",
+                   help="do not use the persistent compilation cache (default: on, in $JAX_COMPILATION_CACHE_DIR, "
+                        "else $XDG_CACHE_HOME/jcalib/xla or ~/.cache/jcalib/xla; JCALIB_COMPILATION_CACHE=0 also "
+                        "turns it off)")
     d.set_defaults(func=_demo, parser=d)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line (``jcalib demo ...``, the console script ``jcalib``).
+
+    The first run compiles its programs (most of a small demo's time) and keeps them in JAX's
+    persistent compilation cache, so later runs read them back: the folder is
+    ``$JAX_COMPILATION_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/jcalib/xla`` or
+    ``~/.cache/jcalib/xla``; ``--no-cache`` or ``JCALIB_COMPILATION_CACHE=0`` turns it off.
+    A compilation that takes more than a few seconds prints a one-line notice to stderr.
 
     Args:
         argv: the arguments after the program name (default: ``sys.argv[1:]``).
@@ -419,6 +430,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     if args.command == "demo" and args.distance_seeds > args.seeds:
         args.parser.error(f"argument --distance-seeds: must be at most --seeds ({args.seeds}), got {args.distance_seeds}")
+    # programs compiled by an earlier run are read back instead of compiled again
+    enable_compilation_cache(enabled=not args.no_cache)
+    install_notice()
     return args.func(args)
 
 

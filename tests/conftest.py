@@ -6,12 +6,23 @@ in float64 through the ``x64`` fixture; everything else runs in JAX's default fl
 """
 
 import gc
+import os
+from pathlib import Path
 
 import jax
 import pytest
 
+from jcalib._cache import enable_compilation_cache
+
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 jax.config.update("jax_numpy_rank_promotion", "raise")
+
+# One persistent compilation cache for the suite, in the build tree (ignored by git): `make
+# test`'s two workers read back what the other compiled, and a second run of the suite reads
+# back every program. JCALIB_COMPILATION_CACHE=0 runs without it; JAX_COMPILATION_CACHE_DIR
+# names another folder. The command line's tests find the folder in the environment.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(__file__).resolve().parent.parent / "build" / "jax-cache"))
+enable_compilation_cache()
 
 # Every program XLA compiles for the CPU keeps 3-4 memory mappings of its own for as long as it
 # is cached, and Linux caps a process's mappings (vm.max_map_count, 65530 by default): a test
@@ -51,6 +62,5 @@ def x64():
 
 # Make `from reference.<name> import ...` work from every test directory.
 import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -40,13 +40,14 @@ def batch_axes(module):
 def nest(fn, layout, forecaster, nature, arg_kinds: tuple):
     """vmap ``fn(f, n, *args)`` over the stacked axes of ``layout``.
 
-    ``arg_kinds[i]`` is ``"seed"`` for an argument batched only over seeds (the seed keys) and
-    ``"all"`` for one batched over every stacked axis (states, round keys).
+    ``arg_kinds[i]`` is ``"seed"`` for an argument batched only over seeds (the seed keys, round
+    keys), ``"all"`` for one batched over every stacked axis (states), and ``"shared"`` for one
+    the whole batch shares (the round index).
     """
     n_f, n_n, n_s = layout
 
     def axes(level):
-        return tuple(0 if kind == "all" or level == "s" else None for kind in arg_kinds)
+        return tuple(None if kind == "shared" else 0 if kind == "all" or level == "s" else None for kind in arg_kinds)
 
     # axis sizes are given explicitly: a nature without array fields (Contrarian) has nothing
     # to read the natures' axis from

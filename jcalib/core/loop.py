@@ -56,30 +56,38 @@ def _one_round(forecaster, nature, recorder, c: _Carry, t, keys):
     return new, out
 
 
-def _scan_rounds(forecaster, nature, recorder, streams, carry: _Carry, t0, n, length: int):
+def _scan_rounds(one, streams, batched: bool, carry: _Carry, t0, n, length: int, round_axis: int):
     """Rounds ``t0, …, t0+n-1`` (``n <= length``, both traced) as loops over blocks and rounds.
 
-    Returns the carry and the per-round outputs in a buffer of ``length`` rows (row ``t - t0``;
-    rows past ``n`` are zeros). ``length`` fixes the program; ``t0`` and ``n`` do not, so every
+    ``one(carry, t, keys)`` is one round of the whole batch (the nested vmaps of
+    :func:`_one_round`) and ``streams`` the four round streams (the seeds' with ``batched``). Returns the carry and the
+    per-round outputs in a buffer of ``length`` rows along ``round_axis`` (row ``t - t0``; rows
+    past ``n`` are zeros). ``length`` fixes the program; ``t0`` and ``n`` do not, so every
     horizon T reuses one compiled chunk, and a last partial chunk runs fewer iterations of the
     same program instead of compiling another.
+
+    The loops run outside the vmaps (a vmapped round inside unbatched loops, not vmapped
+    loops): the loop bounds are the same for the whole batch, and batching a ``while_loop``
+    re-traces its body until the batched carries settle, which made tracing the chunk cost
+    several times its compilation.
     """
-    one = functools.partial(_one_round, forecaster, nature, recorder)
     t_like = jnp.zeros((), jnp.int32)
-    key_like = block_keys(streams[0], 0)[0]
-    _, out_like = jax.eval_shape(one, carry, t_like, (key_like,) * 4)
-    buf = jax.tree_util.tree_map(lambda o: jnp.zeros((length,) + o.shape, o.dtype), out_like)
+    keys_like = tuple(_stream_block(s, 0, batched)[..., 0] for s in streams)
+    _, out_like = jax.eval_shape(one, carry, t_like, keys_like)
+    buf = jax.tree_util.tree_map(
+        lambda o: jnp.zeros(o.shape[:round_axis] + (length,) + o.shape[round_axis:], o.dtype), out_like)
     end = t0 + n
 
     def block(b, state):
         # A stream no player uses is dropped by XLA (its block is never hashed): a deterministic
         # forecaster against a Bernoulli nature hashes one block per BLOCK rounds.
-        bkeys = [block_keys(s, b) for s in streams]
+        bkeys = [_stream_block(s, b, batched) for s in streams]
 
         def round_(t, state):
             c, buf = state
-            c, out = one(c, t, tuple(k[t - b * BLOCK] for k in bkeys))
-            buf = jax.tree_util.tree_map(lambda a, o: jax.lax.dynamic_update_index_in_dim(a, o, t - t0, 0), buf, out)
+            c, out = one(c, t, tuple(k[..., t - b * BLOCK] for k in bkeys))
+            buf = jax.tree_util.tree_map(
+                lambda a, o: jax.lax.dynamic_update_index_in_dim(a, o, t - t0, round_axis), buf, out)
             return c, buf
 
         lo = jnp.maximum(t0, b * BLOCK)
@@ -87,6 +95,13 @@ def _scan_rounds(forecaster, nature, recorder, streams, carry: _Carry, t0, n, le
         return jax.lax.fori_loop(lo, hi, round_, state)
 
     return jax.lax.fori_loop(t0 // BLOCK, (end + BLOCK - 1) // BLOCK, block, (carry, buf))
+
+
+def _stream_block(stream, b, batched: bool):
+    """:func:`~jcalib.core.keys.block_keys` of one stream, or of the seeds' streams (``batched``):
+    keys of shape ``(BLOCK,)`` or ``(S, BLOCK)``."""
+    fn = functools.partial(block_keys, b=b)
+    return jax.vmap(fn)(stream) if batched else fn(stream)
 
 
 # ---- the compiled pieces: one function, nested vmaps over (forecaster, nature, seed) ----------
@@ -104,12 +119,16 @@ def _chunk_body(forecaster, nature, recorder, keys, carry, fresh, t0, n, length:
     one program, not an init program and a chunk program. The round streams are re-derived
     from the seed keys at each call (three threefry hashes per sequence).
     """
+    carry = jax.lax.cond(fresh, lambda c: _init_all(forecaster, nature, recorder, keys, layout), lambda c: c, carry)
+    # the four round streams, each of the seeds' keys (S,) (or one key): shared by the F and N axes
+    batched = layout[2] is not None
+    streams = jax.vmap(lambda k: tuple(split_run_key(k)[2]))(keys) if batched else tuple(split_run_key(keys)[2])
 
-    def one(f, nat, k, c):
-        c = jax.lax.cond(fresh, lambda c: _init(f, nat, recorder, k), lambda c: c, c)
-        return _scan_rounds(f, nat, recorder, split_run_key(k)[2], c, t0, n, length)
+    def round_all(c, t, ks):
+        return nest(lambda f, nat, c, t, ks: _one_round(f, nat, recorder, c, t, ks), layout, forecaster, nature,
+                    ("all", "shared", "seed"))(forecaster, nature, c, t, ks)
 
-    return nest(one, layout, forecaster, nature, ("seed", "all"))(forecaster, nature, keys, carry)
+    return _scan_rounds(round_all, streams, batched, carry, t0, n, length, sum(a is not None for a in layout))
 
 
 _chunk_all = eqx.filter_jit(_chunk_body)
