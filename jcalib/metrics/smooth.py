@@ -157,11 +157,19 @@ def _reflected_smooth(f, vals, sigma, E, Emax):
     b = jnp.clip(jnp.floor(f * Em1).astype(jnp.int32), 0, E - 2)
     frac = f * Em1 - b.astype(dt)
     grid_vals = jnp.zeros((Emax,), dt).at[b].add((1 - frac) * vals).at[b + 1].add(frac * vals)
+    return _smooth_grid(grid_vals, sigma, E, Emax)
+
+
+def _smooth_grid(grid_vals, sigma, E, Emax):
+    """relplot's reflected convolution of the grid values ``(Emax, ...)`` (the first ``E`` used)."""
+    dt = grid_vals.dtype
+    Em1 = (E - 1).astype(dt)
     # ext = [flip(values)[:-1], values, flip(values)[1:]]: ext[e] = values[reflect(e - (E-1))]
     e = jnp.arange(3 * Emax, dtype=jnp.int32)
     z = e - (E - 1)
     z = jnp.where(z < 0, -z, jnp.where(z > E - 1, 2 * (E - 1) - z, z))
-    ext = jnp.where(e < 3 * E - 2, grid_vals[jnp.clip(z, 0, Emax - 1)], 0)
+    inside = (e < 3 * E - 2).reshape((-1,) + (1,) * (grid_vals.ndim - 1))
+    ext = jnp.where(inside, grid_vals[jnp.clip(z, 0, Emax - 1)], 0)
     # kernel on linspace(0, 1, E), centred at 0.5, unnormalised on the grid (as relplot)
     m = jnp.arange(Emax, dtype=jnp.int32)
     t = m.astype(dt) * (1 / Em1)
@@ -170,7 +178,8 @@ def _reflected_smooth(f, vals, sigma, E, Emax):
     # out[i] = sum_m ext[i + E//2 + m] ker[m]: a correlation, computed by FFT of a length that
     # holds ext (3 Emax) without wrapping onto the outputs used (indices below 2.5 Emax)
     L = 1 << (3 * Emax - 1).bit_length()
-    corr = jnp.fft.irfft(jnp.fft.rfft(ext, L) * jnp.conj(jnp.fft.rfft(ker, L)), L)
+    kspec = jnp.conj(jnp.fft.rfft(ker, L)).reshape((-1,) + (1,) * (grid_vals.ndim - 1))
+    corr = jnp.fft.irfft(jnp.fft.rfft(ext, L, axis=0) * kspec, L, axis=0)
     return corr[jnp.clip(jnp.arange(Emax, dtype=jnp.int32) + E // 2, 0, L - 1)]
 
 
@@ -187,11 +196,17 @@ def _interp(tgrid, y, E):
 def _smece_sigma(p, resid, w, sigma, Emax, Nmax):
     """relplot metrics.smooth_ece(f, y, sigma) with weights (a weight k = k repeated points)."""
     E, N = _grid_sizes(sigma)
-    dt = p.dtype
+    return _grid_value(_reflected_smooth(p, w, sigma, E, Emax), _reflected_smooth(p, w * resid, sigma, E, Emax), E, N, Nmax)
+
+
+def _grid_value(dens_grid, resid_grid, E, N, Nmax):
+    """relplot metrics.smooth_ece from the smoothed density and residual on a grid of E points
+    (static buffers): interpolated onto N evaluation points, density + 1e-4."""
+    dt = dens_grid.dtype
     k = jnp.arange(Nmax, dtype=jnp.int32)
     tgrid = k.astype(dt) * (1 / (N - 1).astype(dt))
-    ys = _interp(tgrid, _reflected_smooth(p, w * resid, sigma, E, Emax), E)
-    dens = _interp(tgrid, _reflected_smooth(p, w, sigma, E, Emax), E) + _KDE_EPS
+    ys = _interp(tgrid, resid_grid, E)
+    dens = _interp(tgrid, dens_grid, E) + _KDE_EPS
     mask = k < N
     return jnp.sum(jnp.where(mask, jnp.abs(ys / dens) * dens, 0)) / jnp.sum(jnp.where(mask, dens, 0))
 
@@ -330,24 +345,38 @@ def _grid_classes() -> tuple[tuple[int, int], ...]:
 
 
 _CLASSES = _grid_classes()  # ((1001, 931), (1025, 1024), ..., (5121, 5120)): sigma >= 11/1024 is the first
-_SLOT = 32  # rows per slot of the per-grid layouts
+_E0 = _CLASSES[0][0]  # the grid of every bandwidth >= 11/1024
+_FINE_E = tuple(E for E, _ in _CLASSES[1:])  # the finer grids of the bandwidths 2/1024 ... 10/1024
+_EMAX, _NMAX = _static_max(_MIN_SIGMA)  # the finest grid: (5121, 5120)
+_SLOT = 32  # rows per slot of the first grid's layout
 
 
 class _CountTables(NamedTuple):
-    """Per-grid layouts of fixed forecasts for :func:`_smooth_ece_of_counts` (one entry per grid size).
+    """Fixed forecasts laid out for :func:`smooth_ece_of_counts` and :func:`smooth_ece_of_draws`.
 
-    Rows are taken in sorted order of the forecasts, so the rows of one grid cell are
-    consecutive; each cell's rows are cut into slots of ``_SLOT`` (padded with the index $n$ of
-    an all-zero row). ``coef[c][t, s]`` holds the four masses row ``rows[c][t, s]`` puts on its
-    two grid neighbours (weight and weighted residual, each split by the interpolation
-    fraction), ``cell[c][t]`` the cell of slot ``t``.
+    Rows are taken in sorted order of the forecasts, so the rows of one cell of the first grid
+    ($E_0 = 1001$ points) are consecutive; each cell's rows are cut into slots of ``_SLOT``
+    (padded with the index $n$ of an all-zero row). ``coef[t, s]`` holds the four masses row
+    ``rows[t, s]`` puts on its two grid neighbours (weight and weighted residual, each split by
+    the interpolation fraction $x$), ``cell[t]`` the cell of slot ``t``.
+
+    A finer grid's cell (there are nine, $E = 1025, \\dots, 5121$) is narrower than a cell of the
+    first grid, so its rows are at most two *pieces*, runs of consecutive rows inside one cell of
+    the first grid: ``piece_pos[c, b, j]`` holds the layout positions of the first and last row
+    of piece $j$ of cell $b$ of fine grid $c$, ``piece_b0`` the first grid's cell it lies in,
+    ``piece_ok`` whether it has rows (cells beyond a grid's own $E - 1$ have none).
     """
 
-    rows: tuple
-    coef: tuple
-    cell: tuple
-    place: Array  # flat position of each sorted forecast in the first grid's layout, (n,)
-    occupied: Array  # which positions of that layout hold a forecast, (slots * _SLOT,)
+    rows: Array  # (slots, 32) sorted row at each position (n: none)
+    coef: Array  # (slots, 32, 4)
+    cell: Array  # (slots,)
+    place: Array  # flat position of each sorted forecast in the layout, (n,)
+    occupied: Array  # which positions of the layout hold a forecast, (slots * 32,)
+    order: Array  # the row of each sorted forecast, (n,)
+    piece_pos: Array  # (9, EMAX - 1, 2, 2)
+    piece_b0: Array  # (9, EMAX - 1, 2)
+    piece_ok: Array  # (9, EMAX - 1, 2)
+    kspecs: Array  # the first grid's kernel spectra at the bandwidths k/1024, (1024, P/2 + 1)
 
 
 def smooth_ece_count_tables(p, resid, w) -> _CountTables:
@@ -357,48 +386,57 @@ def smooth_ece_count_tables(p, resid, w) -> _CountTables:
     ps, vw = p[order], w[order]
     vr = vw * resid[order]
     dt = p.dtype
-    rows, coef, cell = [], [], []
-    for E, _ in _CLASSES:
-        Em1 = jnp.asarray(E - 1, dt)
-        b = jnp.clip(jnp.floor(ps * Em1).astype(jnp.int32), 0, E - 2)  # as _reflected_smooth splits
-        frac = ps * Em1 - b.astype(dt)
-        size = jax.ops.segment_sum(jnp.ones((n,), jnp.int32), b, num_segments=E - 1, indices_are_sorted=True)
-        first = jnp.cumsum(size) - size
-        n_slots = -(-size // _SLOT)
-        slot0 = jnp.cumsum(n_slots) - n_slots
-        k = jnp.arange(n, dtype=jnp.int32) - first[b]
-        slot, pos = slot0[b] + k // _SLOT, k % _SLOT
-        T = n // _SLOT + E  # static bound on the slots: each cell wastes less than one
-        r = jnp.full((T, _SLOT), n, jnp.int32).at[slot, pos].set(jnp.arange(n, dtype=jnp.int32))
-        a = jnp.stack([(1 - frac) * vw, frac * vw, (1 - frac) * vr, frac * vr], axis=1)
-        a = jnp.concatenate([a, jnp.zeros((1, 4), dt)])
-        rows.append(r)
-        coef.append(a[r])
-        cell.append(jnp.full((T,), E - 2, jnp.int32).at[slot].set(b))  # unused slots last: sorted
-        if len(rows) == 1:
-            place = slot * _SLOT + pos
-            occupied = jnp.zeros((T * _SLOT,), bool).at[place].set(True)
-    return _CountTables(tuple(rows), tuple(coef), tuple(cell), place, occupied)
+    E = _E0
+    b = jnp.clip(jnp.floor(ps * jnp.asarray(E - 1, dt)).astype(jnp.int32), 0, E - 2)  # as _reflected_smooth splits
+    frac = ps * jnp.asarray(E - 1, dt) - b.astype(dt)
+    size = jax.ops.segment_sum(jnp.ones((n,), jnp.int32), b, num_segments=E - 1, indices_are_sorted=True)
+    first = jnp.cumsum(size) - size
+    n_slots = -(-size // _SLOT)
+    slot0 = jnp.cumsum(n_slots) - n_slots
+    k = jnp.arange(n, dtype=jnp.int32) - first[b]
+    slot, pos = slot0[b] + k // _SLOT, k % _SLOT
+    T = n // _SLOT + E  # static bound on the slots: each cell wastes less than one
+    rows = jnp.full((T, _SLOT), n, jnp.int32).at[slot, pos].set(jnp.arange(n, dtype=jnp.int32))
+    a = jnp.stack([(1 - frac) * vw, frac * vw, (1 - frac) * vr, frac * vr], axis=1)
+    coef = jnp.concatenate([a, jnp.zeros((1, 4), dt)])[rows]
+    cell = jnp.full((T,), E - 2, jnp.int32).at[slot].set(b)  # unused slots last: sorted
+    place = slot * _SLOT + pos
+    occupied = jnp.zeros((T * _SLOT,), bool).at[place].set(True)
+
+    last = jnp.asarray(n - 1, jnp.int32)
+
+    def pieces(Ec):  # one program for the nine grids: cells beyond a grid's own E - 1 stay empty
+        bc = jnp.clip(jnp.floor(ps * (Ec - 1).astype(dt)).astype(jnp.int32), 0, Ec - 2)
+        # a fine cell's rows are [start, end); its first piece ends where the first grid's cell changes
+        size = jax.ops.segment_sum(jnp.ones((n,), jnp.int32), bc, num_segments=_EMAX - 1, indices_are_sorted=True)
+        end = jnp.cumsum(size).astype(jnp.int32)
+        start = end - size
+        b0_start = b[jnp.minimum(start, last)]
+        same = (b == b0_start[bc]).astype(jnp.int32)
+        split = start + jax.ops.segment_sum(same, bc, num_segments=_EMAX - 1, indices_are_sorted=True)
+        lo = jnp.stack([start, split], axis=-1)  # first row of each piece
+        hi = jnp.stack([split, end], axis=-1) - 1  # last row
+        pos = jnp.stack([place[jnp.clip(lo, 0, last)], place[jnp.clip(hi, 0, last)]], axis=-1)
+        return pos, jnp.stack([b0_start, b[jnp.minimum(split, last)]], axis=-1), hi >= lo
+
+    piece_pos, piece_b0, piece_ok = lax.map(pieces, jnp.asarray(_FINE_E, jnp.int32))
+    steps = 2**_REFINE
+    kspecs = jax.vmap(lambda k: _kernel_spectrum(k / steps, dt))(jnp.arange(1, steps + 1, dtype=dt))
+    return _CountTables(rows, coef, cell, place, occupied, order, piece_pos, piece_b0, piece_ok, kspecs)
 
 
 def _counts_in_layout(counts, tables: _CountTables):
-    """Count vectors per sorted forecast ``(B, n)`` placed in the first grid's layout, as
-    :func:`_smooth_ece_of_counts` takes them."""
+    """Count vectors per sorted forecast ``(B, n)`` placed in the layout, as
+    :func:`smooth_ece_of_counts` takes them."""
     return jnp.zeros((counts.shape[0], tables.occupied.shape[0]), counts.dtype).at[:, tables.place].set(counts)
 
 
-def _class_spectrum(counts, tables, c):
-    """rfft of the even periodic extension of grid c's two smoothed-to-be histograms, (P/2+1, 2).
-
-    ``counts`` in the first grid's layout (see :func:`_counts_in_layout`)."""
-    E = _CLASSES[c][0]
-    if c == 0:  # already laid out: no gather
-        M = counts.reshape(tables.rows[0].shape)
-    else:  # back to sorted order, then into grid c's layout
-        m_pad = jnp.concatenate([counts[tables.place], jnp.zeros((1,), counts.dtype)])
-        M = m_pad[tables.rows[c]]
-    sums = jnp.sum(M[:, :, None] * tables.coef[c], axis=1)  # (slots, 4): one fused multiply-reduce
-    return _cells_spectrum(jax.ops.segment_sum(sums, tables.cell[c], num_segments=E, indices_are_sorted=True))
+def _class_spectrum(counts, tables):
+    """rfft of the even periodic extension of the first grid's two smoothed-to-be histograms,
+    ``(P/2+1, 2)``, of a count vector in the layout (see :func:`_counts_in_layout`)."""
+    M = counts.reshape(tables.rows.shape)
+    sums = jnp.sum(M[:, :, None] * tables.coef, axis=1)  # (slots, 4): one fused multiply-reduce
+    return _cells_spectrum(jax.ops.segment_sum(sums, tables.cell, num_segments=_E0, indices_are_sorted=True))
 
 
 def _cells_spectrum(cells):
@@ -410,9 +448,9 @@ def _cells_spectrum(cells):
     return jnp.fft.rfft(jnp.concatenate([h, h[E - 2 : 0 : -1]]), axis=0)
 
 
-def _kernel_spectrum(sigma, c, dt):
-    """The conjugate rfft of grid c's kernel at bandwidth sigma, placed for :func:`_class_value`."""
-    E = _CLASSES[c][0]
+def _kernel_spectrum(sigma, dt):
+    """The conjugate rfft of the first grid's kernel at bandwidth sigma, placed for :func:`_class_value`."""
+    E = _E0
     P = 2 * (E - 1)
     # out[i] = sum_m ker[m] ext[i + E//2 + m] with ext the periodic extension: a circular
     # correlation with the kernel placed at offsets m + E//2 - (E - 1) (mod P)
@@ -422,97 +460,155 @@ def _kernel_spectrum(sigma, c, dt):
     return jnp.conj(jnp.fft.rfft(jnp.where(jnp.asarray(m < E), gauss, 0)))
 
 
-def _class_value(spec, sigma, c, kspec=None):
-    """smECE_sigma from a grid's spectrum: the same numbers as _smece_sigma, by periodic FFTs.
-
-    ``kspec``: the kernel's :func:`_kernel_spectrum`, when it is already known."""
-    E, Nmax = _CLASSES[c]
-    P = 2 * (E - 1)
-    dt = spec.real.dtype
-    kspec = _kernel_spectrum(sigma, c, dt) if kspec is None else kspec
-    out = jnp.fft.irfft(spec * kspec[:, None], P, axis=0)[:E]
+def _class_value(spec, sigma, kspec):
+    """smECE_sigma (sigma >= 11/1024) from the first grid's spectrum and the kernel's
+    :func:`_kernel_spectrum`: the same numbers as _smece_sigma, by periodic FFTs of length 2000."""
+    E, Nmax = _CLASSES[0]
+    out = jnp.fft.irfft(spec * kspec[:, None], 2 * (E - 1), axis=0)[:E]
     N = jnp.maximum(jnp.round(10.0 / sigma).astype(jnp.int32), 200)
-    k = jnp.arange(Nmax, dtype=jnp.int32)
-    tgrid = k.astype(dt) * (1 / (N - 1).astype(dt))
-    E_ = jnp.asarray(E, jnp.int32)
-    dens = _interp(tgrid, out[:, 0], E_) + _KDE_EPS
-    ys = _interp(tgrid, out[:, 1], E_)
-    mask = k < N
-    return jnp.sum(jnp.where(mask, jnp.abs(ys / dens) * dens, 0)) / jnp.sum(jnp.where(mask, dens, 0))
+    return _grid_value(out[:, 0], out[:, 1], jnp.asarray(E, jnp.int32), N, Nmax)
 
 
-def smooth_ece_of_draws(draws, tables: _CountTables, counts):
-    r""":func:`_smooth_ece_of_counts` of a batch of bootstrap draws, values and bandwidths.
+def _cell_prefix(counts, tables: _CountTables):
+    """Sums of ``counts`` times the layout's four coefficients over each row and the rows before
+    it **in its cell of the first grid** (inclusive), and per row, both ``(slots * 32, 4)``.
 
-    ``draws`` is :func:`jcalib.stats._multinomial.multinomial_draws` on the first grid's layout
-    (``tables.occupied`` as ``(slots, 32)``) with the coefficients ``tables.coef[0]``: its sums
-    are the first grid's four masses per slot, so only a segment sum into the cells and the
-    extra draws' coefficients remain (no count vector is laid out per resample). The bisection
-    runs on that grid alone; when some resample's bisection evaluates a bandwidth below
-    $11/1024$ (another grid; smooth ECE below about 0.01), the whole batch goes through
-    :func:`_smooth_ece_of_counts` with the count vectors ``counts()`` (a real branch).
-    """
-    T, B, _ = draws.sums.shape
-    E = _CLASSES[0][0]
-    coef = tables.coef[0]
-    cells = jax.ops.segment_sum(draws.sums[..., :4], tables.cell[0], num_segments=E, indices_are_sorted=True)
-    pos = tables.place[draws.extra]  # (B, K) flat positions of the extra draws
-    add = coef.reshape(-1, 4)[pos] * draws.live[..., None].astype(coef.dtype)
-    cells = cells.at[tables.cell[0][pos // coef.shape[1]], jnp.arange(B)[:, None]].add(add)  # (E, B, 4)
-    spec0 = jnp.moveaxis(_cells_spectrum(cells), 1, 0)  # (B, P/2 + 1, 2)
+    Sums within a cell stay as small as the cell's mass, so differences of them (the pieces of
+    the finer grids' cells) keep float precision."""
+    T, S = tables.rows.shape
+    v = counts.reshape(T, S, 1) * tables.coef
+    upto = jnp.asarray(np.triu(np.ones((S, S))), v.dtype)  # upto[s, r] = 1 for s <= r
+    inslot = jnp.einsum("tsk,sr->trk", v, upto, precision=lax.Precision.HIGHEST)
+    total = inslot[:, -1]
+    # running sums over the slots that restart at each new cell (a Hillis-Steele scan: the cells
+    # are sorted, so slots t - d and t share a cell exactly when every slot between them does)
+    acc = total
+    for k in range(max(1, (T - 1).bit_length())):
+        d = 1 << k
+        if d >= T:
+            break
+        same = jnp.concatenate([jnp.zeros((d,), bool), tables.cell[d:] == tables.cell[:-d]])
+        acc = acc + jnp.where(same[:, None], jnp.concatenate([jnp.zeros((d, 4), v.dtype), acc[:-d]]), 0)
+    return (inslot + (acc - total)[:, None]).reshape(T * S, 4), v.reshape(T * S, 4)
 
-    # the bisection's bandwidths are multiples of 2^-10: their kernels' spectra once for all resamples
+
+def _fine_value(prefix, tables: _CountTables, sigma):
+    """smECE_sigma for a bandwidth of a finer grid (sigma < 11/1024), from :func:`_cell_prefix`.
+
+    Each fine cell's four masses are the sums over its (at most two) pieces; within a piece the
+    fine grid's interpolation fraction is $x (E - 1)/(E_0 - 1) + (b_0 (E - 1) - b (E_0 - 1))/(E_0 - 1)$
+    with $x$ the first grid's fraction and $b_0$, $b$ the two cells (the integer part exact), so
+    the masses follow from the pieces' sums of $w$, $w x$, $w r$, $w r x$. Then relplot's
+    reflected convolution on a static buffer of the finest grid (:func:`_smooth_grid`)."""
+    q, v = prefix
+    dt = q.dtype
+    E, N = _grid_sizes(sigma)
+    c = jnp.clip(jnp.searchsorted(jnp.asarray(_FINE_E, jnp.int32), E), 0, len(_FINE_E) - 1)
+    pp = tables.piece_pos[c]  # (EMAX - 1, 2, 2)
+    sums = jnp.where(tables.piece_ok[c][..., None], q[pp[..., 1]] - q[pp[..., 0]] + v[pp[..., 0]], 0)
+    w0, wx = sums[..., 0] + sums[..., 1], sums[..., 1]
+    r0, rx = sums[..., 2] + sums[..., 3], sums[..., 3]
+    b = jnp.arange(_EMAX - 1, dtype=jnp.int32)[:, None]
+    off = (tables.piece_b0[c] * (E - 1) - b * (_E0 - 1)).astype(dt) / (_E0 - 1)
+    rho = (E - 1).astype(dt) / (_E0 - 1)
+    up = jnp.stack([jnp.sum(rho * wx + off * w0, axis=1), jnp.sum(rho * rx + off * r0, axis=1)], axis=-1)
+    low = jnp.stack([jnp.sum(w0, axis=1), jnp.sum(r0, axis=1)], axis=-1) - up
+    zero = jnp.zeros((1, 2), dt)
+    grid = jnp.concatenate([low, zero]) + jnp.concatenate([zero, up])  # point g: low[g] + up[g - 1]
+    out = _smooth_grid(grid, sigma, E, _EMAX)
+    return _grid_value(out[:, 0], out[:, 1], E, N, _NMAX)
+
+
+def _coarse(spec, sigma, tables: _CountTables):
+    """smECE at a bandwidth of the first grid (>= 11/1024) from that grid's spectrum."""
     steps = 2**_REFINE
-    ks = jnp.arange(1, steps + 1, dtype=coef.dtype)
-    kspecs = jax.vmap(lambda k: _kernel_spectrum(k / steps, 0, coef.dtype))(ks)  # (1024, P/2 + 1)
+    k = jnp.clip(jnp.round(sigma * steps).astype(jnp.int32), 1, steps)
+    return _class_value(spec, sigma, tables.kspecs[k - 1])
+
+
+def smooth_ece_coarse(spec0, tables: _CountTables):
+    """(values, bandwidths) of smooth ECE for a batch of count vectors, from their first grid's
+    spectra ``(B, P/2 + 1, 2)``, with the value NaN for each one whose bandwidth search reaches a
+    bandwidth below $11/1024$ (another grid; smooth ECE below about 0.01, as on well-calibrated
+    forecasts): those are for :func:`smooth_ece_fine`."""
+    B = spec0.shape[0]
 
     def value(s):  # NaN where s needs another grid: the search then stays on such bandwidths
         s = jnp.broadcast_to(s, (B,))
-        k = jnp.clip(jnp.round(s * steps).astype(jnp.int32), 1, steps)
-        v = jax.vmap(lambda sp, si, ki: _class_value(sp, si, 0, kspecs[ki - 1]))(spec0, s, k)
-        return jnp.where(_grid_sizes(s)[0] == E, v, jnp.nan)
+        v = jax.vmap(lambda sp, si: _coarse(sp, si, tables))(spec0, s)
+        return jnp.where(_grid_sizes(s)[0] == _E0, v, jnp.nan)
 
-    v, sigma = _bisect(value, coef.dtype)
-    fine = jnp.isnan(v)
-
-    def other_grids(vs):
-        vf, sf = _smooth_ece_of_counts(counts().astype(coef.dtype), tables, spec0)
-        return jnp.where(fine, vf, vs[0]), jnp.where(fine, sf, vs[1])
-
-    return lax.cond(jnp.any(fine), other_grids, lambda vs: vs, (v, sigma))
+    return _bisect(value, tables.coef.dtype)
 
 
-def _smooth_ece_of_counts(counts, tables: _CountTables, spec0=None):
+def smooth_ece_fine(counts, spec0, values, sigma, tables: _CountTables):
+    """:func:`smooth_ece_coarse`'s ``(values, sigma)`` completed where the value is NaN: those
+    count vectors (``counts``, in the layout, ``(B, slots * 32)``) search again alone, on their
+    own grids (:func:`_fine_value`), one at a time under ``lax.map``, so each evaluates only
+    the grids its own search visits (at most four of the nine finer ones)."""
+    dt = tables.coef.dtype
+
+    def one(args):
+        m, sp, v, s = args
+
+        def search():
+            prefix = _cell_prefix(m.astype(dt), tables)
+            fine = lambda sp, s: _fine_value(prefix, tables, s)  # noqa: E731
+            return _bisect(lambda s: lax.cond(_grid_sizes(s)[0] == _E0, lambda sp, s: _coarse(sp, s, tables), fine, sp, s), dt)
+
+        return lax.cond(jnp.isnan(v), search, lambda: (v, s))
+
+    return lax.map(one, (counts, spec0, values, sigma))
+
+
+def _values_of_spectra(spec0, tables: _CountTables, counts):
+    """:func:`smooth_ece_coarse`, then :func:`smooth_ece_fine` with ``counts()`` if some value
+    needs another grid (a real branch on the whole batch)."""
+    v, sigma = smooth_ece_coarse(spec0, tables)
+    fine = lambda vs: smooth_ece_fine(counts(), spec0, vs[0], vs[1], tables)  # noqa: E731
+    return lax.cond(jnp.any(jnp.isnan(v)), fine, lambda vs: vs, (v, sigma))
+
+
+def smooth_ece_draws_spectra(draws, tables: _CountTables):
+    """The first grid's spectra ``(B, P/2 + 1, 2)`` of a batch of bootstrap draws (see
+    :func:`smooth_ece_of_draws`)."""
+    T, B, _ = draws.sums.shape
+    coef = tables.coef
+    cells = jax.ops.segment_sum(draws.sums[..., :4], tables.cell, num_segments=_E0, indices_are_sorted=True)
+    pos = tables.place[draws.extra]  # (B, K) flat positions of the extra draws
+    add = coef.reshape(-1, 4)[pos] * draws.live[..., None].astype(coef.dtype)
+    cells = cells.at[tables.cell[pos // coef.shape[1]], jnp.arange(B)[:, None]].add(add)  # (E, B, 4)
+    return jnp.moveaxis(_cells_spectrum(cells), 1, 0)
+
+
+def smooth_ece_counts_spectra(counts, tables: _CountTables):
+    """The first grid's spectra ``(B, P/2 + 1, 2)`` of count vectors in the layout ``(B, slots * 32)``."""
+    return jax.vmap(lambda c: _class_spectrum(c, tables))(counts.astype(tables.coef.dtype))
+
+
+def smooth_ece_of_draws(draws, tables: _CountTables, counts):
+    r""":func:`smooth_ece` (values, bandwidths) of a batch of bootstrap draws.
+
+    ``draws`` is :func:`jcalib.stats._multinomial.multinomial_draws` on the layout
+    (``tables.occupied`` as ``(slots, 32)``) with the coefficients ``tables.coef``: its sums
+    are the first grid's four masses per slot, so only a segment sum into the cells and the
+    extra draws' coefficients remain (no count vector is laid out per resample).
+    ``counts()`` gives the count vectors, needed only by resamples whose bandwidth search
+    reaches another grid (see :func:`smooth_ece_fine`).
+    """
+    return _values_of_spectra(smooth_ece_draws_spectra(draws, tables), tables, counts)
+
+
+def smooth_ece_of_counts(counts, tables: _CountTables):
     r""":func:`smooth_ece` (values, bandwidths) of the forecasts in ``tables`` repeated ``counts`` times.
 
-    ``counts`` is a batch of count vectors in the first grid's layout, ``(B, slots * 32)``
+    ``counts`` is a batch of count vectors in the layout, ``(B, slots * 32)``
     (:func:`_counts_in_layout` puts vectors over the forecasts **in sorted order** there; a
     bootstrap resample's count vector needs no order, so it can be drawn in place:
-    :func:`jcalib.stats._multinomial.counts_by_position` with ``tables.place``). ``spec0``:
-    the first grid's spectra, ``(B, P/2 + 1, 2)``, when they are already known.
-    Equal to ``smooth_ece`` of the repeated rows to float round-off, at $O(n)$ gathers and
-    multiply-adds per count vector and FFTs of length $2(E - 1)$ batched over the $B$ rows (E =
-    1001 for every $\sigma \ge 11/1024$) — no scatter of $n$ points. The other grids are built
-    only when some row's bandwidth search reaches them (a real branch on the whole batch).
+    :func:`jcalib.stats._multinomial.counts_by_position` with ``tables.place``). Equal to
+    ``smooth_ece`` of the repeated rows to float round-off, at $O(n)$ multiply-adds per count
+    vector and FFTs of length $2(E_0 - 1) = 2000$ batched over the rows; a row whose bandwidth
+    is below $11/1024$ also takes $O(n)$ prefix sums and one FFT of length 16384 per finer grid
+    its search visits (:func:`smooth_ece_fine`).
     """
-    dt = tables.coef[0].dtype
-    B = counts.shape[0]
-    m_pad = counts.astype(dt)
-    if spec0 is None:
-        spec0 = jax.vmap(lambda m: _class_spectrum(m, tables, 0))(m_pad)
-    sizes = jnp.asarray([E for E, _ in _CLASSES], jnp.int32)
-
-    def value(s):
-        s = jnp.broadcast_to(s, (B,))
-        cls = jnp.searchsorted(sizes, _grid_sizes(s)[0])
-        v = jax.vmap(lambda sp, si: _class_value(sp, si, 0))(spec0, s)
-        for c in range(1, len(_CLASSES)):
-
-            def other(v, c=c):
-                vc = jax.vmap(lambda m, si: _class_value(_class_spectrum(m, tables, c), si, c))(m_pad, s)
-                return jnp.where(cls == c, vc, v)
-
-            v = lax.cond(jnp.any(cls == c), other, lambda v: v, v)
-        return v
-
-    return _bisect(value, dt)
+    return _values_of_spectra(smooth_ece_counts_spectra(counts, tables), tables, lambda: counts)

@@ -115,12 +115,15 @@ class CountDraws(NamedTuple):
             :func:`poisson_counts` regenerates the Poisson part from it.
         extra: the extra draws, ``(B, K)`` row indices in $[0, n)$.
         live: which extra draws count, ``(B, K)`` bool (the first $n$ minus the Poisson total).
+        counts: the exact Poisson counts ``(T, B, S)`` themselves (the matrix product's input,
+            kept for statistics that need the counts by position: :func:`counts_by_position`).
     """
 
     sums: jax.Array
     attempt: jax.Array
     extra: jax.Array
     live: jax.Array
+    counts: jax.Array
 
 
 def _tie_mark(table: PoissonTable, S: int) -> float:
@@ -128,28 +131,37 @@ def _tie_mark(table: PoissonTable, S: int) -> float:
     return float(2 ** math.ceil(math.log2(S * table.hi.size + 1)))
 
 
-def _poisson_pass(keys, attempt, table: PoissonTable, occupied, dtype, exact: bool):
+def _seeds(keys):
+    """The cipher's key words ``(B, 2)`` for each key, and the keys of the extra draws."""
+    split = jax.vmap(jax.random.split)(keys)  # one split serves both
+    return jax.vmap(lambda k: jax.random.bits(k, (2,), jnp.uint32))(split[:, 0]), split[:, 1]
+
+
+def _poisson_pass(keys, attempt, table: PoissonTable, occupied, dtype, exact: bool, seed=None):
     """The Poisson counts ``(T, B, S)`` of step 1 (module docstring) for each key's ``attempt``.
 
     ``exact=False``: from the high words only, with :func:`_tie_mark` added where a high word
     equals a threshold's (the low word would decide); ``exact=True``: the low words decide those.
+    ``seed``: the keys' :func:`_seeds`, when they are already known.
     """
     T, S = occupied.shape
-    k_bits = jax.vmap(lambda k: jax.random.split(k)[0])(keys)
-    seed = jax.vmap(lambda k: jax.random.bits(k, (2,), jnp.uint32))(k_bits)
+    seed = _seeds(keys)[0] if seed is None else seed
     s0, s1 = seed[None, :, :1], seed[None, :, 1:]  # (1, B, 1)
     blocks = jnp.arange(T * S // 2, dtype=jnp.uint32).reshape(T, 1, S // 2)  # one block serves two positions
 
-    def words(stream):  # (T, B, S) 32-bit words of stream (B,)
-        a, b = threefry2x32(s0, s1, blocks, stream[None, :, None])
+    def words(streams):  # (..., T, B, S) 32-bit words of streams (..., 1, B, 1)
+        lead = (1,) * (streams.ndim - 3)
+        a, b = threefry2x32(s0.reshape(lead + s0.shape), s1.reshape(lead + s1.shape), blocks.reshape(lead + blocks.shape), streams)
         return jnp.concatenate([a, b], axis=-1)
 
     # u = (hi 2^32 + lo) / 2^64 >= T_j  <=>  hi > T_j's high word, or equal and lo >= its low word
     th_hi, th_lo = table.hi, table.lo
-    hi = words(2 * attempt)
+    if exact:  # the low words have a stream of their own; both streams in one pass of the cipher
+        hi, lo = words(jnp.stack([2 * attempt, 2 * attempt + jnp.uint32(1)])[:, None, :, None])
+    else:
+        hi = words((2 * attempt)[None, :, None])
     m = sum((hi > jnp.uint32(th_hi[j])).astype(dtype) for j in range(th_hi.size) if th_hi[j] != 0xFFFFFFFF)
     if exact:
-        lo = words(2 * attempt + jnp.uint32(1))  # a stream of its own
         m = m + sum(((hi == jnp.uint32(h)) & (lo >= jnp.uint32(l))).astype(dtype) for h, l in zip(th_hi, th_lo))
     else:
         tie = functools.reduce(jnp.logical_or, [hi == jnp.uint32(v) for v in np.unique(th_hi)])
@@ -198,29 +210,32 @@ def multinomial_draws(keys, table: PoissonTable, occupied, coef) -> CountDraws:
         return (t > n) | (t < n - table.k_extra)
 
     attempt = jnp.zeros((B,), jnp.uint32)
+    seed, k_extra = _seeds(keys)
     if table.hi.size:
         def body(carry):  # (rare) the marked resamples again with their low words, a total outside anew
-            attempt, sums, t = carry
+            attempt, m, sums, t = carry
             bad = outside(t)
             attempt = attempt + (bad & (t >= 0)).astype(jnp.uint32)
-            sums = jnp.where(bad[None, :, None], product(_poisson_pass(keys, attempt, table, occupied, dt, True)), sums)
-            return attempt, sums, total(sums)
+            m = jnp.where(bad[None, :, None], _poisson_pass(keys, attempt, table, occupied, dt, True, seed), m)
+            sums = jnp.where(bad[None, :, None], product(m), sums)
+            return attempt, m, sums, total(sums)
 
-        sums = product(_poisson_pass(keys, attempt, table, occupied, dt, exact=False))
+        m = _poisson_pass(keys, attempt, table, occupied, dt, exact=False, seed=seed)
+        sums = product(m)
         # a loop, not a cond: its buffers are updated in place, while a cond would copy the sums
-        attempt, sums, t = lax.while_loop(lambda c: jnp.any(outside(c[2])), body, (attempt, sums, total(sums)))
+        attempt, m, sums, t = lax.while_loop(lambda c: jnp.any(outside(c[3])), body, (attempt, m, sums, total(sums)))
     else:  # lambda = 0 (n <= 64): every draw is an extra one
+        m = jnp.zeros((T, B, S), dt)
         sums = jnp.zeros((T, B, coef1.shape[-1]), dt)
         t = jnp.zeros((B,), jnp.int32)
-    k_extra = jax.vmap(lambda k: jax.random.split(k)[1])(keys)
     extra = jax.vmap(lambda k: jax.random.randint(k, (table.k_extra,), 0, n, dtype=jnp.int32))(k_extra)
     live = jnp.arange(table.k_extra, dtype=jnp.int32)[None, :] < (n - t)[:, None]
-    return CountDraws(sums, attempt, extra, live)
+    return CountDraws(sums, attempt, extra, live, m)
 
 
 def counts_by_position(keys, draws: CountDraws, table: PoissonTable, occupied, place):
     """The count vectors of :func:`multinomial_draws` in the layout, ``(B, T * S)`` int32 (row $i$ at ``place[i]``)."""
-    m = poisson_counts(keys, draws.attempt, table, occupied)
+    m = draws.counts
     T, B, S = m.shape
     flat = jnp.transpose(m, (1, 0, 2)).reshape(B, T * S).astype(jnp.int32)
     return flat.at[jnp.arange(B)[:, None], place[draws.extra]].add(draws.live.astype(jnp.int32))

@@ -1,24 +1,38 @@
 r"""Bootstrap confidence intervals for any statistic of arrays, by ``vmap`` over index draws.
 
 A resample draws $n$ row indices uniformly with replacement and evaluates the statistic on the
-rows it picked (with their weights, when there are any). Resamples are vmapped in chunks of
-``chunk`` and the chunks run one after another under ``lax.map``, so memory is
-$O(\mathrm{chunk}\cdot n)$ whatever ``n_resamples`` is, and everything is one compiled call.
+rows it picked (with their weights, when there are any). Resample $j$ draws with the key
+``jax.random.fold_in(k, j)`` ($k$ the first half of ``jax.random.split(key)``), so its draws
+depend on ``key``, $n$ and $j$ alone. Resamples are vmapped in chunks of ``chunk``: one
+compiled program per statistic, array shapes and ``chunk`` evaluates any chunk (its first
+resample's index is an argument, not a constant), so the number of resamples never recompiles
+anything but the interval's final sort, and memory is $O(\mathrm{chunk}\cdot n)$. (Under an
+outer ``jit`` or ``vmap`` the chunks run under ``lax.map`` inside the caller's program.)
 
 Intervals (Efron, Tibshirani 1993, *An Introduction to the Bootstrap*, §13 and §14.3):
 
 * ``"percentile"``: the $\alpha/2$ and $1-\alpha/2$ quantiles of the resampled statistics
   $\hat\theta^*_1, \dots, \hat\theta^*_B$ ($\alpha = 1 -$ ``level``; linear interpolation between
-  order statistics, NumPy's default).
+  order statistics, NumPy's default). Cost: $B$ evaluations of the statistic on $n$ rows.
 * ``"bca"`` (bias-corrected and accelerated, Efron 1987): the quantiles at
   $$\alpha_{1,2} = \Phi\Big(\hat z_0 + \frac{\hat z_0 + z_{\alpha/2,\,1-\alpha/2}}
   {1 - \hat a(\hat z_0 + z_{\alpha/2,\,1-\alpha/2})}\Big),\qquad
   \hat z_0 = \Phi^{-1}\Big(\frac{\#\{\hat\theta^* < \hat\theta\} + \#\{\hat\theta^* \le \hat\theta\}}{2B}\Big),$$
-  $$\hat a = \frac{\sum_i (\bar\theta_{(\cdot)} - \hat\theta_{(i)})^3}
-  {6\,\big(\sum_i (\bar\theta_{(\cdot)} - \hat\theta_{(i)})^2\big)^{3/2}}$$
-  with the leave-one-out (jackknife) values $\hat\theta_{(i)}$, also vmapped in chunks; this
-  costs $n$ extra evaluations of the statistic on $n - 1$ rows. ($\hat z_0$ counts ties half,
-  as ``scipy.stats.bootstrap`` does.)
+  $$\hat a = \frac{\sum_g (\bar\theta_{(\cdot)} - \hat\theta_{(g)})^3}
+  {6\,\big(\sum_g (\bar\theta_{(\cdot)} - \hat\theta_{(g)})^2\big)^{3/2}}$$
+  ($\hat z_0$ counts ties half, as ``scipy.stats.bootstrap`` does) with the values
+  $\hat\theta_{(g)}$ of a **grouped jackknife**: the rows are dealt into $G = \min(n, 1000)$
+  groups of $m = \lfloor n/G \rfloor$ rows (in a random order drawn from ``key``; the
+  $n - Gm < G$ rows left over are in no group and never deleted), and $\hat\theta_{(g)}$ is
+  the statistic without group $g$ (Efron, Tibshirani 1993, §11.5). For $n \le 1000$ every row
+  is its own group: the ordinary leave-one-out jackknife, exactly. For larger $n$ the grouped
+  values estimate the same constant: for a mean, $E\sum_g d_g^3 / (\sum_g d_g^2)^{3/2}$ is
+  $\mu_3 / (\sigma^3\sqrt n)$ for any group size, to first order, as for single deletions;
+  the random grouping adds a relative error of about $\sqrt{6/G} \approx 8\%$ to $\hat a$,
+  which moves the interval's ends by a small fraction of its width (tested against the exact
+  jackknife in ``tests/stats/test_resampling.py``). Cost: $B + G$ evaluations of the
+  statistic, at most $B + 1000$ whatever $n$ (the leave-one-out jackknife costs $n$
+  evaluations on $n - 1$ rows, which dominates the bootstrap for $n > B$).
 
 The statistic may return an array (a curve, say): intervals are then elementwise.
 """
@@ -26,20 +40,27 @@ The statistic may return an array (a curve, say): intervals are then elementwise
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable, NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, Float
 
 from .._validation import check_binary_inputs, check_key, check_positive_int, check_weights, shown
-from ..metrics.smooth import smooth_ece, smooth_ece_count_tables, smooth_ece_of_draws
+from ..metrics.smooth import (
+    smooth_ece, smooth_ece_coarse, smooth_ece_count_tables, smooth_ece_counts_spectra, smooth_ece_draws_spectra,
+    smooth_ece_fine, smooth_ece_of_counts, smooth_ece_of_draws,
+)
 from ._multinomial import counts_by_position, multinomial_draws, poisson_table
 
 __all__ = ["BootstrapResult", "bootstrap", "paired_bootstrap"]
+
+_JACKKNIFE_GROUPS = 1000  # G: the grouped jackknife of BCa deletes one of min(n, G) groups at a time
 
 
 class BootstrapResult(NamedTuple):
@@ -91,85 +112,212 @@ def _chunked(fn, xs, chunk: int):
     return jax.tree_util.tree_map(lambda o: o.reshape((nc * chunk,) + o.shape[2:])[:m], out)
 
 
-def _resample_indices_apply(fn, key, n: int, n_resamples: int, chunk: int):
-    """``fn(idx)`` for ``n_resamples`` vectors of ``n`` indices drawn with replacement, chunked.
-
-    The draws depend only on ``key`` and ``n``: two statistics resampled with one key see the
-    same index draws (this is what makes :func:`paired_bootstrap` paired).
-    """
-    keys = jax.random.split(key, n_resamples)
-    return _chunked(lambda k: fn(jax.random.randint(k, (n,), 0, n, dtype=jnp.int32)), keys, chunk)
+def _resample_keys(k_res, start, count: int):
+    """The keys of resamples ``start, ..., start + count - 1``: ``fold_in(k_res, j)``."""
+    return jax.vmap(lambda j: jax.random.fold_in(k_res, j))(start + jnp.arange(count, dtype=jnp.uint32))
 
 
-def _quantile(sorted_vals, q):
-    """Linear-interpolation quantile of the sorted leading axis at (elementwise) levels ``q``."""
-    B = sorted_vals.shape[0]
-    pos = jnp.clip(q, 0, 1) * (B - 1)
-    lo = jnp.clip(jnp.floor(pos).astype(jnp.int32), 0, B - 1)
-    hi = jnp.minimum(lo + 1, B - 1)
-    frac = (pos - lo.astype(pos.dtype)).astype(sorted_vals.dtype)
-    take = lambda i: jnp.take_along_axis(sorted_vals, jnp.broadcast_to(i, sorted_vals.shape[1:])[None], axis=0)[0]
-    return take(lo) * (1 - frac) + take(hi) * frac
+def _resample_indices(key, n: int, count: int):
+    """Row indices of the first ``count`` resamples of ``bootstrap(..., key=key)`` on $n$ rows, ``(count, n)``."""
+    keys = _resample_keys(jax.random.split(key)[0], jnp.uint32(0), count)
+    return jax.vmap(lambda k: jax.random.randint(k, (n,), 0, n, dtype=jnp.int32))(keys)
 
 
-def _jackknife(statistic, arrays, w, chunk):
-    n = arrays[0].shape[0]
-    base = jnp.arange(n - 1, dtype=jnp.int32)
+def _groups(n: int) -> tuple[int, int]:
+    """(G, m): the grouped jackknife's number of groups and rows per group."""
+    G = min(n, _JACKKNIFE_GROUPS)
+    return G, n // G
 
-    def loo(i):  # all rows but row i
-        idx = base + (base >= i).astype(jnp.int32)
-        return _call(statistic, tuple(a[idx] for a in arrays), None if w is None else w[idx])
 
-    return _chunked(loo, jnp.arange(n, dtype=jnp.int32), chunk)
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _jackknife_order(k_jack, n: int, G: int):
+    """The order the rows are dealt into groups: a random permutation, or none when every row is a group."""
+    if G == n:
+        return jnp.arange(n, dtype=jnp.int32)
+    return jax.random.permutation(k_jack, n).astype(jnp.int32)
+
+
+# ------------------------------------------------------------------------------------------
+# the general path: index draws, one program per statistic, shapes and chunk
 
 
 @eqx.filter_jit
-def _bootstrap(statistic, arrays, w, key, level, n_resamples, method, chunk):
-    n = arrays[0].shape[0]
-    theta = _call(statistic, arrays, w)
-
-    def one(idx):
-        return _call(statistic, tuple(a[idx] for a in arrays), None if w is None else w[idx])
-
-    res = _resample_indices_apply(one, key, n, n_resamples, chunk)
-    return _intervals(theta, res, level, method, lambda: _jackknife(statistic, arrays, w, chunk))
+def _statistic(statistic, arrays, w):
+    return _call(statistic, arrays, w)
 
 
 @eqx.filter_jit
-def _bootstrap_smooth_ece(arrays, w, key, level, n_resamples, method, chunk):
-    """:func:`bootstrap` of :func:`smooth_ece` through count vectors (see :func:`bootstrap`)."""
-    p, y = arrays
-    theta = _call(smooth_ece, arrays, w)  # also checks the inputs in the graph
-    tables = smooth_ece_count_tables(p, p - y.astype(p.dtype), jnp.ones_like(p) if w is None else w.astype(p.dtype))
-    table = poisson_table(p.shape[0])
-    occupied = tables.occupied.reshape(tables.coef[0].shape[:2])
+def _resample_chunk(statistic, arrays, w, k_res, start, chunk: int):
+    """The statistic on resamples ``start, ..., start + chunk - 1``."""
+    n = arrays[0].shape[0]
 
-    def batch(keys):
-        draws = multinomial_draws(keys, table, occupied, tables.coef[0])
-        recount = lambda: counts_by_position(keys, draws, table, occupied, tables.place)  # noqa: E731
-        return smooth_ece_of_draws(draws, tables, recount)[0]
+    def one(k):
+        idx = jax.random.randint(k, (n,), 0, n, dtype=jnp.int32)
+        return _call(statistic, tuple(a[idx] for a in arrays), None if w is None else w[idx])
 
-    keys = jax.random.split(key, n_resamples)
-    nc = -(-n_resamples // chunk)
-    keys = jnp.concatenate([keys, jnp.repeat(keys[:1], nc * chunk - n_resamples)]).reshape(nc, chunk)
-    res = lax.map(batch, keys).reshape(-1)[:n_resamples]
-    return _intervals(theta, res, level, method, lambda: _jackknife(smooth_ece, arrays, w, chunk))
+    return jax.vmap(one)(_resample_keys(k_res, start, chunk))
 
 
-def _intervals(theta, res, level, method, jackknife):
+@eqx.filter_jit
+def _jackknife_chunk(statistic, arrays, w, order, start, chunk: int, m: int):
+    """The statistic without group g, for g = ``start, ..., start + chunk - 1``: group g is rows
+    ``order[g m : (g + 1) m]``."""
+    n = arrays[0].shape[0]
+    j = jnp.arange(n - m, dtype=jnp.int32)
+
+    def one(g):
+        idx = order[j + m * (j >= g * m).astype(jnp.int32)]
+        return _call(statistic, tuple(a[idx] for a in arrays), None if w is None else w[idx])
+
+    return jax.vmap(one)(start + jnp.arange(chunk, dtype=jnp.int32))
+
+
+# ------------------------------------------------------------------------------------------
+# the fast path of smooth ECE: count vectors
+
+
+@functools.lru_cache(maxsize=32)
+def _poisson_table(n: int):
+    return poisson_table(n)
+
+
+@jax.jit
+def _smooth_tables(p, y, w):
+    return smooth_ece_count_tables(p, p - y.astype(p.dtype), w.astype(p.dtype))
+
+
+def _smooth_draws(tables, k_res, start, chunk: int):
+    table = _poisson_table(tables.place.shape[0])
+    keys = _resample_keys(k_res, start, chunk)
+    return multinomial_draws(keys, table, tables.occupied.reshape(tables.coef.shape[:2]), tables.coef)
+
+
+def _smooth_draw_counts(tables, draws):
+    table = _poisson_table(tables.place.shape[0])
+    return counts_by_position(None, draws, table, tables.occupied.reshape(tables.coef.shape[:2]), tables.place)
+
+
+def _smooth_group_counts(tables, groups, start, chunk: int):
+    """Count vectors of ones with group g's rows set to zero, g = ``start, ..., start + chunk - 1``."""
+    g = start + jnp.arange(chunk, dtype=jnp.int32)
+    return (tables.occupied[None] & (groups[None] != g[:, None])).astype(jnp.int32)
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _smooth_resample_chunk(tables, k_res, start, chunk: int):
+    """smooth ECE of resamples ``start, ..., start + chunk - 1`` on the first grid (NaN where a
+    resample needs a finer one), and what :func:`_smooth_fine` needs for those."""
+    draws = _smooth_draws(tables, k_res, start, chunk)
+    spec0 = smooth_ece_draws_spectra(draws, tables)
+    return smooth_ece_coarse(spec0, tables), spec0, draws
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _smooth_jackknife_chunk(tables, groups, start, chunk: int):
+    """smooth ECE without group g, g = ``start, ..., start + chunk - 1``, as :func:`_smooth_resample_chunk`."""
+    spec0 = smooth_ece_counts_spectra(_smooth_group_counts(tables, groups, start, chunk), tables)
+    return smooth_ece_coarse(spec0, tables), spec0
+
+
+_smooth_draw_counts_jit = jax.jit(_smooth_draw_counts)
+_smooth_group_counts_jit = jax.jit(_smooth_group_counts, static_argnums=3)
+
+
+@jax.jit
+def _smooth_fine(counts, spec0, values, sigma, tables):
+    return smooth_ece_fine(counts, spec0, values, sigma, tables)[0]
+
+
+def _smooth_chunks(tables, k_res, groups, chunk: int, traced: bool):
+    """``(resample(start), delete(start))``: the chunk functions of the fast path.
+
+    Concrete inputs: the first grid's program runs every chunk, and the finer grids' program
+    (:func:`_smooth_fine`) is compiled and run only when a chunk has a value that needs it."""
+    if traced:  # one graph, inside the caller's: the finer grids behind a real branch
+        def resample(start):
+            draws = _smooth_draws(tables, k_res, start, chunk)
+            return smooth_ece_of_draws(draws, tables, lambda: _smooth_draw_counts(tables, draws))[0]
+
+        def delete(start):
+            return smooth_ece_of_counts(_smooth_group_counts(tables, groups, start, chunk), tables)[0]
+
+        return resample, delete
+
+    def resample(start):
+        (v, sigma), spec0, draws = _smooth_resample_chunk(tables, k_res, start, chunk)
+        if np.isnan(np.asarray(v)).any():
+            v = _smooth_fine(_smooth_draw_counts_jit(tables, draws), spec0, v, sigma, tables)
+        return v
+
+    def delete(start):
+        (v, sigma), spec0 = _smooth_jackknife_chunk(tables, groups, start, chunk)
+        if np.isnan(np.asarray(v)).any():
+            v = _smooth_fine(_smooth_group_counts_jit(tables, groups, start, chunk), spec0, v, sigma, tables)
+        return v
+
+    return resample, delete
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _smooth_groups(tables, order, G: int, m: int):
+    """The group of each layout position (-1: no row, or a row in no group)."""
+    n = tables.place.shape[0]
+    group_of_row = jnp.full((n,), -1, jnp.int32).at[order[: G * m]].set(jnp.arange(G * m, dtype=jnp.int32) // m)
+    return jnp.full(tables.occupied.shape, -1, jnp.int32).at[tables.place].set(group_of_row[tables.order])
+
+
+# ------------------------------------------------------------------------------------------
+# chunks, and the interval
+
+
+def _traced(*trees) -> bool:
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(trees))
+
+
+def _bucket(count: int, chunk: int) -> int:
+    """Rows of the buffer the interval sees: whole chunks, their number rounded up to a power of
+    two, so that the interval's program is shared by nearby numbers of resamples."""
+    nc = -(-count // chunk)
+    return chunk * (1 << (nc - 1).bit_length())
+
+
+def _run_chunks(fn, count: int, chunk: int, traced: bool, dtype):
+    """``fn(start)`` for start = 0, chunk, 2 chunk, ... until ``count`` values, in a buffer of
+    :func:`_bucket` rows (the first ``count`` are the values; the rest unused).
+
+    Concrete inputs: one call of the compiled chunk program per chunk, all dispatched before the
+    first result is read. Traced inputs: ``lax.map`` over the chunks, inside the caller's program."""
+    nc = -(-count // chunk)
+    if traced:
+        out = lax.map(lambda i: fn(i * chunk), jnp.arange(nc, dtype=dtype))
+        return out.reshape((nc * chunk,) + out.shape[2:])
+    outs = [fn(jnp.asarray(i * chunk, dtype)) for i in range(nc)]
+    host = np.concatenate([np.asarray(o) for o in outs])
+    size = _bucket(count, chunk)
+    return np.concatenate([host, np.zeros((size - host.shape[0],) + host.shape[1:], host.dtype)])
+
+
+@functools.partial(jax.jit, static_argnums=5)
+def _interval(theta, res, count, jack, n_groups, method: str, level):
+    """The interval from the first ``count`` rows of ``res`` (and, for BCa, the first
+    ``n_groups`` jackknife values of ``jack``)."""
     dt = theta.dtype if jnp.issubdtype(theta.dtype, jnp.floating) else jnp.result_type(float)
+    valid = (jnp.arange(res.shape[0], dtype=jnp.int32) < count).reshape((-1,) + (1,) * theta.ndim)
     res = res.astype(dt)
-    srt = jnp.sort(res, axis=0)
+    srt = jnp.sort(jnp.where(valid, res, jnp.inf), axis=0)  # the unused rows last
+    B = count.astype(dt)
     alpha = ((1 - level) / 2).astype(dt)
     if method == "percentile":
         q_lo = jnp.broadcast_to(alpha, theta.shape)
         q_hi = jnp.broadcast_to(1 - alpha, theta.shape)
     else:
         th = theta.astype(dt)
-        prop = (jnp.mean(res < th, axis=0, dtype=dt) + jnp.mean(res <= th, axis=0, dtype=dt)) / 2
+        prop = (jnp.sum(valid & (res < th), axis=0, dtype=dt) + jnp.sum(valid & (res <= th), axis=0, dtype=dt)) / (2 * B)
         z0 = ndtri(prop)
-        jack = jackknife().astype(dt)
-        d = jnp.mean(jack, axis=0) - jack
+        jack = jack.astype(dt)
+        used = (jnp.arange(jack.shape[0], dtype=jnp.int32) < n_groups).reshape((-1,) + (1,) * theta.ndim)
+        mean = jnp.sum(jnp.where(used, jack, 0), axis=0) / n_groups.astype(dt)
+        d = jnp.where(used, mean - jack, 0)
         num = jnp.sum(d**3, axis=0)
         den = 6 * jnp.sum(d**2, axis=0) ** 1.5
         a = jnp.where(den > 0, num / jnp.where(den > 0, den, 1), 0)  # a constant statistic: no acceleration
@@ -181,7 +329,40 @@ def _intervals(theta, res, level, method, jackknife):
         # z0 = ±inf (every resample on one side of the estimate): the interval is that extreme
         q_lo = jnp.where(jnp.isnan(q_lo), jnp.where(prop > 0.5, 1, 0), q_lo).astype(dt)
         q_hi = jnp.where(jnp.isnan(q_hi), jnp.where(prop > 0.5, 1, 0), q_hi).astype(dt)
-    return BootstrapResult(theta, _quantile(srt, q_lo), _quantile(srt, q_hi), res)
+    return _quantile(srt, q_lo, B), _quantile(srt, q_hi, B)
+
+
+def _quantile(sorted_vals, q, B):
+    """Linear-interpolation quantile of the first ``B`` sorted rows at (elementwise) levels ``q``."""
+    last = B.astype(jnp.int32) - 1
+    pos = jnp.clip(q, 0, 1) * (B - 1)
+    lo = jnp.clip(jnp.floor(pos).astype(jnp.int32), 0, last)
+    hi = jnp.minimum(lo + 1, last)
+    frac = (pos - lo.astype(pos.dtype)).astype(sorted_vals.dtype)
+    take = lambda i: jnp.take_along_axis(sorted_vals, jnp.broadcast_to(i, sorted_vals.shape[1:])[None], axis=0)[0]  # noqa: E731
+    return take(lo) * (1 - frac) + take(hi) * frac
+
+
+def _bootstrap(statistic, arrs, w, key, n_resamples, level, method, chunk):
+    n = arrs[0].shape[0]
+    traced = _traced(arrs, w, key)
+    k_res, k_jack = jax.random.split(key)
+    fast = statistic is smooth_ece and len(arrs) == 2 and arrs[0].ndim == 1 and arrs[1].ndim == 1
+    theta = _call(statistic, arrs, w) if fast else _statistic(statistic, arrs, w)
+    G, m = _groups(n)
+    order = _jackknife_order(k_jack, n, G) if method == "bca" else None
+    if fast:  # smooth_ece itself validated the inputs (at the boundary, or in the graph)
+        tables = _smooth_tables(arrs[0], arrs[1], jnp.ones_like(arrs[0]) if w is None else w)
+        groups = _smooth_groups(tables, order, G, m) if method == "bca" else None
+        draw, delete = _smooth_chunks(tables, k_res, groups, chunk, traced)
+    else:
+        draw = lambda s: _resample_chunk(statistic, arrs, w, k_res, s, chunk)  # noqa: E731
+        delete = lambda s: _jackknife_chunk(statistic, arrs, w, order, s, chunk, m)  # noqa: E731
+    res = _run_chunks(draw, n_resamples, chunk, traced, jnp.uint32)
+    jack = _run_chunks(delete, G, chunk, traced, jnp.int32) if method == "bca" else None
+    count = jnp.asarray(n_resamples, jnp.int32)
+    low, high = _interval(theta, res, count, jack, jnp.asarray(G, jnp.int32), method, level)
+    return BootstrapResult(theta, low, high, res[:n_resamples] if traced else jnp.asarray(res[:n_resamples]))
 
 
 def _check_arrays(arrays, sample_weight):
@@ -264,10 +445,8 @@ def bootstrap(
         raise ValueError(f"method must be 'percentile' or 'bca', got {shown(method)}")
     if n_resamples < 2:
         raise ValueError(f"n_resamples must be at least 2, got {shown(n_resamples)}")
-    args = (arrs, w, _check_key(key), jnp.asarray(level, jnp.result_type(float)), n_resamples, method, chunk)
-    if statistic is smooth_ece and len(arrs) == 2 and arrs[0].ndim == 1 and arrs[1].ndim == 1:
-        return _bootstrap_smooth_ece(*args)
-    return _bootstrap(statistic, *args)
+    key = _check_key(key)
+    return _bootstrap(statistic, arrs, w, key, n_resamples, jnp.asarray(level, jnp.result_type(float)), method, chunk)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -140,14 +140,14 @@ def _dithered(seed, n):
 
 @pytest.mark.parametrize("n", [300, 2000, 5000, 20000])
 def test_counts_equal_repeated_rows(x64, n):
-    from jcalib.metrics.smooth import _counts_in_layout, smooth_ece_count_tables, _smooth_ece_of_counts
+    from jcalib.metrics.smooth import _counts_in_layout, smooth_ece_count_tables, smooth_ece_of_counts
 
     p, y = _dithered(n, n)
     rng = np.random.default_rng(n)
     w = rng.uniform(0.5, 2.0, n)
     M = np.stack([np.ones(n, np.int64), rng.poisson(1.0, n), rng.poisson(4.0, n) * (rng.random(n) < 0.3)])
     tables = jax.jit(smooth_ece_count_tables)(jnp.asarray(p), jnp.asarray(p - y, float), jnp.asarray(w))
-    V, S = jax.jit(_smooth_ece_of_counts)(_counts_in_layout(jnp.asarray(M), tables), tables)
+    V, S = jax.jit(smooth_ece_of_counts)(_counts_in_layout(jnp.asarray(M), tables), tables)
     order = np.asarray(jnp.argsort(jnp.asarray(p)))  # counts refer to the forecasts in sorted order
     for i, m in enumerate(M):
         want, sigma = smooth_ece(p[order], y[order], sample_weight=w[order] * m, return_bandwidth=True)
@@ -155,7 +155,7 @@ def test_counts_equal_repeated_rows(x64, n):
         np.testing.assert_allclose(float(V[i]), float(want), rtol=1e-12)  # periodic vs zero-padded FFTs
     # relplot on the repeated rows, unit weights
     tables = jax.jit(smooth_ece_count_tables)(jnp.asarray(p), jnp.asarray(p - y, float), jnp.ones(n))
-    V, S = jax.jit(_smooth_ece_of_counts)(_counts_in_layout(jnp.asarray(M[1:2]), tables), tables)
+    V, S = jax.jit(smooth_ece_of_counts)(_counts_in_layout(jnp.asarray(M[1:2]), tables), tables)
     want, sigma = relplot.smECE(np.repeat(p[order], M[1]), np.repeat(y[order], M[1]), return_width=True)
     assert float(S[0]) == sigma
     np.testing.assert_allclose(float(V[0]), want, rtol=1e-9)  # as test_smooth_ece_matches_relplot
@@ -168,13 +168,13 @@ def test_counts_reach_every_grid(x64):
 
 
 def test_counts_in_float32():
-    from jcalib.metrics.smooth import _counts_in_layout, smooth_ece_count_tables, _smooth_ece_of_counts
+    from jcalib.metrics.smooth import _counts_in_layout, smooth_ece_count_tables, smooth_ece_of_counts
 
     p, y = _data(5, 3000, "over")
     p = p.astype(np.float32)
     m = np.random.default_rng(5).poisson(1.0, 3000)
     tables = smooth_ece_count_tables(jnp.asarray(p), jnp.asarray(p - y, jnp.float32), jnp.ones(3000, jnp.float32))
-    V, _ = _smooth_ece_of_counts(_counts_in_layout(jnp.asarray(m[None]), tables), tables)
+    V, _ = smooth_ece_of_counts(_counts_in_layout(jnp.asarray(m[None]), tables), tables)
     order = np.argsort(p, kind="stable")
     # float32 FFTs of different lengths against each other
     np.testing.assert_allclose(float(V[0]), float(smooth_ece(p[order], y[order], sample_weight=m.astype(np.float32))), rtol=1e-5)

@@ -15,7 +15,7 @@ from reference import stats as ref
 from jcalib.metrics import brier, smooth_ece
 from jcalib.stats import bootstrap, paired_bootstrap
 from jcalib.stats import resampling as resampling_module
-from jcalib.stats.resampling import _resample_indices_apply
+from jcalib.stats.resampling import _resample_indices, _resample_keys
 
 
 def _data(seed, n):
@@ -25,7 +25,7 @@ def _data(seed, n):
 
 
 def _indices(key, n, B):
-    return np.asarray(_resample_indices_apply(lambda i: i, key, n, B, 64))
+    return np.asarray(_resample_indices(key, n, B))
 
 
 def test_resamples_are_the_statistic_on_the_drawn_rows(x64):
@@ -163,9 +163,9 @@ def test_smooth_ece_fast_path_values_are_smooth_ece_of_the_resamples(x64, kind):
     r = bootstrap(smooth_ece, p, y, key=key, n_resamples=B, chunk=16)  # 40 = 2.5 chunks: padding
     table = poisson_table(n)
     t = smooth_ece_count_tables(jnp.asarray(p), jnp.asarray(p - y), jnp.ones(n))
-    occupied = t.occupied.reshape(t.coef[0].shape[:2])
-    keys = jax.random.split(key, B)
-    draws = multinomial_draws(keys, table, occupied, t.coef[0])
+    occupied = t.occupied.reshape(t.coef.shape[:2])
+    keys = _resample_keys(jax.random.split(key)[0], jnp.uint32(0), B)
+    draws = multinomial_draws(keys, table, occupied, t.coef)
     counts = np.asarray(counts_by_position(keys, draws, table, occupied, t.place)[:, t.place])
     assert np.all(counts.sum(axis=1) == n)
     order = np.asarray(jnp.argsort(jnp.asarray(p)))
@@ -181,10 +181,10 @@ def test_smooth_ece_fast_path_values_are_smooth_ece_of_the_resamples(x64, kind):
 def test_smooth_ece_fast_path_no_retrace():
     p, y = _data(15, 200)
     bootstrap(smooth_ece, p, y, key=jax.random.key(0), n_resamples=20)
-    size = resampling_module._bootstrap_smooth_ece._cached._cache_size()
+    size = resampling_module._smooth_resample_chunk._cache_size()
     p2, y2 = _data(16, 200)
     bootstrap(smooth_ece, p2, y2, key=jax.random.key(1), n_resamples=20)
-    assert resampling_module._bootstrap_smooth_ece._cached._cache_size() == size
+    assert resampling_module._smooth_resample_chunk._cache_size() == size
 
 
 def test_conformance_jit_vmap_no_retrace():
