@@ -54,17 +54,22 @@ def default_cache_dir() -> Path:
     return Path(base) / "jcalib" / "xla"
 
 
-def enable_compilation_cache(path: str | os.PathLike | None = None, *, enabled: bool = True) -> Path | None:
-    """Turn on JAX's persistent compilation cache for this process, for programs of any size.
+def enable_compilation_cache(path: str | os.PathLike | None = None, *, enabled: bool = True,
+                             notice: bool = True) -> Path | None:
+    """Turn on JAX's persistent compilation cache for this process, for programs of any size, and
+    the notice for long compilations (:func:`install_notice`).
 
     Args:
         path: the folder (default: :func:`default_cache_dir`).
         enabled: ``False`` (e.g. a ``--no-cache`` flag) leaves the cache off.
+        notice: install the notice (also when the cache stays off).
 
     Returns:
         The folder used, or ``None`` when the cache stays off (``enabled=False`` or
         ``JCALIB_COMPILATION_CACHE=0``).
     """
+    if notice:
+        install_notice()
     if not enabled or cache_disabled():
         return None
     folder = Path(path).expanduser() if path is not None else default_cache_dir()

@@ -32,7 +32,7 @@ from . import forecasters as F
 from . import metrics as M
 from . import natures as N
 from . import plots
-from ._cache import enable_compilation_cache, install_notice
+from ._cache import enable_compilation_cache
 from ._validation import check_int, check_key, check_positive_int
 from .core import sweep
 from .recorders import forecast_grid
@@ -432,7 +432,6 @@ def main(argv: list[str] | None = None) -> int:
         args.parser.error(f"argument --distance-seeds: must be at most --seeds ({args.seeds}), got {args.distance_seeds}")
     # programs compiled by an earlier run are read back instead of compiled again
     enable_compilation_cache(enabled=not args.no_cache)
-    install_notice()
     return args.func(args)
 
 

@@ -22,7 +22,7 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 # back every program. JCALIB_COMPILATION_CACHE=0 runs without it; JAX_COMPILATION_CACHE_DIR
 # names another folder. The command line's tests find the folder in the environment.
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(__file__).resolve().parent.parent / "build" / "jax-cache"))
-enable_compilation_cache()
+enable_compilation_cache(notice=False)
 
 # Every program XLA compiles for the CPU keeps 3-4 memory mappings of its own for as long as it
 # is cached, and Linux caps a process's mappings (vm.max_map_count, 65530 by default): a test

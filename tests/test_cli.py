@@ -109,3 +109,24 @@ def test_tutorial_table_is_what_the_demo_writes(tmp_path):
     """``make demo`` at its defaults writes exactly the table the AOSA tutorial shows (minutes)."""
     assert cli.main(["demo", "--out", str(tmp_path), "--no-progress"]) == 0
     assert _table_of((tmp_path / "summary.md").read_text()) == _table_of(PAGE.read_text())
+
+
+def test_study_compiles_each_forecaster_once():
+    """One compiled chunk per forecaster: not one per nature (they play in one Switch), per chunk
+    (later chunks and a last partial one reuse it), or per horizon whose shapes agree."""
+    import jax.monitoring
+
+    compiled = []
+
+    def listen(event, duration, **kw):
+        if event == "/jax/core/compile/backend_compile_duration" and "_chunk_body" in kw.get("fun_name", ""):
+            compiled.append(kw["fun_name"])
+
+    jax.clear_caches()  # programs an earlier test compiled in this process would not be counted
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        cli.study([100, 120], 2, key=jax.random.key(0), natures_for=_natures, distance_seeds=0,
+                  forecasters_for=lambda T: {"Running frequency": RunningFrequency(), "AOSA": AlmostOneStepAhead(n_bins=8)})
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert len(compiled) == 2, compiled
