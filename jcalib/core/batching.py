@@ -22,7 +22,12 @@ def as_traced_module(module):
 
     Compiled functions treat non-array leaves as compile-time constants; arrays are traced, so
     new hyperparameter values reuse one compilation and sweeps can vmap over them.
+
+    Raises:
+        ValueError: ``module`` is not an equinox module.
     """
+    if not isinstance(module, eqx.Module):
+        raise ValueError(f"module must be an equinox Module (a forecaster, a nature), got {type(module).__name__}")
 
     def conv(x):
         if isinstance(x, (int, float)) and not isinstance(x, bool):

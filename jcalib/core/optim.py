@@ -39,11 +39,12 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax import lax
 from jaxtyping import Array, Float
 
-from .._validation import check_int
+from .._validation import check_finite, check_int, check_static_int, shown
 
 __all__ = [
     "DEFAULT_UNROLL",
@@ -82,8 +83,47 @@ class OptimResult(NamedTuple):
     losses: Float[Array, " n_steps"]
 
 
+def _real_tree(tree, name: str):
+    """``tree`` (a pytree of parameters or gradients) after its checks: every leaf a real
+    floating array (an int, a string, a complex number refused), and finite when concrete.
+    Traced leaves are not checked in the graph: these run inside the forecasters' rounds."""
+    leaves = jax.tree_util.tree_leaves(tree)
+    if not leaves:
+        raise ValueError(f"{name} holds no arrays")
+    for leaf in leaves:
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is None:
+            try:
+                dtype = np.asarray(leaf).dtype
+            except (TypeError, ValueError):
+                dtype = None
+        if dtype is None or not jnp.issubdtype(dtype, jnp.floating):
+            raise ValueError(f"{name} must hold real floating arrays, got a leaf {shown(leaf)}")
+        if not isinstance(leaf, jax.core.Tracer):
+            check_finite(np.asarray(leaf), name)
+    return tree
+
+
+def _check_optimizer(optimizer) -> None:
+    if not (callable(getattr(optimizer, "init", None)) and callable(getattr(optimizer, "update", None))):
+        raise ValueError(f"optimizer must be an optax GradientTransformation, got {type(optimizer).__name__}")
+
+
 def optax_update(optimizer: optax.GradientTransformation, grads, state, params):
-    """One ``optimizer.update`` + ``apply_updates``, under standard promotion."""
+    """One ``optimizer.update`` + ``apply_updates``, under standard promotion.
+
+    Raises:
+        ValueError: ``optimizer`` is not an optax transformation; ``grads`` or ``params`` hold a
+            leaf that is not a real floating array, or (when concrete) NaN or ±inf; their
+            structures or shapes differ.
+    """
+    _check_optimizer(optimizer)
+    _real_tree(grads, "grads")
+    _real_tree(params, "params")
+    g_shapes = jax.tree_util.tree_map(jnp.shape, grads)
+    p_shapes = jax.tree_util.tree_map(jnp.shape, params)
+    if g_shapes != p_shapes:
+        raise ValueError(f"grads must have the structure and shapes of params, got {shown(g_shapes)} and {shown(p_shapes)}")
     with standard_promotion():
         updates, state = optimizer.update(grads, state, params)
         return optax.apply_updates(params, updates), state
@@ -125,14 +165,25 @@ def optimise(
         :class:`OptimResult` with the final parameters, the final optimiser state and the loss
         at the start of every step.
 
+    Raises:
+        ValueError: ``n_steps`` not an integer in ``[0, 2**24]`` (NumPy integers accepted; a
+            traced value raises ``TypeError``: it fixes the scan length); ``params`` holding a
+            leaf that is not a real floating array or, when concrete, is not finite; ``loss``
+            or ``project`` not callable; ``optimizer`` not an optax transformation.
+
     Example:
         >>> import jax.numpy as jnp, optax
         >>> res = optimise(lambda w: jnp.sum((w - 3.0) ** 2), jnp.zeros(2), optax.adam(0.1), 500)
         >>> bool(jnp.allclose(res.params, 3.0, atol=1e-2))
         True
     """
-    if not isinstance(n_steps, int) or isinstance(n_steps, bool) or n_steps < 0:
-        raise ValueError(f"n_steps must be a non-negative Python int, got {n_steps!r}")
+    n_steps = check_static_int(n_steps, "n_steps", 0, 2**24, what="optimiser steps")
+    if not callable(loss):
+        raise ValueError(f"loss must be a function of the parameters, got {type(loss).__name__}")
+    _check_optimizer(optimizer)
+    _real_tree(params, "params")
+    if project is not None and not callable(project):
+        raise ValueError(f"project must be a function of the parameters or None, got {type(project).__name__}")
     # a bool is refused (check_int): lax.scan reads True as every step unrolled, 400 copies of
     # ORCA's step in one program; 0 (lax.scan: unroll everything) is below the minimum
     unroll = default_unroll() if unroll is None else check_int(unroll, "unroll", minimum=1)

@@ -100,3 +100,25 @@ def test_numpy_integer_unroll_and_no_retrace_for_new_learning_rates():
     run = jax.jit(chex.assert_max_traces(final, n=1))
     for lr in (0.01, 0.1, 0.3):  # same unroll, new traced learning rates: one trace in all
         run(jnp.asarray(lr))
+
+
+def test_inputs_are_checked_and_numpy_integers_accepted():
+    import jcalib
+    from jcalib.core import optax_update
+
+    res = optimise(lambda w: jnp.sum(w**2), jnp.ones(2), optax.sgd(0.1), np.int64(3))
+    assert res.losses.shape == (3,)
+    for params, match in ((jnp.array([1.0, np.nan]), "params contains NaN"), (np.array(["a"]), "params must hold real floating arrays")):
+        with pytest.raises(ValueError, match=match):
+            optimise(lambda w: jnp.sum(w**2), params, optax.sgd(0.1), 3)
+    with pytest.raises(ValueError, match="n_steps=1000000000000 exceeds"):
+        optimise(lambda w: jnp.sum(w**2), jnp.ones(2), optax.sgd(0.1), 10**12)
+    with pytest.raises(ValueError, match="optimizer must be an optax GradientTransformation"):
+        optimise(lambda w: jnp.sum(w**2), jnp.ones(2), "sgd", 3)
+    opt = optax.sgd(0.1)
+    with pytest.raises(ValueError, match="grads must have the structure and shapes of params"):
+        optax_update(opt, jnp.ones((2, 1)), opt.init(jnp.ones(2)), jnp.ones(2))
+    with pytest.raises(ValueError, match="grads contains NaN"):
+        optax_update(opt, jnp.array([np.nan, 1.0]), opt.init(jnp.ones(2)), jnp.ones(2))
+    with pytest.raises(ValueError, match="module must be an equinox Module"):
+        jcalib.core.as_traced_module("x")
