@@ -15,8 +15,11 @@ def host_seed(key) -> int:
     32-bit words ``(hi, lo)`` of the key: ``lo XOR (hi * 0x9E3779B1 mod 2**32)``. A key made by
     ``jax.random.key(s)`` has ``hi = 0`` and gives ``s`` itself, so ``key=jax.random.key(s)``
     reproduces what the integer seed ``s`` gave."""
-    data = np.asarray(jax.random.key_data(check_key(key)), dtype=np.uint64).ravel()
-    if data.size != 2:
-        raise TypeError(f"key must be a single JAX PRNG key of two 32-bit words, got key data of shape {data.shape}")
-    hi, lo = int(data[0]), int(data[1])
+    key = check_key(key)
+    if getattr(key, "ndim", 0) != (0 if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) else 1):
+        raise TypeError(f"key must be a single JAX PRNG key, got a batch of keys of shape {tuple(key.shape)}")
+    data = [int(w) for w in np.asarray(jax.random.key_data(key), dtype=np.uint64).ravel()]
+    hi, lo = data[0], data[1]
+    for w in data[2:]:  # a key of another implementation (rbg: four words) folds its other words in
+        hi, lo = lo, (w ^ (hi * 0x9E3779B1 % 2**32))
     return lo ^ (hi * 0x9E3779B1 % 2**32)

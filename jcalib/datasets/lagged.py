@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._validation import check_int, shown
+
 __all__ = ["LaggedSeries", "lag_features"]
 
 
@@ -56,9 +58,14 @@ def lag_features(series, n_lags: int = 24) -> tuple[np.ndarray, np.ndarray]:
         >>> y.tolist(), x.tolist()
         ([3.0, 4.0], [[2.0, 1.0], [3.0, 2.0]])
     """
-    if isinstance(n_lags, bool) or not isinstance(n_lags, (int, np.integer)) or n_lags < 1:
-        raise ValueError(f"n_lags must be a positive integer, got {n_lags!r}")
-    s = np.asarray(series, dtype=np.float64)
+    n_lags = check_int(n_lags, "n_lags", minimum=1)
+    try:
+        s = np.asarray(series)
+        if s.dtype.kind not in "biuf":
+            raise TypeError(s.dtype)
+        s = s.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"series must be a 1-D array of real numbers, got {shown(series)}") from None
     if s.ndim != 1:
         raise ValueError(f"series must be 1-D, got shape {s.shape}")
     if not np.all(np.isfinite(s)):

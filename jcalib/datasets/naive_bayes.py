@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
-from .._validation import check_positive_int
+from .._validation import check_hyper, check_static_int
+from ..core.keys import MAX_ROUNDS
 from ._seed import host_seed
 from .streams import ModelStream, _load
 
@@ -69,10 +70,8 @@ def naive_bayes_stream(
         and 1).
     """
     X, y = _load(name)
-    n_passes = check_positive_int(n_passes, "n_passes")
-    if not (isinstance(var_smoothing, (int, float)) and not isinstance(var_smoothing, bool)
-            and np.isfinite(var_smoothing) and var_smoothing > 0):
-        raise ValueError(f"var_smoothing must be positive and finite, got {var_smoothing!r}")
+    n_passes = check_static_int(n_passes, "n_passes", 1, max(1, MAX_ROUNDS // len(y)), what="rounds within play's horizon")
+    var_smoothing = float(check_hyper(var_smoothing, "var_smoothing", 0.0, open_lo=True))
     rng = np.random.default_rng(host_seed(key))
     order = np.concatenate([rng.permutation(len(y)) for _ in range(n_passes)])
     d = X.shape[1]

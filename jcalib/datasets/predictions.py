@@ -40,7 +40,7 @@ import jax
 import numpy as np
 import scipy.special
 
-from .._validation import check_class_labels, check_same_length, check_simplex_probs
+from .._validation import check_class_labels, check_hyper, check_same_length, check_simplex_probs
 
 __all__ = ["load_predictions", "save_predictions"]
 
@@ -157,6 +157,7 @@ def load_predictions(path: str | os.PathLike, *, atol: float = 1e-4) -> tuple[ja
         >>> probs.shape, labels.tolist()
         ((2, 2), [0, 1])
     """
+    atol = float(check_hyper(atol, "atol", 0.0))
     path = Path(path)
     suffix = _suffix(path)
     if not path.is_file():

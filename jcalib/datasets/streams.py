@@ -22,7 +22,8 @@ from typing import NamedTuple
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
-from .._validation import check_positive_int
+from .._validation import check_hyper, check_static_int
+from ..core.keys import MAX_ROUNDS
 from ._seed import host_seed
 
 __all__ = ["ModelStream", "logistic_stream", "STREAMS"]
@@ -94,9 +95,8 @@ def logistic_stream(
         ((178,), 'int32', True)
     """
     X, y = _load(name)
-    n_passes = check_positive_int(n_passes, "n_passes")
-    if not (isinstance(learning_rate, (int, float)) and np.isfinite(learning_rate) and learning_rate > 0):
-        raise ValueError(f"learning_rate must be positive and finite, got {learning_rate!r}")
+    n_passes = check_static_int(n_passes, "n_passes", 1, max(1, MAX_ROUNDS // len(y)), what="rounds within play's horizon")
+    learning_rate = float(check_hyper(learning_rate, "learning_rate", 0.0, open_lo=True))
     rng = np.random.default_rng(host_seed(key))
     order = np.concatenate([rng.permutation(len(y)) for _ in range(n_passes)])
     d = X.shape[1]

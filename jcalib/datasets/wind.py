@@ -32,6 +32,7 @@ import csv
 
 import numpy as np
 
+from .._validation import check_hyper
 from .lagged import LaggedSeries, _package_dir, lag_features
 
 __all__ = ["wind_power", "WIND_SITES"]
@@ -84,8 +85,7 @@ def wind_power(n_lags: int = 24, *, turbine: str = "E-82/2300", hub_height: floa
         >>> d.series.shape, d.x.shape, d.high
         ((8760,), (8736, 24), 4.7)
     """
-    if not isinstance(hub_height, (int, float)) or not np.isfinite(hub_height) or hub_height <= 0:
-        raise ValueError(f"hub_height must be a positive number of metres, got {hub_height!r}")
+    hub_height = float(check_hyper(hub_height, "hub_height", 0.0, open_lo=True))  # metres
     data_dir = _package_dir("pvlib", "data") / "data"
     speeds, power = _power_curve(turbine)
     factor = (hub_height / 10.0) ** (1.0 / 7.0)

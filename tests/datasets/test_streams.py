@@ -62,3 +62,23 @@ def test_the_key_seeds_the_order_as_its_integer_seed_did():
     for bad in (0, None):
         with pytest.raises(TypeError, match="must be a JAX PRNG key"):
             logistic_stream("wine", key=bad)
+
+
+def test_settings_are_checked_and_numpy_numbers_and_other_keys_accepted():
+    from jcalib.datasets import lag_features
+    from jcalib.datasets._seed import host_seed
+
+    assert host_seed(jax.random.key(3)) == 3 == host_seed(jax.random.PRNGKey(3))
+    assert 0 <= host_seed(jax.random.key(3, impl="rbg")) < 2**32  # four words folded into one seed
+    with pytest.raises(TypeError, match="a batch of keys"):
+        host_seed(jax.random.split(jax.random.key(0), 2))
+    with pytest.raises(ValueError, match="learning_rate must be a real scalar, got bool"):
+        logistic_stream(key=jax.random.key(0), learning_rate=True)
+    with pytest.raises(ValueError, match="n_passes=1000000000000 exceeds"):
+        logistic_stream(key=jax.random.key(0), n_passes=10**12)
+    y, x = lag_features(np.arange(6.0), np.int64(2))
+    assert x.shape == (4, 2)
+    with pytest.raises(ValueError, match="series must be a 1-D array of real numbers"):
+        lag_features(["a", "b", "c"], 1)
+    with pytest.raises(ValueError, match="n_lags must be an integer, not a bool"):
+        lag_features(np.arange(6.0), True)
