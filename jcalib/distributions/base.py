@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._validation import as_float_array
+from .._validation import as_float_array, check_static_int
 
 __all__ = ["AbstractDistribution", "check_outcomes"]
 
@@ -132,11 +132,10 @@ def _jit(fn=None, *, static_argnames=None):
     return functools.wraps(fn)(jax.jit(fn, static_argnames=static_argnames))
 
 
-def _check_static_int(k, name: str, low: int = 0) -> int:
-    """A Python int ``>= low`` (a static setting that fixes the computation, not an array)."""
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < low:
-        raise ValueError(f"{name} must be a Python int >= {low}, got {k!r}")
-    return int(k)
+def _check_static_int(k, name: str, low: int = 0, high: int = 2**24) -> int:
+    """A Python int in ``[low, high]`` (a static setting that fixes the computation, not an
+    array; NumPy integers and 0-d integer arrays accepted, a traced value refused as non-static)."""
+    return check_static_int(k, name, low, high, bytes_per=8, what="its tables")
 
 
 def _batched(x: Array, shape: tuple[int, ...]) -> Array:

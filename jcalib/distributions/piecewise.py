@@ -53,6 +53,7 @@ References:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import equinox as eqx
@@ -141,7 +142,14 @@ def probs_atol(n_bins: int, dtype) -> float:
     float32 for up to ~80 bins (a softmax's sum is off by a few ulps per term), the same in
     float64, and looser for half precision.
     """
-    return max(1e-5, n_bins * float(jnp.finfo(dtype).eps))
+    n_bins = _check_static_int(n_bins, "n_bins", low=1)
+    try:
+        with warnings.catch_warnings():  # NumPy warns on deprecated aliases before refusing them
+            warnings.simplefilter("ignore", DeprecationWarning)
+            eps = float(jnp.finfo(dtype).eps)
+    except (TypeError, ValueError):
+        raise ValueError(f"dtype must be a floating dtype, got {dtype!r}") from None
+    return max(1e-5, n_bins * eps)
 
 
 class PiecewiseConstant(AbstractDistribution):

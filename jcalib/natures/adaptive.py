@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from .._grid import GRID_WHY, MAX_GRID, size_field
 from .._validation import as_float_array, check_hyper, check_positive_int, is_concrete
 from ..core.types import AbstractNature, Forecast, as_mixture
 from .oblivious import _check_scalar_prob
@@ -83,7 +84,7 @@ class MaxCalibrationError(AbstractNature):
 
     outcome_space = "binary"
 
-    n_bins: int = eqx.field(static=True, default=10)
+    n_bins: int = size_field("n_bins", lambda n: 2 * n, what="its bucket counts", hi=MAX_GRID, why=GRID_WHY, default=10)
 
     def __check_init__(self):
         check_positive_int(self.n_bins, "n_bins")
@@ -131,7 +132,7 @@ class RandomMixture(AbstractNature):
     max_error: float = 1.0
     bernoulli: float = 1.0
     rate: float = 0.5
-    n_bins: int = eqx.field(static=True, default=10)
+    n_bins: int = size_field("n_bins", lambda n: 2 * n, what="its bucket counts", hi=MAX_GRID, why=GRID_WHY, default=10)
 
     def __check_init__(self):
         check_positive_int(self.n_bins, "n_bins")

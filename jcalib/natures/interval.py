@@ -22,7 +22,8 @@ import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._dtypes import float_dtype
-from .._validation import check_hyper, check_positive_int
+from .._grid import size_field
+from .._validation import check_hyper, check_positive_int, Real
 from ..core.types import AbstractNature, Forecast
 from ..distributions import PiecewiseConstant, uniform_edges
 from ..distributions.piecewise import check_edges
@@ -100,9 +101,9 @@ class HalfSpaceAdversary(AbstractNature):
     """
 
     payoff: AbstractPayoff
-    n_grid: int = eqx.field(static=True, default=101)
-    lo: float = eqx.field(static=True, default=0.0)
-    hi: float = eqx.field(static=True, default=1.0)
+    n_grid: int = size_field("n_grid", lambda n: n, what="its grid of candidate outcomes", default=101)
+    lo: float = eqx.field(static=True, default=0.0, converter=Real(static=True).converter("lo"))
+    hi: float = eqx.field(static=True, default=1.0, converter=Real(static=True).converter("hi"))
     binary: bool = eqx.field(static=True, default=False)
 
     @property
@@ -114,9 +115,10 @@ class HalfSpaceAdversary(AbstractNature):
         return self.context_value
 
     def __check_init__(self):
-        check_positive_int(self.n_grid, "n_grid")
         if not isinstance(self.payoff, AbstractPayoff):
             raise ValueError(f"payoff must be an AbstractPayoff, got {type(self.payoff).__name__}")
+        if not self.lo < self.hi:
+            raise ValueError(f"need lo < hi, got lo={self.lo!r}, hi={self.hi!r}")
 
     def init(self, key: PRNGKeyArray) -> AdversaryState:
         return AdversaryState(jnp.zeros((self.payoff.dim,), float_dtype()), jnp.zeros((), jnp.int32))

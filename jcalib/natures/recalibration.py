@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from .._grid import GRID_WHY, MAX_GRID, size_field
 from .._validation import check_positive_int
 from ..core.types import AbstractNature, Forecast, as_mixture
 from ..scoring import AbstractScoringRule, Brier
@@ -67,7 +68,7 @@ class RecalibrationAdversary(AbstractNature):
 
     outcome_space = "binary"
 
-    n_bins: int = eqx.field(static=True)
+    n_bins: int = size_field("n_bins", lambda n: 2 * n, what="its bucket counts", hi=MAX_GRID, why=GRID_WHY)
     alpha: float = 0.5
     low: float = 0.0
     high: float = 1.0

@@ -488,3 +488,13 @@ def test_at_points_and_spiked_jit_vmap_without_retracing():
         out = jax.vmap(f)(th, ys)
         want = [float(f(th[b], ys[b])) for b in range(4)]
         np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5)
+
+
+def test_sizes_and_dtypes_are_checked():
+    with pytest.raises(ValueError, match="n=1000000000000 exceeds 2\\*\\*24"):
+        uniform_edges(10**12)
+    assert uniform_edges(np.int64(2)) == uniform_edges(np.asarray(2)) == (0.0, 0.5, 1.0)
+    with pytest.raises(ValueError, match="n_bins must be a positive integer"):
+        probs_atol(0, jnp.float32)
+    with pytest.raises(ValueError, match="dtype must be a floating dtype"):
+        probs_atol(4, "a")

@@ -84,3 +84,16 @@ def test_bad_input():
 def test_overconfident_gaussian_hyperparameters(kw, match):
     with pytest.raises(ValueError, match=match):
         OverconfidentGaussian(**kw)
+
+
+def test_half_space_adversary_checks_its_settings():
+    from jcalib.natures import HalfSpaceAdversary
+    from jcalib.payoffs import BinaryCalibration
+
+    with pytest.raises(ValueError, match="n_grid=1000000000000 is too large"):
+        HalfSpaceAdversary(BinaryCalibration(4), n_grid=10**12)
+    for kw, match in (({"lo": float("nan")}, "lo must be finite"), ({"hi": "a"}, "hi must be a real scalar"),
+                      ({"lo": 1.0, "hi": 0.0}, "need lo < hi")):
+        with pytest.raises(ValueError, match=match):
+            HalfSpaceAdversary(BinaryCalibration(4), **kw)
+    assert HalfSpaceAdversary(BinaryCalibration(4), n_grid=np.int64(5), hi=np.float32(2.0)).hi == 2.0
