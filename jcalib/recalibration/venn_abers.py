@@ -20,7 +20,8 @@ Fedorova 2015, §4).
 **Computation** (Vovk, Petej, Fedorova 2015, §2, Algorithms 1–4 precompute the same tables by
 convex hulls). With the distinct calibration scores $c_1 < \dots < c_k$, $p_0(s)$ and
 $p_1(s)$ depend only on where $s$ falls among them, so the fit precomputes both for each of
-the $k + 1$ insertion positions: PAV (:func:`jcalib.recalibration.pav`) over the pooled
+the $k + 1$ insertion positions: PAV (pooling every adjacent violating pair in rounds, which
+batches well) over the pooled
 calibration points with the test point inserted, vmapped over positions and chunked
 ($O(n^2)$ time, $O(\mathrm{chunk}\cdot n)$ memory). A test score equal to some $c_j$ pools with
 it; its $p_1$ is then the value of the position just below $c_j$ and its $p_0$ that of the
@@ -63,10 +64,10 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 
+from .._isotonic import pav_by_rounds
 from .._validation import Choice, Custom, check_fields, check_multiclass_inputs, check_simplex_probs, declare
 from ._one_vs_rest import fit_one_vs_rest
 from .base import AbstractFittedRecalibrator, AbstractRecalibrator
-from .isotonic_classifier import pav
 
 __all__ = ["FittedVennAbers", "VennAbers", "VennAbersInterval", "cross_venn_abers"]
 
@@ -129,7 +130,7 @@ def _tables(scores, targets, weights, loss="log"):
         src = jnp.clip(jnp.where(ks < j, ks, ks - 1), 0, n)
         ya = jnp.where(ks == j, label, y[src])
         wa = jnp.where(ks == j, jnp.asarray(1, dt), w[src])
-        return pav(ya, wa)[j]
+        return pav_by_rounds(ya, wa)[j]
 
     def both(j):
         return at_position(j, jnp.asarray(0, dt)), at_position(j, jnp.asarray(1, dt))
