@@ -46,7 +46,7 @@ def _axes(ax):
     return ax
 
 
-_KINDS = ("binned", "smooth", "both")
+_KINDS = ("binned", "smooth", "both", "corp")
 
 
 def reliability_diagram(
@@ -75,6 +75,11 @@ def reliability_diagram(
       with a percentile bootstrap band when a PRNG ``key`` is given
       (:func:`jcalib.stats.smooth_calibration_curve`).
     * ``kind="both"``: the smooth curve over the binned markers.
+    * ``kind="corp"``: the CORP diagram (Dimitriadis, Gneiting, Jordan 2021): the PAV fit of the
+      outcomes on the forecasts, with a consistency band under the null of calibration when a
+      ``key`` is given (:func:`jcalib.stats.corp_curve`, as the R package reliabilitydiag
+      draws it) and the Brier score's MCB, DSC and UNC in the corner
+      (:func:`jcalib.stats.score_decomposition`). ``n_bins`` and ``interval`` are not used.
 
     With ``density=True`` the forecast distribution is shaded along the bottom (bin masses, or
     the kernel density for the smooth kinds), scaled to a fifth of the height. Multi-class
@@ -90,19 +95,19 @@ def reliability_diagram(
         ax: a matplotlib ``Axes`` to draw on (default: a new figure).
         label: legend label.
         sample_weight: optional non-negative weights (e.g. counts of a grid summary).
-        kind: ``"binned"``, ``"smooth"`` or ``"both"``.
+        kind: ``"binned"``, ``"smooth"``, ``"both"`` or ``"corp"``.
         interval: per-bin interval of the binned markers, or ``None`` for none.
         level: level of the intervals and of the band.
         density: shade the forecast density along the bottom.
-        key: PRNG key for the smooth curve's bootstrap band, or ``None`` (the default): no
-            band, and nothing is drawn at random.
-        n_resamples: bootstrap resamples of the band.
+        key: PRNG key for the smooth curve's bootstrap band or the CORP consistency band, or
+            ``None`` (the default): no band, and nothing is drawn at random.
+        n_resamples: bootstrap resamples of the band (outcome draws under the null for CORP).
         color: colour of the markers and curve.
 
     Returns:
         The ``Axes``.
     """
-    from .stats import calibration_curve, smooth_calibration_curve
+    from .stats import calibration_curve, corp_curve, score_decomposition, smooth_calibration_curve
 
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {shown(kind)}")
@@ -149,6 +154,22 @@ def reliability_diagram(
             ax.fill_between(t, np.asarray(s.low), np.asarray(s.high), where=seen, color=line.get_color(), alpha=0.2, lw=0)
         if density:
             ax.fill_between(t, 0, 0.2 * d / max(d.max(), 1e-300), color="0.8", lw=0, zorder=0)
+    if kind == "corp":
+        pc, yc = (p.max(axis=1), (p.argmax(axis=1) == y).astype(float)) if p.ndim == 2 else (p, y)  # top label
+        c = corp_curve(pc, yc, sample_weight=sample_weight, key=key, n_resamples=n_resamples, level=level)
+        x = np.asarray(c.forecasts, dtype=float)
+        if c.band_low is not None:
+            ax.fill_between(x, np.asarray(c.band_low), np.asarray(c.band_high), color="0.6", alpha=0.3, lw=0,
+                            label=f"{level:.0%} consistency band")
+        (line,) = ax.plot(x, np.asarray(c.recalibrated, dtype=float), lw=1.8, color=color, label=label or "CORP (PAV)")
+        d = score_decomposition(pc, yc, sample_weight=sample_weight)
+        ax.text(0.97, 0.03, f"BS {float(d.score):.3f}\nMCB {float(d.miscalibration):.3f}\n"
+                f"DSC {float(d.discrimination):.3f}\nUNC {float(d.uncertainty):.3f}",
+                ha="right", va="bottom", transform=ax.transAxes, fontsize="small", family="monospace")
+        if density:
+            counts, edges = np.histogram(x, bins=50, range=(0, 1))
+            ax.bar(edges[:-1], 0.2 * counts / max(counts.max(), 1), width=1 / 50, align="edge", color="0.8", zorder=0)
+        label = label or "CORP (PAV)"
     ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal", ylabel="observed frequency")
     ax.set_xlabel("confidence (top label)" if p.ndim == 2 else "forecast")
     if label:

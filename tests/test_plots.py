@@ -53,6 +53,22 @@ def test_smooth_reliability_diagram_and_panels(tmp_path):
         plots.multiclass_reliability_diagram(P, labels, classes=[3])
 
 
+def test_corp_reliability_diagram(tmp_path):
+    rng = np.random.default_rng(2)
+    p = rng.random(300)
+    y = (rng.random(300) < p**2).astype(int)
+    ax = plots.reliability_diagram(p, y, kind="corp", key=jax.random.key(0), n_resamples=40, label="m")
+    # diagonal and the PAV curve through every sorted forecast; the band is a filled polygon
+    assert len(ax.lines) == 2
+    x, fit = ax.lines[1].get_data()
+    assert len(x) == 300 and np.all(np.diff(fit) >= 0)
+    assert sum("Poly" in type(c).__name__ for c in ax.collections) == 1
+    assert "MCB" in ax.texts[0].get_text()
+    plots.save(ax, tmp_path / "corp.png")
+    ax = plots.reliability_diagram(rng.dirichlet(np.ones(3), 100), rng.integers(0, 3, 100), kind="corp")
+    assert ax.get_xlabel().startswith("confidence") and len(ax.collections) == 0  # no key: no band
+
+
 def test_reliability_diagram_shape_mismatch():
     with pytest.raises(ValueError, match="one shape"):
         plots.reliability_diagram(np.zeros(3), np.zeros(4))
