@@ -39,6 +39,7 @@ from .multiclass import accuracy, classwise_ece, confidence_ece, l2_error, nll, 
 from .multicalibration import (
     MulticalibrationAudit,
     MulticalibrationError,
+    SparseGroups,
     mcgrad_multicalibration_error,
     multicalibration_audit,
     multicalibration_error,
@@ -73,6 +74,7 @@ from .regression import (
 __all__: list[str] = [
     "MulticalibrationAudit",
     "MulticalibrationError",
+    "SparseGroups",
     "mcgrad_multicalibration_error",
     "multicalibration_audit",
     "multicalibration_error",

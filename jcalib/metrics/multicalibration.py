@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -53,6 +54,7 @@ from .._validation import (
     Real,
     as_float_array,
     binary_inputs,
+    check_static_int,
     declare,
     in_graph,
     is_concrete,
@@ -64,6 +66,7 @@ from .binary import _bin_index
 __all__ = [
     "MulticalibrationAudit",
     "MulticalibrationError",
+    "SparseGroups",
     "mcgrad_multicalibration_error",
     "multicalibration_audit",
     "multicalibration_error",
@@ -105,23 +108,84 @@ class MulticalibrationAudit(NamedTuple):
     p_value: Float[Array, ""]
 
 
+class SparseGroups(eqx.Module):
+    r"""Group memberships as lists: for each sample, the ids of the (few) groups it belongs to.
+
+    ``ids[i]`` holds the groups of sample $i$, padded with $-1$: shape ``(n, k)`` with $k$ the
+    most groups a sample belongs to. A family built from attributes — every value of each
+    attribute and of each pair or triple of attributes, as MCGrad's segments are — puts each
+    sample in a handful of groups however many groups there are, so the per-(group, bin) sums
+    cost $O(nk)$ (one segment sum) instead of the $O(nG)$ of a dense matrix.
+
+    Attributes:
+        ids: int32 group ids in $[-1, G)$, shape ``(n, k)``.
+        n_groups: $G$ (static).
+
+    Examples:
+        >>> import numpy as np
+        >>> s = SparseGroups.from_dense(np.array([[1, 0, 1], [0, 1, 0]], bool))
+        >>> s.ids.tolist(), s.n_groups
+        ([[0, 2], [1, -1]], 3)
+    """
+
+    ids: Int[Array, "n k"]
+    n_groups: int = eqx.field(static=True)
+
+    def __check_init__(self):
+        check_static_int(self.n_groups, "n_groups", 1, 2**24)
+        if not isinstance(self.ids, jax.core.Tracer):
+            v = np.asarray(self.ids)
+            if v.ndim != 2 or v.dtype.kind not in "iu":
+                raise ValueError(f"ids must be a 2-D integer array (n, k), got {shown(self.ids)}")
+            bad = (v < -1) | (v >= self.n_groups)
+            if bad.any():
+                raise ValueError(f"ids must lie in [-1, n_groups={self.n_groups}) ({offending(v, bad)})")
+
+    @classmethod
+    def from_dense(cls, mask) -> "SparseGroups":
+        """The lists of a boolean membership matrix ``(n, G)`` (on the host, NumPy)."""
+        m = np.asarray(mask, bool)
+        if m.ndim != 2 or m.shape[1] == 0:
+            raise ValueError(f"mask must be a boolean matrix (n, G) with G >= 1, got shape {m.shape}")
+        k = max(1, int(m.sum(1).max(initial=0)))
+        ids = np.full((m.shape[0], k), -1, np.int32)
+        rows, cols = np.nonzero(m)
+        slot = np.arange(rows.size) - np.searchsorted(rows, rows)
+        ids[rows, slot] = cols
+        return cls(jnp.asarray(ids), m.shape[1])
+
+
 # --------------------------------------------------------------------------------------------
 # Inputs
 
 
 def _check_groups(value, name, bound):
     """A membership matrix ``(n, G)`` with entries in [0, 1] (bools become 0/1), or a callable."""
+    probs = bound.get("probs")
+    if isinstance(value, SparseGroups):
+        if probs is not None and value.ids.shape[0] != probs.shape[0]:
+            raise ValueError(f"mismatched lengths: {name}.ids must have one row per forecast ({probs.shape[0]}), "
+                             f"got {value.ids.shape[0]}")
+        return value
     if callable(value) and not hasattr(value, "shape"):
         return value
-    probs = bound.get("probs")
     arr = value
     if not isinstance(arr, jax.core.Tracer):
         arr = np.asarray(arr)
         if arr.dtype == object or not (arr.dtype.kind in "biuf"):
             raise TypeError(f"{name} must be a membership matrix (n, G) or a function of the features, "
                             f"got {shown(value)}")
-        if arr.dtype.kind == "b":
-            arr = arr.astype(np.float32 if probs is None else np.dtype(probs.dtype))
+        if arr.dtype.kind == "b":  # kept as booleans (1 byte each); blocks are cast where they are used
+            if arr.ndim != 2:
+                raise ValueError(f"{name} must be 2-D (n samples, G groups), got shape {tuple(arr.shape)}")
+            if probs is not None and arr.shape[0] != probs.shape[0]:
+                raise ValueError(f"mismatched lengths: {name} must have one row per forecast ({probs.shape[0]}), "
+                                 f"got {arr.shape[0]}")
+            if arr.shape[1] == 0:
+                raise ValueError(f"{name} has no columns; at least one group is needed, got shape {tuple(arr.shape)}")
+            return jnp.asarray(arr)
+    elif arr.dtype == jnp.bool_:
+        return arr
     arr = as_float_array(arr, name)
     if probs is not None and jnp.issubdtype(probs.dtype, jnp.floating):
         arr = arr.astype(probs.dtype)
@@ -141,7 +205,7 @@ def _check_groups(value, name, bound):
     return arr
 
 
-GROUPS = Custom(_check_groups, "a membership matrix (n, G) in [0, 1], or a function of the features")
+GROUPS = Custom(_check_groups, "a membership matrix (n, G) in [0, 1], SparseGroups, or a function of the features")
 
 
 def _check_features(value, name, bound):
@@ -168,11 +232,11 @@ FEATURES = Custom(_check_features, "features (n, ...) when groups is a function,
 def _memberships(groups, features, dtype):
     """The membership matrix (n, G): the matrix itself, or the function applied to the features."""
     if features is None:
-        return groups
+        return groups  # checked: a float matrix in the forecasts' dtype, or booleans
     g = jnp.asarray(groups(features))
     if g.ndim != 2:
         raise ValueError(f"groups(features) must return a matrix (n, G), got shape {tuple(g.shape)}")
-    return g.astype(dtype)
+    return g if g.dtype == jnp.bool_ else g.astype(dtype)
 
 
 # --------------------------------------------------------------------------------------------
@@ -182,42 +246,79 @@ def _memberships(groups, features, dtype):
 def _group_table(g, cols, frac, values, n_cells: int):
     """$T_{g,c,k} = \\sum_i g_{ig}\\,a_{ic}\\,v_{ik}$, shape ``(G, n_cells, K)``, with $a_i$ the
     one-hot column ``cols`` (``frac is None``) or the linear split $(1 - f_i)$ on ``cols`` and
-    $f_i$ on ``cols + 1``; one matrix product per block of rows (``lax.scan``)."""
+    $f_i$ on ``cols + 1``.
+
+    The entries (row, cell, multiplier) are sorted by cell and laid out in blocks that each hold
+    one cell only (a cell's last block is padded with a row index past the end, which reads as
+    zero), so each block adds one product $g_{\\text{block}}^\\top v_{\\text{block}}$ of shape
+    ``(G, K)`` to its cell: $O(nGK)$ work, memory $O(\\text{block}\\cdot G)$, the rows of ``g``
+    gathered block by block and never copied whole."""
     n, G = g.shape
     K = values.shape[1]
-    block = min(_BLOCK, n)
-    pad = (-n) % block
-    if pad:
-        g = jnp.pad(g, ((0, pad), (0, 0)))
-        cols = jnp.pad(cols, (0, pad))
-        values = jnp.pad(values, ((0, pad), (0, 0)))  # zero values: padded rows add nothing
-        frac = None if frac is None else jnp.pad(frac, (0, pad))
-    nb = (n + pad) // block
+    if frac is None:
+        rows, cell, mult = jnp.arange(n, dtype=jnp.int32), cols.astype(jnp.int32), None
+    else:
+        rows = jnp.concatenate([jnp.arange(n, dtype=jnp.int32), jnp.arange(n, dtype=jnp.int32)])
+        cell = jnp.concatenate([cols, jnp.minimum(cols + 1, n_cells - 1)]).astype(jnp.int32)
+        mult = jnp.concatenate([1 - frac, frac]).astype(values.dtype)
+    m = rows.shape[0]
+    block = max(8, min(_BLOCK, -(-m // n_cells)))  # at most about one block per cell when m is small
+    order = jnp.argsort(cell, stable=True)
+    cs = cell[order]
+    counts = jnp.zeros((n_cells,), jnp.int32).at[cell].add(1)
+    blocks_per = (counts + (block - 1)) // block
+    first_block = jnp.cumsum(blocks_per) - blocks_per
+    first_entry = jnp.cumsum(counts) - counts
+    rank = jnp.arange(m, dtype=jnp.int32) - first_entry[cs]
+    pos = first_block[cs] * block + rank
+    nb = -(-m // block) + n_cells  # static upper bound on the blocks used
+    src = jnp.full((nb * block,), m, jnp.int32).at[pos].set(order.astype(jnp.int32))
+    block_cell = jnp.clip(jnp.searchsorted(jnp.cumsum(blocks_per), jnp.arange(nb, dtype=jnp.int32), side="right"),
+                          0, n_cells - 1)
 
-    def cells(c, f):
-        a = jax.nn.one_hot(c, n_cells, dtype=values.dtype)
-        if f is None:
-            return a
-        return a * (1 - f)[:, None] + jax.nn.one_hot(jnp.minimum(c + 1, n_cells - 1), n_cells, dtype=values.dtype) * f[:, None]
+    def body(acc, k):
+        e = jax.lax.dynamic_slice(src, (k * block,), (block,))  # entries of this block (m = none)
+        r = jnp.where(e < m, rows.at[e].get(mode="fill", fill_value=0), jnp.int32(n))
+        gb = g.at[r].get(mode="fill", fill_value=0).astype(values.dtype)  # (block, G); past the end -> 0
+        vb = values.at[r].get(mode="fill", fill_value=0)
+        if mult is not None:
+            vb = vb * mult.at[e].get(mode="fill", fill_value=0)[:, None]
+        return acc.at[:, block_cell[k], :].add(gb.T @ vb), None
 
-    def body(acc, xs):
-        gb, cb, vb = xs[0], xs[1], xs[2]
-        fb = xs[3] if frac is not None else None
-        A = (cells(cb, fb)[:, :, None] * vb[:, None, :]).reshape(block, n_cells * K)
-        return acc + gb.T @ A, None
+    acc, _ = jax.lax.scan(body, jnp.zeros((G, n_cells, K), values.dtype), jnp.arange(nb, dtype=jnp.int32))
+    return acc
 
-    xs = (g.reshape(nb, block, G), cols.reshape(nb, block), values.reshape(nb, block, K))
-    if frac is not None:
-        xs = xs + (frac.reshape(nb, block),)
-    acc0 = jnp.zeros((G, n_cells * K), values.dtype)
-    acc, _ = jax.lax.scan(body, acc0, xs)
-    return acc.reshape(G, n_cells, K)
+
+def _sparse_table(s: SparseGroups, cols, frac, values, n_cells: int):
+    """:func:`_group_table` for :class:`SparseGroups`: one segment sum over the $nk$ (sample,
+    group) pairs, $O(nk)$."""
+    G = s.n_groups
+    ids = s.ids.astype(jnp.int32)
+    valid = ids >= 0
+
+    def add(c, mult):
+        key = jnp.where(valid, ids * n_cells + c[:, None], G * n_cells)  # invalid pairs -> a dropped segment
+        v = values if mult is None else values * mult[:, None]
+        vv = jnp.broadcast_to(v[:, None, :], ids.shape + (v.shape[1],)).reshape(-1, v.shape[1])
+        return jax.ops.segment_sum(vv, key.reshape(-1), num_segments=G * n_cells + 1)[:-1]
+
+    if frac is None:
+        t = add(cols.astype(jnp.int32), None)
+    else:
+        t = add(cols.astype(jnp.int32), 1 - frac) + add(jnp.minimum(cols + 1, n_cells - 1).astype(jnp.int32), frac)
+    return t.reshape(G, n_cells, values.shape[1])
+
+
+def _table(g, cols, frac, values, n_cells):
+    if isinstance(g, SparseGroups):
+        return _sparse_table(g, cols, frac, values, n_cells)
+    return _group_table(g, cols, frac, values, n_cells)
 
 
 def _binned_tables(p, y, w, g, n_bins):
     """Per (group, bin): weight and signed bias $\\sum w g (p - y)$, shapes ``(G, n_bins)``."""
     idx = _bin_index(p, n_bins)
-    t = _group_table(g, idx, None, jnp.stack([w, w * (p - y)], axis=1), n_bins)
+    t = _table(g, idx, None, jnp.stack([w, w * (p - y)], axis=1), n_bins)
     return t[..., 0], t[..., 1]
 
 
@@ -234,7 +335,7 @@ def _smooth_errors(p, y, w, g, n_bins, bandwidth):
     u = p * n_bins
     lo = jnp.clip(jnp.floor(u), 0, n_bins - 1).astype(jnp.int32)
     f = u - lo.astype(p.dtype)
-    t = _group_table(g, lo, f, jnp.stack([w, w * (p - y)], axis=1), n_bins + 1)
+    t = _table(g, lo, f, jnp.stack([w, w * (p - y)], axis=1), n_bins + 1)
     K = _smooth_kernel(n_bins, bandwidth, p.dtype)
     dens = t[..., 0] @ K  # (G, m+1): kernel density of the group on the grid
     resid = t[..., 1] @ K
@@ -309,7 +410,8 @@ def multicalibration_error(
     Args:
         probs: forecasts in $[0, 1]$, shape ``(n,)``.
         labels: outcomes in $\{0, 1\}$, shape ``(n,)``.
-        groups: memberships, a matrix ``(n, G)`` of booleans or weights in $[0, 1]$, or a
+        groups: memberships: a matrix ``(n, G)`` of booleans or weights in $[0, 1]$, a
+            :class:`SparseGroups` (each sample's group ids; $O(nk)$ instead of $O(nG)$), or a
             function ``groups(features) -> (n, G)``.
         features: the features the ``groups`` function reads (only with a function).
         method: ``"binned"`` or ``"smooth"``.
@@ -419,6 +521,42 @@ def _audit_impl(p, y, w, g, key, alpha, min_size, method, n_bins, bandwidth, n_r
 _audit = jax.jit(_audit_impl, static_argnames=("method", "n_bins", "n_resamples"))
 
 
+def _mcgrad_sparse(p, y, w, s: SparseGroups):
+    """:func:`_mcgrad_ecce` for :class:`SparseGroups`: the (sample, group) pairs sorted by group
+    then forecast (one sort of int32 keys), a segmented cumulative sum: $O(nk\\log(nk))$."""
+    G = s.n_groups
+    n, k = s.ids.shape
+    ids = s.ids.astype(jnp.int32).reshape(-1)
+    by_p = jnp.argsort(p, stable=True).astype(jnp.int32)  # sample at each forecast rank
+    rank = jnp.zeros((n,), jnp.int32).at[by_p].set(jnp.arange(n, dtype=jnp.int32))
+    sample = jnp.repeat(jnp.arange(n, dtype=jnp.int32), k)
+    gid = jnp.where(ids >= 0, ids, G)  # padding sorts last, into a dropped segment
+    if (G + 1) * n < 2**31:
+        # one int32 key per pair, group-major with the forecast rank within: sorting the keys
+        # alone (no index payload) is several times faster than an argsort, and decodes exactly
+        key = jnp.sort(gid * n + rank[sample])
+        gs, ss = key // n, by_p[key % n]
+    else:
+        order = jnp.lexsort((rank[sample], gid))
+        gs, ss = gid[order], sample[order]
+    valid = gs < G
+    r = jnp.where(valid, w[ss] * (y[ss] - p[ss]), 0.0)
+    tot = jax.ops.segment_sum(jnp.where(valid, w[ss], 0.0), gs, num_segments=G + 1)[:-1]
+    var = jax.ops.segment_sum(jnp.where(valid, w[ss] ** 2 * p[ss] * (1 - p[ss]), 0.0), gs, num_segments=G + 1)[:-1]
+    # each group's running sum: a segmented scan that restarts at the group's first pair (no
+    # global cumulative sum to subtract from, so no cancellation in float32)
+    first = jnp.concatenate([jnp.ones((1,), bool), gs[1:] != gs[:-1]])
+
+    def seg_add(a, b):
+        return jnp.where(b[1], b[0], a[0] + b[0]), a[1] | b[1]
+
+    rel, _ = jax.lax.associative_scan(seg_add, (r, first))
+    hi = jnp.maximum(jax.ops.segment_max(rel, gs, num_segments=G + 1)[:-1], 0.0)  # C_g(0) = 0 counts
+    lo = jnp.minimum(jax.ops.segment_min(rel, gs, num_segments=G + 1)[:-1], 0.0)
+    safe = jnp.where(tot > 0, tot, 1)
+    return (hi - lo) / safe, jnp.sqrt(var) / safe, tot
+
+
 def _mcgrad_ecce(p, y, w, g):
     """Kuiper range of the cumulative differences and its standard deviation, per group; the
     sorted rows are scanned in blocks carrying each group's running sum, maximum and minimum,
@@ -437,7 +575,7 @@ def _mcgrad_ecce(p, y, w, g):
     def body(carry, xs):
         run, hi, lo, tot, var = carry
         pb, yb, wb, gb = xs
-        wg = wb[:, None] * gb
+        wg = wb[:, None] * gb.astype(wb.dtype)
         c = run[None, :] + jnp.cumsum(wg * (yb - pb)[:, None], axis=0)
         return (c[-1], jnp.maximum(hi, jnp.max(c, axis=0)), jnp.minimum(lo, jnp.min(c, axis=0)),
                 tot + jnp.sum(wg, axis=0), var + jnp.sum(wg ** 2 * (pb * (1 - pb))[:, None], axis=0)), None
@@ -494,9 +632,10 @@ def mcgrad_multicalibration_error(
         probabilistic predictions*, JMLR (ECCE, the Kuiper statistic).
     """
     g = _memberships(groups, features, probs.dtype)
-    kuiper, sigma, tot = _mcgrad_jit(probs, labels, sample_weight, g)
+    kuiper, sigma, tot = (_mcgrad_sparse_jit if isinstance(g, SparseGroups) else _mcgrad_jit)(probs, labels, sample_weight, g)
     per = jnp.where(sigma > 0, kuiper / jnp.where(sigma > 0, sigma, 1), 0.0)
     return _summary(per, tot, min_size)
 
 
 _mcgrad_jit = jax.jit(_mcgrad_ecce)
+_mcgrad_sparse_jit = jax.jit(_mcgrad_sparse)

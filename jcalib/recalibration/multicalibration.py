@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._validation import BINS, Custom, Int as IntSpec, Real, as_float_array, check_fields, check_weights, declare
+from .._validation import BINS, Custom, Int as IntSpec, Real, Weights, as_float_array, check_fields, declare
 from ..metrics.binary import _bin_index
 from ..metrics.multicalibration import _binned_tables, _check_groups
 from .base import AbstractFittedRecalibrator, AbstractRecalibrator
@@ -101,13 +101,6 @@ def _groups_or_all(value, name, bound):
                         "features first (groups=my_groups(X))")
     g = _check_groups(value, name, bound)
     return g
-
-
-def _weights(value, name, bound):
-    probs = bound["probs"]
-    if value is None:
-        return jnp.ones((probs.shape[0],), probs.dtype)
-    return check_weights(value, probs.shape[0], name, positive_total=True).astype(probs.dtype)
 
 
 PROBS = Custom(_binary_or_two_columns, "binary forecasts (n,) or simplex rows (n, C)")
@@ -242,7 +235,7 @@ class Multicalibration(AbstractRecalibrator):
                      validation_fraction=Real(0, 0.5, static=True))
 
     @declare(probs=PROBS, labels=Custom(_labels, "binary outcomes (n,)"), groups=GROUPS,
-             sample_weight=Custom(_weights, "non-negative weights (n,) with a positive sum"))
+             sample_weight=Weights(length_of="probs", fill=True))
     def fit(self, probs, labels, *, groups=None, sample_weight=None) -> FittedMulticalibration:
         """Patch on held-out ``probs`` ``(n,)`` or ``(n, C)``, ``labels`` ``(n,)`` and ``groups``
         ``(n, G)`` (``None``: one group of all samples)."""
@@ -257,7 +250,7 @@ class Multicalibration(AbstractRecalibrator):
                                  f"{frac:g}; pass more data or validation_fraction=0")
         else:
             val = jnp.zeros((n,), bool)
-        args = (groups, sample_weight, val, self.alpha, self.n_bins, self.max_rounds, frac > 0)
+        args = (groups.astype(p.dtype), sample_weight, val, self.alpha, self.n_bins, self.max_rounds, frac > 0)
         if probs.ndim == 2 and probs.shape[1] > 2:  # one-vs-rest, the classes vmapped
             onehot = jax.nn.one_hot(labels, probs.shape[1], dtype=probs.dtype)
             return jax.vmap(lambda col, yc: _fit(col, yc, *args), in_axes=(1, 1))(probs, onehot)

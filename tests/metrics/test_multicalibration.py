@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from jcalib.metrics import (
+    SparseGroups,
     binned_ece,
     mcgrad_multicalibration_error,
     multicalibration_audit,
@@ -146,3 +147,19 @@ def test_features_rules():
         multicalibration_error(p, y, np.ones((10, 1)), features=np.ones((10, 1)))
     with pytest.raises(TypeError, match="key"):
         multicalibration_audit(p, y, np.ones((10, 1)), alpha=0.1, key=0)
+
+
+def test_sparse_groups_give_the_dense_values(x64):
+    p, y, g = _data(n=1500, G=9)
+    s = SparseGroups.from_dense(g)
+    assert s.ids.shape[1] == g.sum(1).max()
+    for kw in ({"n_bins": 6}, {"method": "smooth", "n_bins": 20}):
+        a, b = multicalibration_error(p, y, g, **kw), multicalibration_error(p, y, s, **kw)
+        np.testing.assert_allclose(np.asarray(b.per_group), np.asarray(a.per_group), rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(np.asarray(b.group_size), np.asarray(a.group_size))
+    a, b = mcgrad_multicalibration_error(p, y, g), mcgrad_multicalibration_error(p, y, s)
+    np.testing.assert_allclose(np.asarray(b.per_group), np.asarray(a.per_group), rtol=1e-10)
+    with pytest.raises(ValueError, match="ids must lie"):
+        SparseGroups(jnp.array([[0, 5]]), 3)
+    with pytest.raises(ValueError, match="one row per forecast"):
+        multicalibration_error(p, y, SparseGroups(jnp.zeros((3, 1), jnp.int32), 2))
