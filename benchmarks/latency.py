@@ -297,6 +297,9 @@ def _demo_child(argv: list[str], by_program: bool) -> None:
 # ---- the parent ---------------------------------------------------------------------------------
 
 
+_KEEP: Path | None = None
+
+
 def _load() -> float:
     return os.getloadavg()[0]
 
@@ -304,8 +307,10 @@ def _load() -> float:
 def _run(name: str, tree: Path, cache: str, by_program: bool, timeout: float) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree), JAX_COMPILATION_CACHE_DIR=cache)
     env.setdefault("JAX_PLATFORMS", "cpu")
-    demo = DEMOS.get(name.removesuffix("_warm") if name == "demo_warm" else name)
+    demo = DEMOS.get(name)
     with tempfile.TemporaryDirectory() as out_dir:
+        if demo is not None and _KEEP is not None:  # --keep-output: the demo's files stay
+            out_dir = str(_KEEP / f"{name}-{tree.name}")
         if demo is not None:
             args = ["--demo-child", json.dumps([*demo, "--out", out_dir])]
         else:
@@ -360,6 +365,7 @@ def main(argv=None) -> int:
     p.add_argument("--by-program", action="store_true", help="list the programs that take the most compile time")
     p.add_argument("--timeout", type=float, default=1200, help="seconds per process (default 1200)")
     p.add_argument("--json", type=Path, help="also write the measurements here")
+    p.add_argument("--keep-output", type=Path, help="write the demos' results under this folder")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--demo-child", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -369,6 +375,8 @@ def main(argv=None) -> int:
     if a.demo_child:
         _demo_child(json.loads(a.demo_child), a.by_program)
         return 0
+    global _KEEP
+    _KEEP = a.keep_output
     names = a.only or (QUICK if a.quick else DEFAULT)
     trees = [("old", a.old.resolve()), ("new", ROOT)] if a.old else [("new", ROOT)]
     print(f"# first-call latency, {os.cpu_count()} CPUs, JAX_PLATFORMS={os.environ.get('JAX_PLATFORMS', 'cpu')}, "

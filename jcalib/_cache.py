@@ -28,7 +28,7 @@ from pathlib import Path
 import jax
 import jax.monitoring
 
-__all__: list[str] = []
+__all__ = ["CACHE_ENV", "cache_disabled", "default_cache_dir", "enable_compilation_cache", "install_notice"]
 
 CACHE_ENV = "JCALIB_COMPILATION_CACHE"
 """Set to ``0``, ``off``, ``false`` or ``no`` to turn the persistent cache off."""
