@@ -945,7 +945,11 @@ def _labels_of_probs(value, name, bound):
     """0/1 labels (in the forecasts' dtype) of binary forecasts, or class labels in ``[0, C)``
     of simplex rows."""
     if bound["probs"].ndim == 1:
-        return BinaryLabels(length_of="probs", dtype_of="probs").check(value, name, bound)
+        try:
+            return BinaryLabels(length_of="probs", dtype_of="probs").check(value, name, bound)
+        except ValueError as e:
+            raise ValueError(f"{e} (probs is 1-D, so these are binary forecasts with 0/1 labels; "
+                             "pass rows (n, C) for class labels)") from None
     return ClassLabels().check(value, name, bound)
 
 

@@ -83,7 +83,7 @@ _DEFAULT_TILE = 512
 def _binary_or_logits(inputs, name, bound):
     """Binary forecasts ``(n,)`` in [0, 1], or (``from_logits``) finite logits through a sigmoid."""
     if bound["from_logits"]:
-        return jax.nn.sigmoid(RealArray().check(inputs, f"{name} (logits)", bound))
+        return jax.nn.sigmoid(RealArray().check(inputs, f"logits in {name}", bound))
     return BinaryProbs().check(inputs, name, bound)
 
 
@@ -91,9 +91,9 @@ def _simplex_or_logits(inputs, name, bound):
     """Rows on the simplex ``(n, C)``, or (``from_logits``) finite logits ``(n, C)``, C >= 2,
     through a softmax (log-sum-exp inside: exact 0/1 at most, never NaN)."""
     if bound["from_logits"]:
-        z = RealArray(ndim=2).check(inputs, f"{name} (logits)", bound)
+        z = RealArray(ndim=2).check(inputs, f"logits in {name}", bound)
         if z.shape[1] < 2:
-            raise ValueError(f"{name} (logits) must have shape (n, C) with C >= 2, got {tuple(z.shape)}")
+            raise ValueError(f"logits in {name} must have shape (n, C) with C >= 2, got {tuple(z.shape)}")
         return jax.nn.softmax(z, axis=1)
     return SimplexProbs().check(inputs, name, bound)
 

@@ -57,9 +57,9 @@ from ._validation import (
     RealArray,
     as_float_array,
     check_fields,
-    check_finite,
     check_float_scalar,
     declare,
+    in_graph,
     is_concrete,
 )
 
@@ -127,7 +127,7 @@ def _outcomes_like_probs(y, name, bound):
 # The declared inputs of a binary scoring rule's ``__call__(probs, y)``.
 # Values are checked at the boundary only: the rules run inside forecasters' inner loops on
 # grid points, where an in-graph check per round would cost more than the score.
-_BINARY_SCORE = dict(probs=BoundaryOnly(BinaryProbs(ndim=None, nonempty=False)),
+_BINARY_SCORE = dict(probs=BoundaryOnly(BinaryProbs(ndim=None)),
                      y=BoundaryOnly(Custom(_outcomes_like_probs, "0/1 outcomes whose shape matches probs")))
 
 
@@ -137,8 +137,9 @@ def _checked(p, y):
 
 
 def _real(x, name):
-    """A real prediction or outcome: numeric and, when concrete, finite."""
-    return check_finite(as_float_array(x, name), name) if is_concrete(x) else x
+    """A real prediction or outcome: numeric, non-empty and finite (in NumPy when concrete, in
+    the graph when traced)."""
+    return _ANY_REAL.check(x, name, {})
 
 
 def _py(p, y):
@@ -216,10 +217,11 @@ class LogScore(AbstractScoringRule):
         return 1.0 / self.clip
 
 
-_ANY_REAL = RealArray(ndim=None, nonempty=False)
+_ANY_REAL = RealArray(ndim=None)
 
 
-@declare(pred=_ANY_REAL, y=_ANY_REAL, alpha=RealArray(ndim=None, lo=0, hi=1, nonempty=False))
+# pinball runs inside payoffs' inner loops (jcalib.payoffs.pinball): checked at the boundary only
+@declare(pred=BoundaryOnly(_ANY_REAL), y=BoundaryOnly(_ANY_REAL), alpha=BoundaryOnly(RealArray(ndim=None, lo=0, hi=1)))
 def pinball(pred: ArrayLike, y: ArrayLike, alpha: ArrayLike) -> Float[Array, "..."]:
     r"""Quantile (pinball) loss of a predicted $\alpha$-quantile: $\rho_\alpha(y - \hat q)$ with
     $\rho_\alpha(u) = u(\alpha - 1[u < 0])$. Strictly consistent for the $\alpha$-quantile.
@@ -276,11 +278,8 @@ def _shape(name, *arrays):
 
 
 def _not_nan(x, name):
-    """A real array that may hold ±inf (a bound) but, when concrete, no NaN."""
-    x = as_float_array(x, name)
-    if is_concrete(x) and np.any(np.isnan(np.asarray(x))):
-        raise ValueError(f"{name} contains NaN")
-    return x
+    """A real array that may hold ±inf (a bound) but no NaN (in the graph when traced)."""
+    return RealArray(ndim=None, finite=False).check(x, name, {})
 
 
 def _positive(x, name, low=0.0):
@@ -290,17 +289,19 @@ def _positive(x, name, low=0.0):
         v = np.asarray(x)
         if np.any(v <= low):
             raise ValueError(f"{name} must be > {low:g}; found {float(v[v <= low].ravel()[0])!r}")
-    return x
+        return x
+    return in_graph(x, ~jnp.all(x > low), f"{name} must be > {low:g}")
 
 
 def _level(alpha, name):
     """Interval levels $\\alpha \\in (0, 1)$ (open: $\\alpha = 0$ is an infinite interval)."""
-    alpha = as_float_array(alpha, name)
+    alpha = RealArray(ndim=None).check(alpha, name, {})
     if is_concrete(alpha):
         v = np.asarray(alpha)
         if not np.all((v > 0) & (v < 1)):  # NaN fails too
             raise ValueError(f"{name} must lie in (0, 1) (no NaN); found {float(v[~((v > 0) & (v < 1))].ravel()[0])!r}")
-    return alpha
+        return alpha
+    return in_graph(alpha, ~jnp.all((alpha > 0) & (alpha < 1)), f"{name} must lie in (0, 1) (no NaN)")
 
 
 def _cast(dtype, shape, *arrays):

@@ -415,7 +415,7 @@ def test_bad_inputs():
 def test_traced_bad_values_raise_inside_jit():
     y = jnp.arange(4) % 2
     bad_logits = jnp.array([[0.0, jnp.nan]] * 4)
-    with pytest.raises(Exception, match="logits must be finite"):
+    with pytest.raises(Exception, match="logits in probs must be finite"):
         jax.jit(lambda z: losses.mmce_loss(z, y, from_logits=True))(bad_logits)
     bad_probs = jnp.array([[1.5, -0.5]] * 4)
     with pytest.raises(Exception, match="probs must be finite"):

@@ -112,7 +112,7 @@ def calibration_from_buckets(counts, ones, values, T, *, order: float = 1, form:
     p = order
     fdt = float_dtype()
     n, o, v = counts.astype(fdt), ones.astype(fdt), values.astype(fdt)
-    T = jnp.asarray(T).astype(fdt)
+    T = jnp.asarray(float(T) if isinstance(T, int) else T).astype(fdt)  # a Python int may exceed int32
     bias = (o - n * v) / T  # (n_b/T)(rho_b - v_b)
     if form == "norm":
         return jnp.sum(jnp.abs(bias) ** p) ** (1.0 / p)

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._validation import BINS, Choice, Custom, Int, Optional, Real, RealArray, Weights, declare
+from .._validation import BINS, Choice, Custom, Int, Optional, Real, RealArray, Weights, declare, in_graph
 from ..scoring import pinball
 
 __all__ = [
@@ -422,5 +422,7 @@ def crps_score(dist: Any, y: Float[Array, " T"], *, sample_weight: Float[Array, 
     from ..scoring import crps as _crps
 
     s = _crps(dist, y)
+    # a distribution built from bad (traced) parameters gives a non-finite score: refuse it
+    s = in_graph(s, ~jnp.all(jnp.isfinite(s)), "dist gives a non-finite CRPS (are its parameters finite?)")
     w = sample_weight.astype(s.dtype)
     return jnp.sum(w * s) / jnp.sum(w)

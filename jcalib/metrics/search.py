@@ -25,24 +25,17 @@ settings are checked once, in ``__check_init__``.
 from __future__ import annotations
 
 import equinox as eqx
-import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._validation import as_int, check_float_scalar, check_positive_int
+from .._validation import STEPS, Choice, Integer, Optional, Real, as_int, check_fields
 
 __all__ = ["PartitionSearch", "SigmoidSearch"]
 
 
-def _check_counts(module, names):
-    for name in names:
-        check_positive_int(getattr(module, name), name)
-    if module.unroll is not None:
-        check_positive_int(module.unroll, "unroll")
-
-
-def _check_rate(value, name):
-    # A float or a scalar array; traced values (a vmapped sweep over it) pass through.
-    check_float_scalar(value, name, jnp.result_type(float), positive=True)
+# The declared settings of both searches. Rates are floats or scalar arrays; traced values (a
+# vmapped sweep over them) get their in-graph check where they are used.
+_SETTINGS = dict(n_restarts=Integer(1, 2**16, what="parallel restarts"), n_steps=STEPS,
+                 unroll=Optional(Integer(1, 2**20, what="unrolled steps")), learning_rate=Real(0, open_lo=True))
 
 
 class PartitionSearch(eqx.Module):
@@ -92,11 +85,7 @@ class PartitionSearch(eqx.Module):
     unroll: int | None = eqx.field(static=True, default=None, converter=as_int)
 
     def __check_init__(self):
-        _check_counts(self, ("n_restarts", "n_steps"))
-        _check_rate(self.learning_rate, "learning_rate")
-        _check_rate(self.scale, "scale")
-        if self.objective not in ("norm", "squared"):
-            raise ValueError(f"objective must be 'norm' or 'squared', got {self.objective!r}")
+        check_fields(self, **_SETTINGS, scale=Real(0, open_lo=True), objective=Choice("norm", "squared"))
 
 
 class SigmoidSearch(eqx.Module):
@@ -132,8 +121,7 @@ class SigmoidSearch(eqx.Module):
     unroll: int | None = eqx.field(static=True, default=None, converter=as_int)
 
     def __check_init__(self):
-        _check_counts(self, ("n_restarts", "n_steps"))
-        _check_rate(self.learning_rate, "learning_rate")
+        check_fields(self, **_SETTINGS)
 
 
 def check_search(search, cls=None):

@@ -55,16 +55,26 @@ from tqdm.auto import tqdm
 
 from .._simplex import project_simplex
 from .._validation import (
+    Choice,
+    Custom,
+    Integer,
+    Key,
+    Optional,
+    Bool,
+    Real,
+    RealArray,
+    SimplexProbs,
     as_float_array,
     as_int,
     check_class_labels,
+    check_fields,
     check_finite,
     check_float_scalar,
     check_key,
-    check_multiclass_inputs,
-    check_positive_int,
     check_same_length,
     check_simplex_probs,
+    declare,
+    multiclass_inputs,
 )
 from .._weights import normalised_weights
 from ..metrics.decision import (
@@ -192,6 +202,13 @@ class FittedDecisionCalibration(AbstractFittedRecalibrator):
     hard: bool = eqx.field(static=True, default=False)
     project: bool = eqx.field(static=True, default=True)
 
+    def __check_init__(self):
+        check_fields(self, witness=RealArray(ndim=3, nonempty=False), adjustment=RealArray(ndim=3, nonempty=False, shape_of="witness"),
+                     hard=Bool(), project=Bool())
+        if self.witness.shape[-1] < 2 or self.witness.shape[-2] < 1:
+            raise ValueError(f"witness must have shape (S, K, C) with K >= 1 actions and C >= 2 classes, got {tuple(self.witness.shape)}")
+
+    @declare(probs=SimplexProbs())
     def __call__(self, probs: Float[Array, "N C"], *, n_stages: int | Int[Array, ""] | None = None) -> Float[Array, "N C"]:
         """Apply the stages in order (projecting onto the simplex after each if ``project``),
         then clip to [1e-7, 1 − 1e-7] and renormalise.
@@ -205,7 +222,6 @@ class FittedDecisionCalibration(AbstractFittedRecalibrator):
         Returns:
             ``(N, C)`` recalibrated probabilities on the simplex.
         """
-        probs = check_simplex_probs(probs)
         if probs.shape[1] != self.witness.shape[2]:
             raise ValueError(f"probs must have {self.witness.shape[2]} columns (the classes seen in fit), got {probs.shape[1]}")
         total = self.witness.shape[0]
@@ -240,6 +256,15 @@ def _check_validation(validation, n_classes):
                 raise ValueError(f"{name} true_probs must have shape {tuple(vp.shape)}, got {tuple(vt.shape)}")
         monitor[name] = (vp, vl, vt)
     return monitor
+
+
+def _search(search, name, bound):
+    if not isinstance(search, PartitionSearch):
+        raise TypeError(f"{name} must be a jcalib.metrics.PartitionSearch, got {type(search).__name__}")
+    return search
+
+
+_SEARCH = Custom(_search, "a jcalib.metrics.PartitionSearch")
 
 
 class DecisionCalibration(AbstractRecalibrator):
@@ -296,16 +321,8 @@ class DecisionCalibration(AbstractRecalibrator):
     needs_key: ClassVar[bool] = True
 
     def __check_init__(self):
-        if self.n_actions is not None:
-            check_positive_int(self.n_actions, "n_actions")
-        check_positive_int(self.n_stages, "n_stages")
-        if not isinstance(self.search, PartitionSearch):
-            raise TypeError(f"search must be a jcalib.metrics.PartitionSearch, got {type(self.search).__name__}")
-        if self.partition not in ("soft", "hard"):
-            raise ValueError(f"partition must be 'soft' or 'hard', got {self.partition!r}")
-        if self.projection not in ("simplex", "none"):
-            raise ValueError(f"projection must be 'simplex' or 'none', got {self.projection!r}")
-        check_float_scalar(self.ridge, "ridge", jnp.result_type(float), non_negative=True)
+        check_fields(self, n_actions=Optional(Integer(1, 2**12, what="actions")), n_stages=Integer(1, 2**16, what="stages"),
+                     search=_SEARCH, partition=Choice("soft", "hard"), projection=Choice("simplex", "none"), ridge=Real(0))
         if self.losses is not None:
             arr = as_float_array(self.losses, "losses")
             if arr.ndim not in (2, 3) or arr.shape[-2] < 2 or arr.shape[-1] < 1 or (arr.ndim == 3 and arr.shape[0] < 1):
@@ -324,10 +341,7 @@ class DecisionCalibration(AbstractRecalibrator):
         else:
             check_key(key, optional=True)
             key = None
-        probs, labels, sample_weight = check_multiclass_inputs(probs, labels, sample_weight)
         n, c = probs.shape
-        if n == 0:
-            raise ValueError("probs and labels are empty; fitting needs at least one sample")
         losses = None if self.losses is None else check_loss_matrices(self.losses, c).astype(probs.dtype)
         onehot = jax.nn.one_hot(labels, c, dtype=probs.dtype)
         weights = normalised_weights(sample_weight, n, probs.dtype)
@@ -339,6 +353,7 @@ class DecisionCalibration(AbstractRecalibrator):
         traced = (self.search, check_float_scalar(self.ridge, "ridge", probs.dtype, non_negative=True), losses)
         return key, probs, labels, onehot, weights, traced, settings
 
+    @declare(**multiclass_inputs(), key=Key(optional=True))
     def fit(
         self,
         probs: Float[Array, "N C"],
@@ -369,6 +384,7 @@ class DecisionCalibration(AbstractRecalibrator):
         ws, ds, info = _fit_stages(key, probs, onehot, weights, *traced, n_stages=self.n_stages, **settings)
         return FittedDecisionCalibration(ws, ds, info, settings["hard"], settings["project"])
 
+    @declare(**multiclass_inputs(), key=Key(optional=True))
     def fit_with_history(
         self,
         probs: Float[Array, "N C"],

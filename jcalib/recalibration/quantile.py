@@ -35,20 +35,18 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._validation import as_float_array, check_finite, is_concrete
+from .._validation import RealArray, declare
+
+_UNIT = RealArray(ndim=None, lo=0, hi=1, nonempty=False)  # CDF or PIT values
 
 __all__ = ["QuantileRecalibration", "FittedQuantileRecalibration"]
 
 
 def check_unit_values(x, name):
-    """``x`` as a float array after a ``ValueError`` if its concrete values leave [0, 1] or are
-    not finite (shared with `jcalib.forecasters.OnlineIsotonic`)."""
-    arr = as_float_array(x, name)
-    if is_concrete(check_finite(arr, name)):
-        v = np.asarray(arr)
-        if np.any(v < 0) or np.any(v > 1):
-            raise ValueError(f"{name} must lie in [0, 1]")
-    return arr
+    """``x`` as a float array of any shape with every value finite and in [0, 1]: a ``ValueError``
+    on concrete values, an in-graph check on traced ones (shared with
+    `jcalib.forecasters.OnlineIsotonic`)."""
+    return _UNIT.check(x, name, {})
 
 
 def recalibrated_cdf(pits, mask, v):
@@ -96,8 +94,9 @@ class FittedQuantileRecalibration(eqx.Module):
     def __check_init__(self):
         _check_pit_values(self.pit_values)
 
+    @declare(cdf_values=RealArray(ndim=None, lo=0, hi=1))
     def __call__(self, cdf_values: Float[Array, "..."]) -> Float[Array, "..."]:
-        v = check_unit_values(cdf_values, "cdf_values")
+        v = cdf_values
         return recalibrated_cdf(self.pit_values, jnp.ones(self.pit_values.shape, bool), v)
 
 
@@ -122,6 +121,7 @@ class QuantileRecalibration(eqx.Module):
         Kuleshov, Fenner, Ermon (2018), Algorithm 1.
     """
 
+    @declare(pit_values=RealArray(lo=0, hi=1))
     def fit(self, pit_values: Float[Array, " n"]) -> FittedQuantileRecalibration:
         """Fit on held-out PIT values $u_s = F_s(y_s)$ in [0, 1], a non-empty ``(n,)`` array."""
         return FittedQuantileRecalibration(_check_pit_values(pit_values))
