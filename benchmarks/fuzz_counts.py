@@ -103,7 +103,8 @@ def main(argv=None) -> int:
         if args.json:
             Path(args.json).write_text(json.dumps({"table": fuzz.table(outcomes), "callables": len(publics), "fuzzed": fuzzed,
                                                    "inputs": len(outcomes), "of": len(cases),
-                                                   "failures": fuzz.failures(outcomes)}, indent=1))
+                                                   "failures": fuzz.failures(outcomes),
+                                                   "outcomes": {o.case.id: o.kind for o in outcomes}}, indent=1))
 
     outcomes = []
     with fuzz.Isolated() as iso:

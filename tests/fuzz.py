@@ -265,6 +265,8 @@ def mutations(kind: Kind, value: Any, optional: bool = False) -> tuple[Mutation,
         return _weight_mutations()
     if k == "real":
         return _real_mutations()
+    if k == "real_inf":  # reals where ±inf is a value (an outcome beyond every edge)
+        return tuple(m for m in _real_mutations() if "inf" not in m.name)
     if k == "int":
         return _int_mutations(value, kind.lo if kind.lo is not None else None, optional)
     if k == "float":
@@ -278,6 +280,9 @@ def mutations(kind: Kind, value: Any, optional: bool = False) -> tuple[Mutation,
     if k == "object":
         return _OBJECT
     return ()
+
+
+TRACED = "traced"  # a scalar hyperparameter traced under jit: it works, or is refused as not static
 
 
 def _is_traced_array(v) -> bool:
@@ -386,9 +391,16 @@ def cases_of(target: str) -> list[Case]:
         if p in ex.fixed:
             continue
         for m in mutations(kinds[p], v, p in optional):
-            out.append(Case(target, p, m.name, "plain", m.valid, m.isolate or ex.isolate))
+            try:
+                m.value(v)
+            except Exception:  # noqa: BLE001 - the mutation does not apply to this value (a 1-D simplex has no "1-D")
+                continue
+            valid = m.valid or (p, m.name) in ex.also_valid
+            out.append(Case(target, p, m.name, "plain", valid, m.isolate or ex.isolate))
             if ex.jit and m.jit and _is_traced_array(v) and p not in ex.static:
-                out.append(Case(target, p, m.name, "jit", m.valid, ex.isolate))
+                out.append(Case(target, p, m.name, "jit", valid, ex.isolate))
+        if traced and kinds[p].name in ("int", "float") and not isinstance(v, bool):
+            out.append(Case(target, p, TRACED, "jit", True, ex.isolate))
     n = ex.n if ex.n is not None else max((_leading(v) or 0 for v in kwargs.values()), default=0)
     if n and sum(_leading(v) == n for p, v in kwargs.items() if p not in ex.unpaired) >= 1 and not ex.no_length:
         for name, valid in (("empty", False), ("length 1", ex.min_length <= 1)):
@@ -398,11 +410,18 @@ def cases_of(target: str) -> list[Case]:
     return out
 
 
+def _scalar_of(fn, param):
+    """``fn`` with ``param`` (traced as a 1-element array) passed on as a 0-d tracer."""
+    def call(**kw):
+        return fn(**{**kw, param: kw[param][0]})
+    return call
+
+
 def call_of(case: Case) -> Callable[[], Any]:
     """The call that runs one case (rebuilt from the example, so a child process can run it)."""
     ex = example_of(case.target)
     kwargs = ex.args()
-    if case.mutation == "valid example":
+    if case.mutation in ("valid example", TRACED):
         pass
     elif case.param == "*":
         n = ex.n if ex.n is not None else max(_leading(v) or 0 for v in kwargs.values())
@@ -411,6 +430,9 @@ def call_of(case: Case) -> Callable[[], Any]:
         kinds = _kinds(ex, kwargs)
         m = next(m for m in mutations(kinds[case.param], kwargs[case.param], case.param in _optional(ex)) if m.name == case.mutation)
         kwargs = {**kwargs, case.param: m.value(kwargs[case.param])}
+    if case.mutation == TRACED:
+        kwargs = {**kwargs, case.param: np.asarray([kwargs[case.param]])}  # traced, then taken back to 0-d
+        return lambda: _run_jit(_scalar_of(ex.fn, case.param), ex.use, kwargs, ex.static)
     if case.mode == "jit":
         return lambda: _run_jit(ex.fn, ex.use, kwargs, ex.static)
     return lambda: _run(ex.fn, ex.use, kwargs)
@@ -439,10 +461,17 @@ def _raised_inside_a_library(e: BaseException) -> bool:
     return bool(frames) and any(s in frames[-1].filename.replace("\\", "/") for s in _FOREIGN)
 
 
-def _names(msg: str, param: str) -> bool:
-    if param == "*":  # a joint mutation (empty, length 1): any argument may be named
+# mutations of a shape whose culprit is a matter of view (1-D probabilities make a binary
+# problem, whose labels are then out of range): naming any argument of the call is clear
+_SHAPE_MUTATIONS = ("1-D", "extra axis")
+
+
+def _names(msg: str, case: Case, names=()) -> bool:
+    if case.param == "*":  # a joint mutation (empty, length 1): any argument may be named
         return True
-    return param in msg
+    if case.mutation in _SHAPE_MUTATIONS and any(n in msg for n in names):
+        return True
+    return case.param in msg
 
 
 def _type_check_error(e: BaseException) -> bool:
@@ -450,19 +479,23 @@ def _type_check_error(e: BaseException) -> bool:
     return any("TypeCheck" in n or "Beartype" in n for n in names)
 
 
-def judge(case: Case, error: BaseException | None) -> Outcome:
-    """The outcome of one case from the exception it raised (None: it returned a value)."""
+def judge(case: Case, error: BaseException | None, names=()) -> Outcome:
+    """The outcome of one case from the exception it raised (None: it returned a value);
+    ``names``: the call's argument names."""
     if error is None:
         return Outcome(case, "accepted" if case.valid else "silent", "returned a value")
     text = str(error)
     msg = f"{type(error).__name__}: {text.strip().splitlines()[0][:200] if text.strip() else ''}"
     if case.valid:
+        if case.mutation == TRACED and isinstance(error, (ValueError, TypeError)) and case.param in text and (
+                "static" in text or "concrete" in text):
+            return Outcome(case, "accepted", "refused as not static: " + msg)
         return Outcome(case, "refused", msg)
     if _graph_error(error):
-        return Outcome(case, "clear" if _names(text, case.param) else "obscure", msg)
+        return Outcome(case, "clear" if _names(text, case, names) else "obscure", msg)
     if isinstance(error, (ValueError, TypeError)) or _type_check_error(error):
         if not _raised_inside_a_library(error) or _type_check_error(error):
-            if _names(text, case.param):
+            if _names(text, case, names):
                 return Outcome(case, "clear", msg)
             return Outcome(case, "obscure", "does not name the argument: " + msg)
     return Outcome(case, "obscure", msg)
@@ -477,7 +510,8 @@ def classify(case: Case) -> Outcome:
     try:
         call()
     except Exception as e:  # noqa: BLE001 - classifying is the point
-        return judge(case, e)
+        ex = example_of(case.target)
+        return judge(case, e, tuple(ex.args()) if ex is not None else ())
     return judge(case, None)
 
 

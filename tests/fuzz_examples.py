@@ -65,12 +65,13 @@ class Ex(NamedTuple):
     n: int | None = None
     no_length: bool = False
     min_length: int = 1  # fewer samples than this is invalid (a test statistic needs two)
+    also_valid: tuple = ()  # (param, mutation) pairs that are valid here (an elementwise map takes any shape)
     why: str = ""
 
 
 class Kind(NamedTuple):
     """How an argument is mutated (``tests/fuzz.py``, ``mutations``): ``name`` is one of prob,
-    simplex, label, weight, count, real, int, float, float_inf, key, option, object, fixed;
+    simplex, label, weight, count, real, real_inf, int, float, float_inf, key, option, object, fixed;
     ``lo``/``hi`` bound a number; ``n_classes`` is the first label out of range."""
 
     name: str
@@ -293,10 +294,10 @@ def _lagged():
 
 E["datasets.run_expert"] = Ex(lambda name, horizon, warmup, n_bins, key: datasets.run_expert(
     name, _lagged(), horizon=horizon, warmup=warmup, n_bins=n_bins, key=key, progress=False),
-    lambda: {"name": "linear", "horizon": 8, "warmup": 40, "n_bins": 10, "key": KEY()}, jit=False)
+    lambda: {"name": "marginal", "horizon": 8, "warmup": 40, "n_bins": 10, "key": KEY()}, jit=False)
 E["datasets.run_day_ahead_expert"] = Ex(lambda name, days, warmup_days, day_length, n_bins, key: datasets.run_day_ahead_expert(
     name, _lagged(), days=days, warmup_days=warmup_days, day_length=day_length, n_bins=n_bins, key=key, progress=False),
-    lambda: {"name": "linear", "days": 2, "warmup_days": 4, "day_length": 4, "n_bins": 10, "key": KEY()}, jit=False)
+    lambda: {"name": "marginal", "days": 2, "warmup_days": 4, "day_length": 4, "n_bins": 10, "key": KEY()}, jit=False)
 
 
 def _save_load(probs, labels, atol=1e-4):
@@ -325,7 +326,7 @@ E["distributions.MixtureDistribution"] = Ex(lambda weights: distributions.Mixtur
     distributions.PiecewiseConstant(jnp.asarray(np.stack([D4, D4[::-1]]), jnp.result_type(float)), E4), weights),
     lambda: {"weights": np.array([0.3, 0.7])}, use=_dist_use, kinds={"weights": K("simplex")}, no_length=True)
 E["distributions.check_edges"] = Ex(distributions.check_edges, lambda: {"edges": np.array(E4)}, kinds={"edges": K("prob")}, jit=False)
-E["distributions.check_outcomes"] = Ex(distributions.check_outcomes, lambda: {"y": U}, kinds={"y": K("prob")})
+E["distributions.check_outcomes"] = Ex(distributions.check_outcomes, lambda: {"y": U}, kinds={"y": K("real_inf")})  # ±inf: CDF 0 or 1
 E["distributions.probs_atol"] = Ex(distributions.probs_atol, lambda: {"n_bins": 4, "dtype": jnp.float32}, kinds={"dtype": K("object")}, jit=False)
 E["distributions.uniform_edges"] = ex(distributions.uniform_edges, {"n": 4}, jit=False)
 
@@ -337,8 +338,9 @@ for _n, _a in (("AlmostOneStepAhead", {"n_bins": 4}), ("FosterRandomized", {"n_b
                ("KuleshovErmon", {"n_cells": 3, "learning_rate": 0.5, "n_squarings": 10}),
                ("SwapRegretCalibrated", {"n_bins": 3, "learning_rate": 0.2, "n_squarings": 10}),
                ("ApproachabilityRecalibrator", {"n_bins": 4, "step_size": 0.1})):
-    E[f"forecasters.{_n}"] = ex(getattr(forecasters, _n), _a, use=play_binary,
-                                kinds={"value": K("float", lo=0.0, hi=1.0)})
+    # the recalibrating forecasters read a model's forecast from the context: a two-level model's
+    _use = play_against(natures.TwoLevelModel) if _n in ("LeeMultiObjectiveMW", "KuleshovErmon", "ApproachabilityRecalibrator") else play_binary
+    E[f"forecasters.{_n}"] = ex(getattr(forecasters, _n), _a, use=_use, kinds={"value": K("float", lo=0.0, hi=1.0)})
 E["forecasters.ExpertMeanCells"] = ex(lambda n_cells, lo, hi: forecasters.Partitioned(
     forecasters.RunningFrequency(), n_cells, forecasters.ExpertMeanCells(n_cells, lo, hi)),
     {"n_cells": 3, "lo": 0.0, "hi": 1.0}, use=play_against(natures.TwoLevelModel), defaults=False)
@@ -413,7 +415,7 @@ for _n in ("ace", "mce", "brier", "ece", "log_loss", "smooth_calibration_error",
     E[f"metrics.{_n}"] = binary(getattr(metrics, _n), kinds={"eps": K("float", lo=0.0, hi=1.0)})
 E["metrics.log_loss"] = binary(metrics.log_loss, {"eps": 1e-6}, kinds={"eps": K("float", lo=0.0, hi=0.5)})
 E["metrics.ece"] = binary(metrics.ece)
-E["metrics.bin_index"] = ex(metrics.bin_index, {"probs": P, "n_bins": 10})
+E["metrics.bin_index"] = ex(metrics.bin_index, {"probs": P, "n_bins": 10}, also_valid=(("probs", "extra axis"),))  # elementwise
 E["metrics.quantile_bin_index"] = ex(metrics.quantile_bin_index, {"probs": P, "n_bins": 3, "sample_weight": W})
 E["metrics.ece_from_counts"] = ex(metrics.ece_from_counts, {"counts": np.array([3, 2, 1, 4, 5]), "ones": np.array([1, 1, 0, 2, 5]), "n_bins": 4},
                                   kinds={"counts": K("count"), "ones": K("count")}, no_length=True)
@@ -461,6 +463,8 @@ for _n in ("accuracy", "classwise_ece", "confidence_ece", "l2_error", "nll", "to
            "low_degree_calibration_error", "max_classwise_calibration_error", "projected_smooth_calibration_error",
            "subset_smooth_calibration_error"):
     E[f"metrics.{_n}"] = multiclass(getattr(metrics, _n), kinds={"order": K("float", lo=1.0), "eps": K("float", lo=0.0, hi=0.5)})
+E["metrics.full_smooth_calibration_error"] = E["metrics.full_smooth_calibration_error"]._replace(
+    jit=False, why="linear programs solved on the host: refused under jit")
 E["metrics.one_hot"] = ex(metrics.one_hot, {"labels": YM, "n_classes": 3})
 E["metrics.lipschitz_correlation"] = ex(metrics.lipschitz_correlation, {"t": P, "r": Y - P}, kinds={"t": K("prob"), "r": K("real"),
                                                                                                      "lipschitz": K("float", lo=0.0)})
@@ -572,7 +576,8 @@ E["payoffs.direction"] = Ex(lambda mean: payoffs.direction(payoffs.QuantileCalib
                             kinds={"mean": K("real")}, no_length=True)
 E["payoffs.expect_under_bins"] = Ex(lambda q_probs: payoffs.expect_under_bins(payoffs.QuantileCalibration(3), None, _pc(), q_probs, E4),
                                     lambda: {"q_probs": D4}, kinds={"q_probs": K("simplex")}, no_length=True)
-E["payoffs.freudenthal"] = ex(payoffs.freudenthal, {"forecast": np.array([0.2, 0.3, 0.5]), "n_bins": 4}, kinds={"forecast": K("simplex")}, no_length=True)
+E["payoffs.freudenthal"] = ex(payoffs.freudenthal, {"forecast": np.array([0.4, 0.2]), "n_bins": 4}, kinds={"forecast": K("prob")},
+                              no_length=True)  # a point (mean, second moment)
 E["payoffs.game_value_mirror_prox"] = ex(payoffs.game_value_mirror_prox, {"A": np.array([[1.0, -1.0], [-1.0, 1.0]]), "n_steps": 20},
                                          kinds={"A": K("real")}, no_length=True)
 E["payoffs.linearised_quantile"] = Ex(payoffs.linearised_quantile, lambda: {"f_left": np.array([0.2, 0.4]), "f_right": np.array([0.4, 0.7]), "alpha": 0.3},
@@ -588,6 +593,7 @@ E["recalibration.StageInfo"] = nothing("a container built by DecisionCalibration
 _MC_METHODS = ("TemperatureScaling", "VectorScaling", "MatrixScaling", "DirichletCalibration", "DecisionCalibration", "KernelCalibration")
 _BIN_METHODS = ()  # Platt, beta, histogram binning, isotonic: one-vs-rest on (n, C) probabilities
 _MC_METHODS += ("PlattScaling", "BetaCalibration", "HistogramBinning", "IsotonicCalibration")
+_MC_METHODS += ("VennAbers",)
 _FIELDS = {"DecisionCalibration": {"n_stages": 2, "search": SMALL_SEARCH, "n_actions": 2}, "KernelCalibration": {"max_steps": 3, "tile": 4},
            "MatrixScaling": {"n_steps": 20}, "DirichletCalibration": {"n_steps": 20}, "VectorScaling": {"n_steps": 20},
            "BetaCalibration": {"n_steps": 20}}
@@ -602,10 +608,19 @@ for _n in _MC_METHODS + _BIN_METHODS:
 E["recalibration.QuantileRecalibration"] = Ex(lambda pit_values: recalibration.QuantileRecalibration().fit(pit_values)(jnp.asarray(U)),
                                               lambda: {"pit_values": U})
 E["recalibration.FittedQuantileRecalibration"] = Ex(lambda cdf_values: recalibration.QuantileRecalibration().fit(U)(cdf_values),
-                                                    lambda: {"cdf_values": U}, kinds={"cdf_values": K("prob")})
+                                                    lambda: {"cdf_values": U}, kinds={"cdf_values": K("prob")},
+                                                    also_valid=(("cdf_values", "extra axis"),))  # elementwise
 E["recalibration.SklearnRecalibrator"] = Ex(lambda X, y: recalibration.SklearnRecalibrator(recalibration.TemperatureScaling()).fit(X, y).predict_proba(X),
                                             lambda: {"X": PM, "y": YM}, kinds={"X": K("simplex"), "y": K("label", n_classes=3)}, jit=False,
                                             why="a scikit-learn estimator: stateful, not traced")
+E["recalibration.VennAbersInterval"] = nothing("a container built by FittedVennAbers.interval and cross_venn_abers (their examples)")
+E["recalibration.FittedVennAbers.interval"] = Ex(lambda probs: recalibration.VennAbers().fit(PM, YM).interval(probs),
+                                                 lambda: {"probs": PM}, kinds={"probs": K("simplex")})
+_VA_FOLDS = np.array([[1.0, 0.0, 1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]])
+E["recalibration.cross_venn_abers"] = Ex(
+    lambda probs: recalibration.cross_venn_abers(
+        jax.vmap(lambda w: recalibration.VennAbers().fit(PM, YM, sample_weight=w))(jnp.asarray(_VA_FOLDS)), probs),
+    lambda: {"probs": PM}, kinds={"probs": K("simplex")})
 E["recalibration.pav"] = Ex(recalibration.pav, lambda: {"y": np.array([0.1, 0.4, 0.3, 0.8, 0.6, 0.9]), "w": W},
                             kinds={"y": K("real"), "w": K("weight")})
 E["recalibration.kernel_weak_learner"] = ex(recalibration.kernel_weak_learner, {"points": PM, "targets": Y - P, "tile": 4},
@@ -668,7 +683,8 @@ E["scoring.weighted_interval_score"] = ex(scoring.weighted_interval_score, {
     "alphas": np.array([0.2, 0.5])}, kinds={"alphas": K("prob"), "median_weight": K("float", lo=0.0)}, unpaired=("alphas",))
 
 # stats
-for _n in ("BootstrapResult", "CalibrationCurve", "CalibrationTestResult", "SKCEInterval", "SmoothCalibrationCurve"):
+for _n in ("BootstrapResult", "CalibrationCurve", "CalibrationTestResult", "SKCEInterval", "SmoothCalibrationCurve",
+           "CORPCurve", "ScoreDecomposition"):
     E[f"stats.{_n}"] = nothing("a container built by the function that returns it (its example)")
 E["stats.bootstrap"] = ex(lambda probs, labels, key, n_resamples, level, sample_weight: stats.bootstrap(
     metrics.brier, probs, labels, key=key, n_resamples=n_resamples, level=level, sample_weight=sample_weight),
@@ -681,6 +697,15 @@ E["stats.paired_bootstrap"] = ex(lambda probs_a, probs_b, labels, key, n_resampl
 E["stats.consistency_test"] = ex(lambda probs, labels, key, n_resamples, sample_weight: stats.consistency_test(
     metrics.brier, probs, labels, key=key, n_resamples=n_resamples, sample_weight=sample_weight),
     {"probs": P, "labels": Y, "key": KEY(), "n_resamples": 8, "sample_weight": W}, defaults=False)
+E["stats.score_decomposition"] = binary(stats.score_decomposition, {"key": KEY(), "n_resamples": 8, "chunk": 4},
+                                         kinds={"level": K("float", lo=0.0, hi=1.0)})
+E["stats.corp_curve"] = binary(stats.corp_curve, {"key": KEY(), "n_resamples": 8, "chunk": 4},
+                               kinds={"level": K("float", lo=0.0, hi=1.0)})
+E["stats.quantile_score_decomposition"] = ex(stats.quantile_score_decomposition,
+                                             {"quantiles": YR, "y": YR[::-1].copy(), "levels": np.array([0.5]), "key": KEY(),
+                                              "n_resamples": 4},
+                                             kinds={"quantiles": K("real"), "level": K("float", lo=0.0, hi=1.0)},
+                                             fixed=("levels",), static=("levels",))
 E["stats.calibration_curve"] = binary(stats.calibration_curve, {"n_bins": 4}, kinds={"level": K("float", lo=0.0, hi=1.0)})
 E["stats.cme_test"] = multiclass(stats.cme_test, {"key": KEY(), "n_test": 2}, kinds={"level": K("float", lo=0.0, hi=1.0)})
 for _n in ("ks_calibration_error", "ks_test", "kuiper_calibration_error", "kuiper_test", "spiegelhalter_test"):
@@ -798,3 +823,6 @@ if _get(stats, "corp_curve"):
         "quantiles": np.stack([YR - 1, YR, YR + 1], 1), "y": YR, "levels": np.array([0.1, 0.5, 0.9]), "key": KEY(), "n_resamples": 8},
         kinds={"levels": K("prob"), "y": K("real"), "level": K("float", lo=0.0, hi=1.0)}, unpaired=("levels",),
         static=("levels",))  # levels are static: 1 - level is computed exactly on the host
+E["metrics.SparseGroups"] = Ex(lambda ids: metrics.multicalibration_error(P, Y, metrics.SparseGroups(ids, 2)),
+                               lambda: {"ids": np.array([[0, -1], [0, 1], [1, -1], [0, -1], [1, -1], [0, 1]], np.int32)},
+                               kinds={"ids": K("fixed")}, jit=False, why="ids are checked on the host (a group count bounds them)")
