@@ -165,6 +165,8 @@ def _as_probs(q):
 
 def _check_columns(probs, fitted, fold_axis: bool):
     probs = check_simplex_probs(probs, "probs") if probs.ndim == 2 else probs
+    if probs.shape[-2] == 0:
+        raise ValueError(f"probs is empty; at least one prediction is needed, got shape {tuple(probs.shape)}")
     base = 1 if fold_axis else 0
     n_classes = 2 if fitted.count.ndim == base else fitted.count.shape[-1]
     if probs.shape[-1] != n_classes:

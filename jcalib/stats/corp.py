@@ -79,6 +79,7 @@ from .._validation import (
     Custom,
     Int,
     Key,
+    Real,
     RealArray,
     Weights,
     declare,
@@ -213,13 +214,7 @@ def _result(est, res, level):
     return ScoreDecomposition(est[..., 0], est[..., 1], est[..., 2], est[..., 3], lo, hi, res)
 
 
-def _level(value, name, bound):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not 0 < value < 1:
-        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
-    return float(value)
-
-
-_LEVEL = Custom(_level, "a confidence level in (0, 1)")
+_LEVEL = Real(0, 1, open_lo=True, open_hi=True, static=True)  # a confidence level, static under jit
 _RESAMPLES = Int(1, 2**20, bytes_per=8, what="its resampled components")
 _CHUNK = Int(1, 2**16)
 
