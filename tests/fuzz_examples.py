@@ -593,7 +593,7 @@ E["recalibration.StageInfo"] = nothing("a container built by DecisionCalibration
 _MC_METHODS = ("TemperatureScaling", "VectorScaling", "MatrixScaling", "DirichletCalibration", "DecisionCalibration", "KernelCalibration")
 _BIN_METHODS = ()  # Platt, beta, histogram binning, isotonic: one-vs-rest on (n, C) probabilities
 _MC_METHODS += ("PlattScaling", "BetaCalibration", "HistogramBinning", "IsotonicCalibration")
-_MC_METHODS += ("VennAbers",)
+_MC_METHODS += tuple(n for n in ("VennAbers",) if hasattr(recalibration, n))  # from 1.0 on
 _FIELDS = {"DecisionCalibration": {"n_stages": 2, "search": SMALL_SEARCH, "n_actions": 2}, "KernelCalibration": {"max_steps": 3, "tile": 4},
            "MatrixScaling": {"n_steps": 20}, "DirichletCalibration": {"n_steps": 20}, "VectorScaling": {"n_steps": 20},
            "BetaCalibration": {"n_steps": 20}}
