@@ -684,7 +684,7 @@ E["scoring.weighted_interval_score"] = ex(scoring.weighted_interval_score, {
 
 # stats
 for _n in ("BootstrapResult", "CalibrationCurve", "CalibrationTestResult", "SKCEInterval", "SmoothCalibrationCurve",
-           "CORPCurve", "ScoreDecomposition"):
+           "CORPCurve", "ScoreDecomposition"):  # (the last two from 1.0 on: stale entries are harmless)
     E[f"stats.{_n}"] = nothing("a container built by the function that returns it (its example)")
 E["stats.bootstrap"] = ex(lambda probs, labels, key, n_resamples, level, sample_weight: stats.bootstrap(
     metrics.brier, probs, labels, key=key, n_resamples=n_resamples, level=level, sample_weight=sample_weight),
@@ -697,15 +697,6 @@ E["stats.paired_bootstrap"] = ex(lambda probs_a, probs_b, labels, key, n_resampl
 E["stats.consistency_test"] = ex(lambda probs, labels, key, n_resamples, sample_weight: stats.consistency_test(
     metrics.brier, probs, labels, key=key, n_resamples=n_resamples, sample_weight=sample_weight),
     {"probs": P, "labels": Y, "key": KEY(), "n_resamples": 8, "sample_weight": W}, defaults=False)
-E["stats.score_decomposition"] = binary(stats.score_decomposition, {"key": KEY(), "n_resamples": 8, "chunk": 4},
-                                         kinds={"level": K("float", lo=0.0, hi=1.0)})
-E["stats.corp_curve"] = binary(stats.corp_curve, {"key": KEY(), "n_resamples": 8, "chunk": 4},
-                               kinds={"level": K("float", lo=0.0, hi=1.0)})
-E["stats.quantile_score_decomposition"] = ex(stats.quantile_score_decomposition,
-                                             {"quantiles": YR, "y": YR[::-1].copy(), "levels": np.array([0.5]), "key": KEY(),
-                                              "n_resamples": 4},
-                                             kinds={"quantiles": K("real"), "level": K("float", lo=0.0, hi=1.0)},
-                                             fixed=("levels",), static=("levels",))
 E["stats.calibration_curve"] = binary(stats.calibration_curve, {"n_bins": 4}, kinds={"level": K("float", lo=0.0, hi=1.0)})
 E["stats.cme_test"] = multiclass(stats.cme_test, {"key": KEY(), "n_test": 2}, kinds={"level": K("float", lo=0.0, hi=1.0)})
 for _n in ("ks_calibration_error", "ks_test", "kuiper_calibration_error", "kuiper_test", "spiegelhalter_test"):
@@ -814,15 +805,15 @@ if _get(recalibration, "VennAbers"):
             jnp.asarray(np.array([[1.0, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]]))), probs),
         lambda: {"probs": np.stack([PB, PB])}, kinds={"probs": K("simplex")}, no_length=True)
 if _get(stats, "corp_curve"):
-    E["stats.CORPCurve"] = nothing("a container built by corp_curve (its example)")
-    E["stats.ScoreDecomposition"] = nothing("a container built by score_decomposition (its example)")
-    E["stats.corp_curve"] = binary(stats.corp_curve, {"key": KEY(), "n_resamples": 8}, kinds={"level": K("float", lo=0.0, hi=1.0)})
-    E["stats.score_decomposition"] = binary(stats.score_decomposition, {"key": KEY(), "n_resamples": 8},
-                                            kinds={"level": K("float", lo=0.0, hi=1.0)})
-    E["stats.quantile_score_decomposition"] = ex(stats.quantile_score_decomposition, {
-        "quantiles": np.stack([YR - 1, YR, YR + 1], 1), "y": YR, "levels": np.array([0.1, 0.5, 0.9]), "key": KEY(), "n_resamples": 8},
-        kinds={"levels": K("prob"), "y": K("real"), "level": K("float", lo=0.0, hi=1.0)}, unpaired=("levels",),
-        static=("levels",))  # levels are static: 1 - level is computed exactly on the host
+    E["stats.score_decomposition"] = binary(stats.score_decomposition, {"key": KEY(), "n_resamples": 8, "chunk": 4},
+                                             kinds={"level": K("float", lo=0.0, hi=1.0)})
+    E["stats.corp_curve"] = binary(stats.corp_curve, {"key": KEY(), "n_resamples": 8, "chunk": 4},
+                                   kinds={"level": K("float", lo=0.0, hi=1.0)})
+    E["stats.quantile_score_decomposition"] = ex(stats.quantile_score_decomposition,
+                                                 {"quantiles": YR, "y": YR[::-1].copy(), "levels": np.array([0.5]), "key": KEY(),
+                                                  "n_resamples": 4},
+                                                 kinds={"quantiles": K("real"), "level": K("float", lo=0.0, hi=1.0)},
+                                                 fixed=("levels",), static=("levels",))
 E["metrics.SparseGroups"] = Ex(lambda ids: metrics.multicalibration_error(P, Y, metrics.SparseGroups(ids, 2)),
                                lambda: {"ids": np.array([[0, -1], [0, 1], [1, -1], [0, -1], [1, -1], [0, 1]], np.int32)},
                                kinds={"ids": K("fixed")}, jit=False, why="ids are checked on the host (a group count bounds them)")
