@@ -362,7 +362,7 @@ def _bootstrap(statistic, arrs, w, key, n_resamples, level, method, chunk):
     jack = _run_chunks(delete, G, chunk, traced, jnp.int32) if method == "bca" else None
     count = jnp.asarray(n_resamples, jnp.int32)
     low, high = _interval(theta, res, count, jack, jnp.asarray(G, jnp.int32), method, level)
-    return BootstrapResult(theta, low, high, res[:n_resamples] if traced else jnp.asarray(res[:n_resamples]))
+    return BootstrapResult(theta, low, high, res[:n_resamples] if traced else jax.device_put(res[:n_resamples]))
 
 
 def _check_arrays(arrays, sample_weight):
