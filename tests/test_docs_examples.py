@@ -1,5 +1,5 @@
-"""Every Python block of the README, the concepts page and the how-to pages runs as a user would
-run it: in a fresh interpreter with JAX's default settings (not the suite's strict promotion)."""
+"""Every Python block of the README, the concepts page, the how-to pages and the tutorial
+"Calibrated for whom?" runs as a user would run it: in a fresh interpreter with JAX's default settings (not the suite's strict promotion)."""
 
 import re
 import subprocess
@@ -13,7 +13,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
 
 def _blocks():
-    for page in ("README.md", "docs/concepts.md", "docs/howto/own_stream.md"):
+    for page in ("README.md", "docs/concepts.md", "docs/howto/own_stream.md", "docs/tutorials/calibrated_for_whom.md"):
         for i, code in enumerate(BLOCK.findall((ROOT / page).read_text())):
             yield pytest.param(code, id=f"{page}:{i}")
 
