@@ -243,6 +243,9 @@ KEY_MAY_DEFAULT = {
     "stats.cme_test": "required when the test locations are drawn from the data; None with test_probs given",
     "stats.skce_test": "required by the methods that draw (consistency resampling, unbiased asymptotic); None otherwise",
     "stats.smooth_calibration_curve": "draws the bootstrap band; None gives the curve alone",
+    "stats.score_decomposition": "draws the bootstrap intervals; None gives the decomposition alone",
+    "stats.quantile_score_decomposition": "draws the bootstrap intervals; None gives the decomposition alone",
+    "stats.corp_curve": "draws the consistency band; None gives the PAV curve alone",
     "plots.reliability_diagram": "draws the smooth curve's bootstrap band; None draws no band",
 }
 
@@ -337,6 +340,8 @@ def _toy_series():
 CALL_INPUTS = {
     "datasets.run_expert": lambda: (("marginal", _toy_series()), {"horizon": 8, "progress": False}),
     "datasets.run_day_ahead_expert": lambda: (("marginal", _toy_series()), {"days": 1, "day_length": 8, "progress": False}),
+    "stats.quantile_score_decomposition": lambda: ((np.linspace(-1.0, 1.0, 8), np.linspace(-0.5, 1.5, 8), [0.5]),
+                                                   {"n_resamples": 2}),
 }
 
 
