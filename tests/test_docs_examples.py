@@ -1,5 +1,6 @@
 """Every Python block of the README, the concepts page, the how-to pages and the tutorial
-"Calibrated for whom?" runs as a user would run it: in a fresh interpreter with JAX's default settings (not the suite's strict promotion)."""
+"Calibrated for whom?" runs as a user would run it: in a fresh interpreter with JAX's default
+settings (not the suite's strict promotion)."""
 
 import re
 import subprocess

@@ -15,10 +15,9 @@ $$\|\bar\pi_T\|_2 \le \sqrt{k/T}, \qquad\text{so for every group } g:\quad
 \frac1T\sum_{v=0}^m\Big|\sum_{t\le T} g(x_t)_g\,w_v(p_t)\,(p_t - y_t)\Big| \le \sqrt{(m+1)\,k/T}$$
 (Cauchy–Schwarz over the $m+1$ grid points): each group's tent-binned calibration error,
 counted over all $T$ rounds, decays at the rate $T^{-1/2}$, uniformly over groups and without a
-$\log G$ factor. Gupta et al. (2022, Theorem 3.2) obtain
-$O\big(\sqrt{\log(Gm)/(T\,\mu_g)}\big)$-type rates for the group-normalised error via
-multiplicative weights; the Blackwell version trades the $\log G$ for the overlap $k$ and
-keeps $O(Gm)$ memory and work per round.
+$\log G$ factor. Gupta et al. (2022) reach the same $T^{-1/2}$ rate with a factor that grows
+like $\sqrt{\log G}$, by a multiplicative-weights reduction; the Blackwell version trades the
+$\log G$ for the overlap $k$ and keeps $O(Gm)$ memory and work per round.
 
 The forecaster is deterministic (certificate $\le 0$ every round), so the bound holds round by
 round with no expectation; the tests check it exactly and fit the exponent of $\|\bar\pi_T\|$
@@ -68,7 +67,7 @@ class OnlineMulticalibration(AbstractForecaster):
         True
 
     References:
-        Gupta, Jung, Noarov, Pai, Roth (2022), §3; Marx, Kuleshov, Ermon et al. (2024),
+        Gupta, Jung, Noarov, Pai, Roth (2022); Marx, Kuleshov, Ermon et al. (2024),
         Algorithm 1, Theorem 4.3, App. C.2.1.
     """
 

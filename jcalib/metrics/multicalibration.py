@@ -3,7 +3,7 @@ r"""Multicalibration errors: calibration on every group of a rich, overlapping f
 A forecaster $p$ is $\alpha$-multicalibrated on a family of groups $\mathcal G$ when it is
 calibrated, within $\alpha$, on each group and not only on average (Hébert-Johnson, Kim,
 Reingold, Rothblum 2018, *Multicalibration: Calibration for the (Computationally-Identifiable)
-Masses*, Definition 2.1): for every $S \in \mathcal G$ and every forecast level $v$,
+Masses*, the definition of $\alpha$-multicalibration): for every $S \in \mathcal G$ and every forecast level $v$,
 $|\mathbb E[y - p \mid x \in S, p = v]| \le \alpha$. Groups here are membership weights
 $g_i \in [0, 1]^G$ per sample (indicators for ordinary groups), given as a matrix ``(n, G)`` or
 as a function of the features; a weight function is the "weighted calibration" of Gopalan, Hu,
@@ -396,7 +396,7 @@ def multicalibration_error(
     :func:`~jcalib.metrics.bin_index`, $K$ = ``n_bins``),
     $$\mathrm{err}_g = \frac1{W_g}\sum_{b=1}^K\Big|\sum_{i: b(p_i) = b} w_i\,g_{ig}\,(p_i - y_i)\Big|,$$
     the group's binned ECE; $\max_g \mathrm{err}_g \le \alpha$ is (binned, $\ell_1$ over levels)
-    $\alpha$-multicalibration in the sense of Hébert-Johnson et al. (2018, Definition 2.1).
+    $\alpha$-multicalibration in the sense of Hébert-Johnson et al. (2018).
     ``method="smooth"`` replaces the bins by a Gaussian kernel of bandwidth $\sigma$
     (``bandwidth``) reflected at 0 and 1, on the grid $\{j/K\}$ (masses split linearly onto
     it): $\mathrm{err}_g = \int|\hat r_g| / \int\hat\delta_g$ (Błasiok, Nakkiran 2023, at a fixed
@@ -434,7 +434,7 @@ def multicalibration_error(
 
     References:
         Hébert-Johnson, Kim, Reingold, Rothblum (2018), *Multicalibration: Calibration for the
-        (Computationally-Identifiable) Masses*, Definition 2.1; Błasiok, Nakkiran (2023),
+        (Computationally-Identifiable) Masses*, ICML; Błasiok, Nakkiran (2023),
         *Smooth ECE: Principled reliability diagrams via kernel smoothing*.
     """
     g = _memberships(groups, features, probs.dtype)
@@ -466,7 +466,7 @@ def multicalibration_audit(
     and the null is $H_0: \theta \le \alpha$. Each of $B$ = ``n_resamples`` bootstrap replicates
     reweights the samples by multinomial counts (the nonparametric bootstrap as weights, so all
     replicates are one ``vmap``) and recomputes $\hat\theta^*_b$; the p-value is that of the
-    shifted bootstrap test (Efron, Tibshirani 1993, *An Introduction to the Bootstrap*, §16.2),
+    shifted bootstrap test (Efron, Tibshirani 1993, *An Introduction to the Bootstrap*, ch. 16),
     $$p = \frac{1 + \#\{b : \hat\theta^*_b - \hat\theta \ge \hat\theta - \alpha\}}{B + 1},$$
     so a worst error far above $\alpha$, relative to its resampling spread, gives a small $p$.
     The binned error of a calibrated group is biased upwards (by about
@@ -493,8 +493,8 @@ def multicalibration_audit(
         (0.5, True)
 
     References:
-        Hébert-Johnson, Kim, Reingold, Rothblum (2018), Definition 2.1 (the tolerance
-        $\alpha$); Efron, Tibshirani (1993), §16.2 (bootstrap tests).
+        Hébert-Johnson, Kim, Reingold, Rothblum (2018) (the tolerance $\alpha$); Efron,
+        Tibshirani (1993), ch. 16 (bootstrap tests).
     """
     g = _memberships(groups, features, probs.dtype)
     return _audit(probs, labels, sample_weight, g, key, alpha, min_size, method, n_bins, bandwidth, n_resamples)

@@ -1,7 +1,7 @@
 r"""The groups × bins payoff of online multicalibration and its half-space oracle.
 
 Online multicalibration (Gupta, Jung, Noarov, Pai, Roth 2022, *Online multivalid learning:
-means, moments, and prediction intervals*, ITCS, §3, the mean-multicalibration objective): the
+means, moments, and prediction intervals*, ITCS, the mean-multicalibration objective): the
 context $x_t$ says which groups of a family the round belongs to — memberships
 $g(x_t) \in [0, 1]^G$, overlapping — and the forecasts must be calibrated on every group's
 subsequence, at every forecast level. As a Blackwell payoff (paper 002's §3 calibration
@@ -105,7 +105,7 @@ class MulticalibrationOracle(AbstractOracle):
         max_overlap: as in :class:`MulticalibrationPayoff`.
 
     References:
-        Gupta, Jung, Noarov, Pai, Roth (2022), §3; Marx, Kuleshov, Ermon et al. (2024),
+        Gupta, Jung, Noarov, Pai, Roth (2022); Marx, Kuleshov, Ermon et al. (2024),
         Algorithm 1, Eq. (4), Theorem 4.3, App. C.2.1.
     """
 

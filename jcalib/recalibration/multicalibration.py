@@ -1,7 +1,7 @@
 r"""Multicalibration by iterative patching (Hébert-Johnson, Kim, Reingold, Rothblum 2018).
 
 HKRR's post-processing (Hébert-Johnson et al. 2018, *Multicalibration: Calibration for the
-(Computationally-Identifiable) Masses*, Algorithm 1 and §3): start from the model's forecasts
+(Computationally-Identifiable) Masses*, ICML, Algorithm 1): start from the model's forecasts
 $p$ and, while some group $S$ and forecast level $v$ (the bin $\{i \in S: b(p_i) = v\}$,
 $b(p) = \lfloor K p \rfloor$) is miscalibrated, patch the forecasts of that cell towards its
 frequency of ones:
@@ -15,7 +15,7 @@ $\tau = \alpha\lambda|S|$ with $\lambda = 1/K$: smaller cells are too small to m
 round patches the violated cell with the largest mass-weighted bias $W_{S,v}|\Delta_{S,v}|$ and
 the loop stops at the first round with no violated cell, or after ``max_rounds`` rounds.
 Each patch lowers the squared error $\sum_i w_i (p_i - y_i)^2$ by
-$W_{S,v}\Delta_{S,v}^2 \ge \alpha^3 W_S / K$ (HKRR Lemma 3.4's potential argument), so at most
+$W_{S,v}\Delta_{S,v}^2 \ge \alpha^3 W_S / K$ (HKRR's potential argument), so at most
 $K / \alpha^3$ patches are made per unit of data weight.
 
 **Overfitting check on a second split**: the data are split by position into a patching part
@@ -23,7 +23,7 @@ and a validation part (every ``round(1 / validation_fraction)``-th sample). Patc
 on the patching part only; after each round the worst group error
 (:func:`~jcalib.metrics.multicalibration_error`, same bins) is measured on the validation
 part, and the fitted map keeps the patches up to the round with the smallest validation error
-(HKRR §4 bounds the generalisation of the patches by the size of the held-out set; this is the
+(HKRR bound the generalisation of the patches by the size of the held-out set; this is the
 empirical check). ``validation_fraction=0`` uses every sample and keeps every patch.
 
 The rounds are a ``lax.scan`` of fixed length (a stopped run makes zero patches), so ``fit``
@@ -222,7 +222,7 @@ class Multicalibration(AbstractRecalibrator):
 
     References:
         Hébert-Johnson, Kim, Reingold, Rothblum (2018), *Multicalibration: Calibration for the
-        (Computationally-Identifiable) Masses*, ICML, Algorithm 1, Lemma 3.4, §4.
+        (Computationally-Identifiable) Masses*, ICML, Algorithm 1.
     """
 
     alpha: float = 0.02
