@@ -794,6 +794,8 @@ class RealArray(Spec):
         self.nonempty, self.length_of, self.shape_of = nonempty, length_of, shape_of
 
     def check(self, value, name, bound):
+        if isinstance(value, (bool, np.bool_)) or getattr(value, "dtype", None) == np.bool_:
+            raise ValueError(f"{name} must be real numbers, not bools, got {shown(value)}")
         arr = as_float_array(value, name)
         _check_ndim(arr, name, self.ndim, self.nonempty)
         _check_length(arr, name, bound, self.length_of)

@@ -356,3 +356,35 @@ def test_check_fields_and_converters_for_modules():
 def test_declare_refuses_a_declaration_of_an_unknown_argument():
     with pytest.raises(TypeError, match="does not take"):
         V.declare(x=V.Int())(lambda y: y)
+
+
+def test_the_declared_layer_closes_the_reported_holes():
+    import jax
+    import jax.numpy as jnp
+
+    from jcalib import metrics, recalibration, scoring
+
+    p, y = np.linspace(0.1, 0.9, 9), np.arange(9) % 2
+    with pytest.raises(_graph_errors(), match="sums to zero"):
+        jax.jit(lambda p, y, w: metrics.ece(p, y, sample_weight=w))(p, y, jnp.zeros(9))
+    for bad in (jnp.nan, 1.2):
+        with pytest.raises(_graph_errors(), match="pit_values"):
+            jax.jit(metrics.pit_histogram)(jnp.array([0.1, bad, 0.5]))
+    with pytest.raises(ValueError, match="probs"):
+        metrics.bin_index([np.nan, np.inf, -0.2, 1.3], 10)
+    with pytest.raises(ValueError, match="sample_weight"):
+        metrics.quantile_bin_index(p, 3, sample_weight=np.ones(8))
+    with pytest.raises(ValueError, match="does not match probs"):
+        scoring.Brier()(p[:, None], y)
+    with pytest.raises(ValueError, match="eps"):
+        metrics.log_loss(p, y, eps=np.inf)
+    with pytest.raises(ValueError, match="beta"):
+        recalibration.KernelCalibration(beta=np.inf)
+    with pytest.raises(ValueError, match=r"n_bins=1000000000000 exceeds 2\*\*24"):
+        metrics.binned_ece(p, y, n_bins=10**12)
+    # NumPy inputs closed over by jit, NumPy scalar settings
+    out = jax.jit(lambda w: recalibration.pav(np.array([0.3, 0.1, 0.5]), w))(jnp.ones(3))
+    np.testing.assert_allclose(out, [0.2, 0.2, 0.5], rtol=1e-6)
+    probs2 = np.array([[0.3, 0.7], [0.5, 0.5]])  # float64: the host-side precision check must skip traced labels
+    assert np.isfinite(float(jax.jit(lambda yy: metrics.nll(probs2, yy))(jnp.array([0, 1]))))
+    assert recalibration.TemperatureScaling(n_steps=np.int64(3)).n_steps == 3

@@ -49,11 +49,14 @@ import optax
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .._validation import (
+    Bool,
     Custom,
     Integer,
     Key,
     Optional,
+    RealArray,
     SimplexProbs,
+    Weights,
     as_float_array,
     check_finite,
     check_key,
@@ -146,6 +149,37 @@ class DecisionLossGapResult(NamedTuple):
 # Pure building blocks (traced; no validation)
 
 
+_MAX_ACTIONS = 2**12  # actions of one decision maker (the searched witnesses are (K, C) each)
+
+
+def _search(search, name, bound):
+    return check_search(search)
+
+
+_PREDICTIONS = RealArray(ndim=2)  # predictions (N, C): the recalibrator's stages may leave the simplex
+_ACTION_MASK = Optional(Custom(lambda m, name, b: _action_mask(m, name), "a (K,) bool mask"))
+
+
+def _action_mask(mask, name):
+    arr = jnp.asarray(mask)
+    if arr.ndim != 1 or arr.dtype != jnp.bool_:
+        raise ValueError(f"{name} must be a 1-D bool array (one entry per action), got {arr.dtype} of shape {tuple(arr.shape)}")
+    return arr
+
+
+def _witness_of(value, name, bound):
+    """A partition witness ``(K, C)`` (or ``(R, K, C)`` starts) with the columns of ``probs``."""
+    w = RealArray(ndim=(2, 3)).check(value, name, bound)
+    c = bound["probs"].shape[1]
+    if w.shape[-1] != c:
+        raise ValueError(f"{name} must have {c} columns (the classes of probs), got shape {tuple(w.shape)}")
+    return w
+
+
+_INNER = dict(probs=_PREDICTIONS, residual=RealArray(ndim=2, shape_of="probs"), weights=Weights(length_of="probs"))
+
+
+@declare(probs=_PREDICTIONS, w=Custom(_witness_of, "a (K, C) witness"), action_mask=_ACTION_MASK, hard=Bool())
 def partition_weights(
     w: Float[Array, "K C"],
     probs: Float[Array, "N C"],
@@ -165,6 +199,11 @@ def partition_weights(
     Returns:
         ``(N, K)`` non-negative rows summing to 1.
     """
+    return _partition_weights(w, probs, action_mask, hard=hard)
+
+
+def _partition_weights(w, probs, action_mask=None, *, hard=False):
+    """:func:`partition_weights` of checked inputs (the searches and the recalibrator call it)."""
     logits = probs @ w.T
     if action_mask is not None:
         logits = jnp.where(action_mask[None, :], logits, -jnp.inf)
@@ -178,6 +217,7 @@ def _cell_residuals(cells, residual, weights):
     return (cells * weights[:, None]).T @ residual
 
 
+@declare(**_INNER, w=Custom(_witness_of, "a (K, C) witness"), action_mask=_ACTION_MASK, hard=Bool(), squared=Bool())
 def decision_objective(
     w: Float[Array, "K C"],
     probs: Float[Array, "N C"],
@@ -203,7 +243,12 @@ def decision_objective(
     Returns:
         Scalar, unnormalised beyond the sample mean.
     """
-    m = _cell_residuals(partition_weights(w, probs, action_mask, hard=hard), residual, weights)
+    return _decision_objective(w, probs, residual, weights, action_mask, hard=hard, squared=squared)
+
+
+def _decision_objective(w, probs, residual, weights, action_mask=None, *, hard=False, squared=False):
+    """:func:`decision_objective` of checked inputs (the searches and the loss call it)."""
+    m = _cell_residuals(_partition_weights(w, probs, action_mask, hard=hard), residual, weights)
     sq = jnp.sum(m**2, axis=1)
     if squared:
         return jnp.sum(sq)
@@ -228,7 +273,7 @@ def family_values(
 
     def values(w):
         return tuple(
-            decision_objective(w, probs, residual, weights, action_mask, hard=hard)
+            _decision_objective(w, probs, residual, weights, action_mask, hard=hard)
             for hard in (False, True)
         )
 
@@ -236,6 +281,8 @@ def family_values(
     return SearchResult(ws, soft, hard)
 
 
+@declare(**_INNER, action_mask=_ACTION_MASK, init=Optional(Custom(_witness_of, "(R, K, C) starts")),
+         key=Key(optional=True), n_actions=Integer(1, _MAX_ACTIONS), search=Custom(_search, "a jcalib.metrics.PartitionSearch"))
 def partition_search(
     probs: Float[Array, "N C"],
     residual: Float[Array, "N C"],
@@ -284,7 +331,8 @@ def partition_search(
     Raises:
         TypeError: a key that is not a PRNG key (``None`` only with ``init``).
     """
-    check_key(key, optional=init is not None)
+    if init is None:
+        key = check_key(key)  # the random starts draw; with init nothing is drawn
     return _partition_search(probs, residual, weights, action_mask, init, key, n_actions=n_actions, search=search)
 
 
@@ -308,7 +356,7 @@ def _partition_search(probs, residual, weights, action_mask, init, key, *, n_act
 
     def objective(v):
         w = scale * v
-        return decision_objective(w, probs, residual, weights, action_mask, squared=squared)
+        return _decision_objective(w, probs, residual, weights, action_mask, squared=squared)
 
     def loss(vs):
         return -jnp.sum(jax.vmap(objective)(vs))
@@ -364,12 +412,6 @@ def _action_tuple(n_actions) -> tuple[int, ...]:
     return (check_static_int(n_actions, "n_actions", 1, _MAX_ACTIONS),)
 
 
-_MAX_ACTIONS = 2**12  # actions of one decision maker (the searched witnesses are (K, C) each)
-
-
-def _search(search, name, bound):
-    return check_search(search)
-
 
 def _true_probs(value, name, bound):
     """Rows on the simplex of the shape of ``probs`` (None: unknown)."""
@@ -391,7 +433,7 @@ def _dce_core(key, probs, labels, sample_weight, search, *, actions, single):
     keys = jax.random.split(key, len(actions))
 
     def one(k, mask):
-        res = partition_search(probs, residual, weights, mask, key=k, n_actions=k_max, search=search)
+        res = _partition_search(probs, residual, weights, mask, None, k, n_actions=k_max, search=search)
         return _best(res, mask)
 
     # Every K runs padded to K_max with masked actions, so all K share one compiled search and

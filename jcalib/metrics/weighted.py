@@ -173,7 +173,7 @@ def weighted_calibration_error(
     if weights.ndim == 2:
         weights = weights[None]
     if weights.ndim != 3 or weights.shape[1:] != v.shape:
-        raise ValueError(f"weights must have shape (n, k) or (M, n, k) with (n, k) = {v.shape}, got {tuple(weights.shape)}")
+        raise ValueError(f"weight_fn must give (or be) weights of shape (n, k) or (M, n, k) with (n, k) = {v.shape}, got {tuple(weights.shape)}")
     if is_concrete(weights) and (
         not bool(jnp.all(jnp.isfinite(weights))) or bool(jnp.any(jnp.abs(weights) > 1 + 1e-6))
     ):
