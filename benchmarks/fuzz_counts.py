@@ -70,6 +70,19 @@ def report(outcomes, folder: Path) -> None:
         (folder / f"{name}.txt").write_text(f"# fuzz failures, {stamp} ({len(mine)} inputs)\n" + "\n".join(mine) + "\n")
 
 
+def compare(before: str, after: str) -> int:
+    """The tables of two runs (``--json`` files) over the inputs both ran."""
+    runs = [json.loads(Path(p).read_text()) for p in (before, after)]
+    common = set(runs[0]["outcomes"]) & set(runs[1]["outcomes"])
+    cases = {c.id: c for t in fuzz.targets() for c in fuzz.cases_of(t)}
+    common = [i for i in common if i in cases]
+    for name, run in zip(("before", "after"), runs):
+        outcomes = [fuzz.Outcome(cases[i], run["outcomes"][i], "") for i in sorted(common)]
+        print(f"## {name} ({len(common)} inputs run by both)\n")
+        print(render(fuzz.table(outcomes), run["callables"], run["fuzzed"], len(fuzz.targets()), 0.0) + "\n")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--full", action="store_true", help="every input (the slow test)")
@@ -78,7 +91,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default="", help="write the counts to this file")
     ap.add_argument("--only", default="", help="comma-separated target prefixes (e.g. metrics,core.play)")
     ap.add_argument("--limit", type=int, default=0, help="run only the first LIMIT inputs of the fixed-seed order")
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="print both runs' tables over the inputs both ran (JSON files)")
     args = ap.parse_args(argv)
+    if args.compare:
+        return compare(*args.compare)
     jax.config.update("jax_numpy_dtype_promotion", "strict")  # as the test suite runs
     jax.config.update("jax_numpy_rank_promotion", "raise")
     t0 = time.perf_counter()

@@ -471,7 +471,9 @@ def _names(msg: str, case: Case, names=()) -> bool:
         return True
     if case.mutation in _SHAPE_MUTATIONS and any(n in msg for n in names):
         return True
-    return case.param in msg
+    ex = example_of(case.target)
+    alias = ex.aliases.get(case.param) if ex is not None else None
+    return case.param in msg or (alias is not None and alias in msg)
 
 
 def _type_check_error(e: BaseException) -> bool:
