@@ -19,7 +19,7 @@ def pav_by_rounds(y: Float[Array, " n"], w: Float[Array, " n"]) -> Float[Array, 
 
     Pooling adjacent violators in any order reaches the same isotonic fit (Ayer et al. 1955;
     Best, Chakravarti 1990, *Active set algorithms for isotonic regression; a unifying
-    framework*, Math. Program., §3), so a round may pool all of them together. A round is a
+    framework*, Math. Program.), so a round may pool all of them together. A round is a
     few passes over the rows (block ids by a running count of the boundaries, block sums by
     ``segment_sum``, never by differences of prefix sums, which would lose float32 precision): no per-row loop and no whole-array select per merge, which is what makes the
     one-at-a-time kernel slow once ``vmap`` batches it over resamples (its nested

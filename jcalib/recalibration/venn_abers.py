@@ -1,6 +1,6 @@
 r"""Venn–Abers predictors: inductive (IVAP) and cross (CVAP), binary and multi-class.
 
-**Inductive Venn–Abers** (Vovk, Petej 2014, §2 and Algorithm 1). Given calibration scores
+**Inductive Venn–Abers** (Vovk, Petej 2014). Given calibration scores
 $s_1, \dots, s_n$ with labels $y_i \in \{0, 1\}$ and a test score $s$, fit isotonic regression
 twice, once with the test point labelled 0 and once labelled 1:
 
@@ -8,13 +8,13 @@ $$p_0(s) = g_0(s),\quad g_0 = \mathrm{IR}\big(\{(s_i, y_i)\}_{i=1}^n \cup \{(s, 
 p_1(s) = g_1(s),\quad g_1 = \mathrm{IR}\big(\{(s_i, y_i)\}_{i=1}^n \cup \{(s, 1)\}\big).$$
 
 The pair $(p_0, p_1)$, $p_0 \le p_1$, is a multiprobability prediction: one of them is
-perfectly calibrated in the sense of Venn predictors (their Theorem 1), and $p_1 - p_0$
+perfectly calibrated in the sense of Venn predictors, and $p_1 - p_0$
 shrinks as the calibration set grows. The merged probability that minimises the worst-case
 log loss over the pair is
 
 $$p = \frac{p_1}{1 - p_0 + p_1}$$
 
-(their eq. 11; the Brier-loss minimax merge is $p = p_1 + p_0^2/2 - p_1^2/2$, Vovk, Petej,
+(Vovk, Petej 2014; the Brier-loss minimax merge is $p = p_1 + p_0^2/2 - p_1^2/2$, Vovk, Petej,
 Fedorova 2015, §4).
 
 **Computation** (Vovk, Petej, Fedorova 2015, §2, Algorithms 1–4 precompute the same tables by
@@ -226,7 +226,7 @@ class VennAbers(AbstractRecalibrator):
         [0.3333, 0.75, 0.5294]
 
     References:
-        Vovk, Petej (2014), §2 and eq. 11; Vovk, Petej, Fedorova (2015), §2 and §4.
+        Vovk, Petej (2014); Vovk, Petej, Fedorova (2015), §2 and §4.
     """
 
     loss: str = eqx.field(static=True, default="log")

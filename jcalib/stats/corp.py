@@ -5,12 +5,12 @@ decompositions by isotonic regression (Dimitriadis, Gneiting, Jordan 2021).
 The CORP estimate of the conditional event probability $\mathbb P(Y = 1 \mid X = x)$ is the
 isotonic (non-decreasing) least-squares fit $\hat x_i$ of the outcomes on the forecasts, found
 by pool-adjacent-violators (:func:`jcalib.recalibration.pav`): it bins the forecasts optimally
-(the bins are the PAV blocks) and needs no tuning (Dimitriadis, Gneiting, Jordan 2021, §2 and
-the CORP algorithm of Fig. 2). The same $\hat x$ minimises the mean of every proper scoring
+(the bins are the PAV blocks) and needs no tuning (Dimitriadis, Gneiting, Jordan 2021, the CORP
+approach). The same $\hat x$ minimises the mean of every proper scoring
 rule for the mean of a binary outcome among non-decreasing maps, so one fit serves the Brier
 and the log score.
 
-**Score decomposition** (their eq. 4 and §3): with $\bar S$ the mean score of the forecasts,
+**Score decomposition** (their CORP score decomposition): with $\bar S$ the mean score of the forecasts,
 $\bar S_{\mathrm{rc}}$ that of the recalibrated $\hat x$ and $\bar S_{\mathrm{mg}}$ that of the
 marginal (climatological) forecast $r = \bar y$,
 
@@ -28,7 +28,7 @@ $S_\alpha(q, y) = (\mathbb 1\{y \le q\} - \alpha)(q - y)$; the recalibrated fore
 isotonic $\alpha$-quantile regression of the outcomes on the forecasts and the marginal forecast
 the $\alpha$-quantile of the outcomes (Gneiting, Resin 2023, *Regression diagnostics meets
 forecast evaluation: conditional calibration, reliability diagrams, and coefficient of
-determination*, Electron. J. Stat., §3; Jordan, Mühlemann, Ziegel 2022, *Characterizing the
+determination*, Electron. J. Stat.; Jordan, Mühlemann, Ziegel 2022, *Characterizing the
 optimal solutions to the isotonic regression problem for identifiable functionals*, Ann. Inst.
 Stat. Math.). The $\alpha$-quantile is set-valued, so, as model-diagnostics does, PAV runs
 with the lower quantile of each block (``inverted_cdf``), the upper quantile is taken on the
@@ -51,8 +51,8 @@ vector over the once-sorted forecasts, so no resample is sorted again.
 **Consistency bands** (:func:`corp_curve`), as the R package reliabilitydiag draws them: under
 the null hypothesis of calibration the outcomes are drawn again as $Y^*_i \sim
 \mathrm{Bernoulli}(x_i)$, the PAV fit is recomputed, and the band at each forecast value is the
-pointwise $\frac{1 - \ell}{2}$ and $\frac{1 + \ell}{2}$ quantiles of the refits (their §2 and
-Fig. 2). A PAV curve outside the band is evidence of miscalibration there.
+pointwise $\frac{1 - \ell}{2}$ and $\frac{1 + \ell}{2}$ quantiles of the refits (their uncertainty
+quantification by resampling). A PAV curve outside the band is evidence of miscalibration there.
 
 References:
     T. Dimitriadis, T. Gneiting, A. I. Jordan (2021), *Stable reliability diagrams for
@@ -259,7 +259,7 @@ def score_decomposition(
 ) -> ScoreDecomposition:
     r"""CORP decomposition of the mean Brier or log score of binary forecasts:
     $\bar S = \mathrm{MCB} - \mathrm{DSC} + \mathrm{UNC}$ (Dimitriadis, Gneiting, Jordan 2021,
-    eq. 4; module docstring), the recalibrated forecasts being the PAV fit of the outcomes on the
+    module docstring), the recalibrated forecasts being the PAV fit of the outcomes on the
     forecasts. Not normalised: each component is in the score's units (the Brier score's
     UNC is $\bar y(1 - \bar y)$). MCB, DSC and UNC are those of model-diagnostics'
     ``decompose`` (tested to $10^{-10}$ in float64).
@@ -286,7 +286,7 @@ def score_decomposition(
         [0.1425, 0.0175, 0.125, 0.25]
 
     References:
-        Dimitriadis, Gneiting, Jordan (2021), §2 (CORP) and eq. 4 (the decomposition).
+        Dimitriadis, Gneiting, Jordan (2021): the CORP approach and its score decomposition.
     """
     est, res = _score_decomposition(probs, labels, sample_weight, key, score=score, n_resamples=n_resamples,
                                     level=level, chunk=chunk)
@@ -353,7 +353,7 @@ def corp_curve(
         [0.0, 0.6667, 0.6667, 0.6667]
 
     References:
-        Dimitriadis, Gneiting, Jordan (2021), §2 and Fig. 2 (consistency bands).
+        Dimitriadis, Gneiting, Jordan (2021): consistency bands by resampling.
     """
     return CORPCurve(*_corp_curve(probs, labels, sample_weight, key, n_resamples=n_resamples, level=level,
                                   chunk=chunk))
@@ -564,8 +564,8 @@ def quantile_score_decomposition(
         [0.375, 0.3125, 0.6875, 0.75]
 
     References:
-        Gneiting, Resin (2023), §3; Arnold, Walz, Ziegel, Gneiting (2024) (CRPS);
-        Dimitriadis, Gneiting, Jordan (2021), eq. 4.
+        Gneiting, Resin (2023); Arnold, Walz, Ziegel, Gneiting (2024) (CRPS);
+        Dimitriadis, Gneiting, Jordan (2021).
     """
     dt = quantiles.dtype
     y = y.astype(dt)
