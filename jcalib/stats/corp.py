@@ -262,7 +262,9 @@ def score_decomposition(
     module docstring), the recalibrated forecasts being the PAV fit of the outcomes on the
     forecasts. Not normalised: each component is in the score's units (the Brier score's
     UNC is $\bar y(1 - \bar y)$). MCB, DSC and UNC are those of model-diagnostics'
-    ``decompose`` (tested to $10^{-10}$ in float64).
+    ``decompose`` (tested to $10^{-10}$ in float64). Exact ties of the forecasts are pooled;
+    scikit-learn's isotonic regression inside model-diagnostics also pools forecasts closer
+    than the dtype's resolution ($10^{-15}$ in float64), where the two may differ.
 
     Args:
         probs: forecasts of the event, shape ``(n,)``, in $[0, 1]$.
