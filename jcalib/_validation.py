@@ -9,10 +9,17 @@ force when the function is traced.
 
 Integer hyperparameters (:func:`check_int`, :func:`check_positive_int`) accept Python and NumPy
 integers (and 0-d integer arrays), never bools or floats; keys go through :func:`check_key`.
+
+Public callables use these rules through one declaration each (:func:`declare` and the
+:class:`Spec` objects at the end of this module): the declaration gives the plain-call error and
+the in-graph check from the same rule, bounds sizes before anything is allocated, and serves
+equinox module fields too (:func:`check_fields`, :meth:`Spec.converter`).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import operator
 
 import equinox as eqx
@@ -463,9 +470,6 @@ def check_grid_counts(counts, ones, n_bins):
 # ``__check_init__``, or ``eqx.field(converter=Int(1).converter("n_bins"))``.
 # ---------------------------------------------------------------------------------------------
 
-import functools  # noqa: E402
-import inspect  # noqa: E402
-
 __all__ += [
     "Spec", "declare", "declared", "check_fields", "check_static_int", "format_bytes",
     "Int", "Integer", "Real", "Bool", "Choice", "Key", "Optional", "Custom", "BoundaryOnly",
@@ -676,9 +680,8 @@ class BoundaryOnly(Spec):
     def check(self, value, name, bound):
         from .config import checks
 
-        if isinstance(value, jax.core.Tracer) or any(
-                isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(value) if isinstance(value, (list, tuple))):
-            with checks(False):
+        if any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(value)):
+            with checks(False):  # read at trace time by in_graph: nothing is staged
                 return self.spec.check(value, name, bound)
         return self.spec.check(value, name, bound)
 

@@ -24,7 +24,7 @@ recalibrated = jax.vmap(lambda f: f(p_test))(fits)                              
 - Settings that fix array shapes or loop lengths (``n_steps``, ``n_bins``) are static fields;
   real-valued settings (regularisation strengths) are leaves, so one may vmap over them.
 - Inputs are validated at the Python boundary (``ValueError``/``TypeError`` naming the argument
-  and the rule); traced inputs pass through.
+  and the rule); traced inputs are checked in the graph (behind ``jcalib.config.checks``).
 
 `SklearnRecalibrator` wraps any method in scikit-learn's ``fit`` / ``predict_proba`` protocol.
 """

@@ -42,8 +42,10 @@ def test_float32_and_bad_input():
         QuantileRecalibration().fit(np.array([0.1, np.nan]))
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         QuantileRecalibration().fit(np.array([0.1, 1.2]))
-    with pytest.raises(ValueError, match="non-empty 1-D"):
+    with pytest.raises(ValueError, match="pit_values must be 1-D"):
         QuantileRecalibration().fit(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="pit_values is empty"):
+        QuantileRecalibration().fit(np.zeros(0))
     with pytest.raises(ValueError, match="cdf_values"):
         fitted(np.array([-0.5]))
 
