@@ -24,10 +24,10 @@ def as_traced_module(module):
     new hyperparameter values reuse one compilation and sweeps can vmap over them.
 
     Raises:
-        ValueError: ``module`` is not an equinox module.
+        ValueError: ``module`` is a string (not a module, nor a pytree of settings).
     """
-    if not isinstance(module, eqx.Module):
-        raise ValueError(f"module must be an equinox Module (a forecaster, a nature), got {type(module).__name__}")
+    if isinstance(module, (str, bytes)):
+        raise ValueError(f"module must be an equinox Module (a forecaster, a nature) or a pytree, got {type(module).__name__}")
 
     def conv(x):
         if isinstance(x, (int, float)) and not isinstance(x, bool):

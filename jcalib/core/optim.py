@@ -84,9 +84,12 @@ class OptimResult(NamedTuple):
 
 
 def _real_tree(tree, name: str):
-    """``tree`` (a pytree of parameters or gradients) after its checks: every leaf a real
-    floating array (an int, a string, a complex number refused), and finite when concrete.
-    Traced leaves are not checked in the graph: these run inside the forecasters' rounds."""
+    """``tree`` (a pytree of parameters or gradients) after its checks: every leaf a non-empty
+    real floating array (an int, a string, a complex number refused), finite (NaN and ±inf in
+    the graph when traced, behind ``jcalib.config.checks``). A flat list or tuple of numbers is
+    read as one array."""
+    if isinstance(tree, (list, tuple)) and tree and all(isinstance(v, (int, float, np.number)) for v in tree):
+        tree = np.asarray(tree)
     leaves = jax.tree_util.tree_leaves(tree)
     if not leaves:
         raise ValueError(f"{name} holds no arrays")
@@ -99,9 +102,17 @@ def _real_tree(tree, name: str):
                 dtype = None
         if dtype is None or not jnp.issubdtype(dtype, jnp.floating):
             raise ValueError(f"{name} must hold real floating arrays, got a leaf {shown(leaf)}")
-        if not isinstance(leaf, jax.core.Tracer):
-            check_finite(np.asarray(leaf), name)
-    return tree
+        if np.size(leaf) == 0:
+            raise ValueError(f"{name} holds an empty array (shape {np.shape(leaf)})")
+    return jax.tree_util.tree_map(lambda leaf: _finite_leaf(leaf, name), tree)
+
+
+def _finite_leaf(leaf, name: str):
+    """A leaf behind its finiteness check: in the graph when traced, in NumPy otherwise."""
+    if isinstance(leaf, jax.core.Tracer):
+        return check_finite(leaf, name)
+    check_finite(np.asarray(leaf), name)
+    return leaf
 
 
 def _check_optimizer(optimizer) -> None:
@@ -118,12 +129,17 @@ def optax_update(optimizer: optax.GradientTransformation, grads, state, params):
             structures or shapes differ.
     """
     _check_optimizer(optimizer)
-    _real_tree(grads, "grads")
-    _real_tree(params, "params")
+    grads = _real_tree(grads, "grads")
+    params = _real_tree(params, "params")
     g_shapes = jax.tree_util.tree_map(jnp.shape, grads)
     p_shapes = jax.tree_util.tree_map(jnp.shape, params)
     if g_shapes != p_shapes:
         raise ValueError(f"grads must have the structure and shapes of params, got {shown(g_shapes)} and {shown(p_shapes)}")
+    return _optax_update(optimizer, grads, state, params)
+
+
+def _optax_update(optimizer, grads, state, params):
+    """:func:`optax_update` without the checks (inside :func:`optimise`'s steps)."""
     with standard_promotion():
         updates, state = optimizer.update(grads, state, params)
         return optax.apply_updates(params, updates), state
@@ -181,7 +197,7 @@ def optimise(
     if not callable(loss):
         raise ValueError(f"loss must be a function of the parameters, got {type(loss).__name__}")
     _check_optimizer(optimizer)
-    _real_tree(params, "params")
+    params = _real_tree(params, "params")
     if project is not None and not callable(project):
         raise ValueError(f"project must be a function of the parameters or None, got {type(project).__name__}")
     # a bool is refused (check_int): lax.scan reads True as every step unrolled, 400 copies of
@@ -195,7 +211,7 @@ def optimise(
     def step(carry, _):
         p, s = carry
         value, grads = value_and_grad(p)
-        p, s = optax_update(optimizer, grads, s, p)
+        p, s = _optax_update(optimizer, grads, s, p)
         if project is not None:
             p = project(p)
         return (p, s), value

@@ -108,10 +108,12 @@ class Mixture(NamedTuple):
                 raise ValueError(f"probs must sum to 1, got {v.sum():.6g} (shape {v.shape})")
 
         def leaf(s):
-            s = as_float_array(s, "support")
-            if s.ndim == 0 or s.shape[0] != k:
-                raise ValueError(f"support must have a leading axis of len(probs) = {k}, got a leaf of shape {tuple(s.shape)}")
-            return check_finite(s, "support")
+            f = as_float_array(s, "support")  # refuses strings and complex numbers
+            if f.ndim == 0 or f.shape[0] != k:
+                raise ValueError(f"support must have a leading axis of len(probs) = {k}, got a leaf of shape {tuple(f.shape)}")
+            s = s if isinstance(s, jax.Array) else jnp.asarray(s)
+            # integer and boolean atoms keep their dtype (and are finite); float atoms are checked
+            return check_finite(s, "support") if jnp.issubdtype(s.dtype, jnp.floating) else s
 
         return jax.tree_util.tree_map(leaf, self.support), probs
 
@@ -131,7 +133,7 @@ def as_mixture(public) -> Mixture:
         ValueError: a leaf of ``public`` is not a non-empty real array, or holds NaN or ±inf.
     """
     if isinstance(public, Mixture):
-        return public
+        return Mixture(*public._checked())
 
     def atom(v):  # a real, finite value (NaN and ±inf in the graph, behind jcalib.config.checks)
         v = as_float_array(v, "public")

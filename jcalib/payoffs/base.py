@@ -64,6 +64,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._dtypes import float_dtype
+from .._validation import Custom, declare, RealArray, shown
 
 __all__ = [
     "AbstractExpectations",
@@ -278,16 +279,53 @@ def _bin_ends(edges: tuple, p) -> tuple[Array, Array]:
     return jnp.asarray(e[:-1], dt), jnp.asarray(e[1:], dt)
 
 
+def _payoff(value, name, bound):
+    if not isinstance(value, AbstractPayoff):
+        raise ValueError(f"{name} must be an AbstractPayoff, got {type(value).__name__}")
+    return value
+
+
+def _edges(value, name, bound):
+    e = RealArray(ndim=1).check(value, name, bound)
+    v = None if isinstance(e, jax.core.Tracer) else np.asarray(e)
+    if e.shape[0] < 2 or (v is not None and not np.all(np.diff(v) > 0)):
+        raise ValueError(f"{name} must be strictly increasing bin edges, at least two, got {shown(value)}")
+    q = bound.get("q_probs")
+    if q is not None and q.shape[-1] != e.shape[0] - 1:
+        raise ValueError(f"{name} must have one more entry than q_probs has bins ({q.shape[-1]}), got {e.shape[0]}")
+    return e
+
+
+@declare(payoff=Custom(_payoff, "a payoff"), q_probs=RealArray(ndim=(1, 2), lo=0.0), edges=Custom(_edges, "bin edges"))
 def expect_under_bins(payoff: AbstractPayoff, x, forecast, q_probs, edges) -> Float[Array, " d"]:
     """$\\mathbb E_{y\\sim q}\\,\\pi(x, p, y)$ for $q$ piecewise constant with bin masses ``q_probs`` on ``edges``
-    (through :meth:`AbstractExpectations.expect_uniform`; any payoff, by :func:`as_expectations`)."""
+    (through :meth:`AbstractExpectations.expect_uniform`; any payoff, by :func:`as_expectations`).
+
+    Raises:
+        ValueError: ``payoff`` is not a payoff, ``q_probs`` has negative or non-finite masses,
+            or ``edges`` are not increasing with one more entry than ``q_probs`` has bins.
+    """
     e = jnp.asarray(edges, jnp.asarray(q_probs).dtype)
     return jnp.asarray(q_probs) @ as_expectations(payoff).expect_uniform(x, forecast, e[:-1], e[1:])
 
 
+def _mean(value, name, bound):
+    m = RealArray(ndim=1).check(value, name, bound)
+    d = bound["payoff"].dim
+    if m.shape != (d,):
+        raise ValueError(f"{name} must have the payoff's dimension ({d},), got {tuple(m.shape)}")
+    return m
+
+
+@declare(payoff=Custom(_payoff, "a payoff"), mean=Custom(_mean, "the payoff's running mean"))
 def direction(payoff: AbstractPayoff, mean: Float[Array, " d"]) -> Float[Array, " d"]:
     """The vector Algorithm 1 makes a half-space for: $\\bar\\pi$, with the positive part taken on
-    the semi-consistent coordinates (Proposition A.5)."""
+    the semi-consistent coordinates (Proposition A.5).
+
+    Raises:
+        ValueError: ``payoff`` is not a payoff, or ``mean`` is not a finite vector of its
+            dimension (in the graph when traced).
+    """
     mask = jnp.asarray(payoff.semi)
     return jnp.where(mask, jnp.maximum(mean, 0), mean)
 

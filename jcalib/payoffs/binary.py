@@ -18,14 +18,15 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._grid import grid_index
-from .._validation import check_positive_int
+from .._grid import GRID_WHY, MAX_GRID, grid_index, size_field
+from .._validation import check_positive_int, declare, Int, RealArray
 from ..core.types import Mixture
 from .base import AbstractPayoff
 
 __all__ = ["BinaryCalibration", "MixedBinaryCalibration", "tent_weights"]
 
 
+@declare(forecasts=RealArray(ndim=None, lo=0.0, hi=1.0), n_bins=Int(1, MAX_GRID))
 def tent_weights(forecasts, n_bins: int) -> Float[Array, "... n_bins+1"]:
     """Tent (piecewise-linear) partition of unity on the grid $\\{0, 1/m, \\dots, 1\\}$, $m$ = ``n_bins``, at each forecast.
 
@@ -39,6 +40,10 @@ def tent_weights(forecasts, n_bins: int) -> Float[Array, "... n_bins+1"]:
     Returns:
         The weights, shape ``forecasts.shape + (n_bins + 1,)``.
 
+    Raises:
+        ValueError: a forecast outside [0, 1] or NaN (in the graph when traced), or ``n_bins``
+            not a positive integer.
+
     Example:
         >>> [round(float(w), 2) for w in tent_weights(0.3, 4)]
         [0.0, 0.8, 0.2, 0.0, 0.0]
@@ -46,6 +51,9 @@ def tent_weights(forecasts, n_bins: int) -> Float[Array, "... n_bins+1"]:
     p = jnp.asarray(forecasts)
     v = jnp.arange(n_bins + 1, dtype=p.dtype)
     return jnp.maximum(0.0, 1.0 - jnp.abs(n_bins * p[..., None] - v))
+
+
+_tent_weights = tent_weights.__wrapped__  # inside the payoffs' rounds: forecasts already checked
 
 
 class BinaryCalibration(AbstractPayoff):
@@ -64,7 +72,7 @@ class BinaryCalibration(AbstractPayoff):
         (-0.56, -0.14, -0.7)
     """
 
-    n_bins: int = eqx.field(static=True)
+    n_bins: int = size_field("n_bins", what="its per-grid-point coordinates", hi=MAX_GRID, why=GRID_WHY)
     hard: bool = eqx.field(static=True, default=False)
 
     def __check_init__(self):
@@ -77,7 +85,7 @@ class BinaryCalibration(AbstractPayoff):
     def weights(self, forecast):
         if self.hard:
             return (jnp.arange(self.n_bins + 1, dtype=jnp.int32) == grid_index(forecast, self.n_bins)).astype(jnp.asarray(forecast).dtype)
-        return tent_weights(forecast, self.n_bins)
+        return _tent_weights(forecast, self.n_bins)
 
     def __call__(self, x, forecast, y):
         forecast = jnp.asarray(forecast)
@@ -102,7 +110,7 @@ class MixedBinaryCalibration(AbstractPayoff):
         n_bins: $m$ (static).
     """
 
-    n_bins: int = eqx.field(static=True)
+    n_bins: int = size_field("n_bins", what="its per-grid-point coordinates", hi=MAX_GRID, why=GRID_WHY)
 
     def __check_init__(self):
         check_positive_int(self.n_bins, "n_bins")

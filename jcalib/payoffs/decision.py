@@ -23,7 +23,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._validation import check_positive_int
+from .._grid import size_field
+from .._validation import Real
 from ..core.batching import as_traced_module
 from ..distributions import AbstractDistribution
 from .base import AbstractPayoff
@@ -74,11 +75,12 @@ class DecisionCalibration(AbstractPayoff):
     """
 
     utility: Callable
-    n_actions: int = eqx.field(static=True)
-    utility_range: float = eqx.field(static=True, default=1.0)
+    n_actions: int = size_field("n_actions", lambda n: n, what="its coordinates")
+    utility_range: float = eqx.field(static=True, default=1.0, converter=Real(0.0, open_lo=True, static=True).converter("utility_range"))
 
     def __check_init__(self):
-        check_positive_int(self.n_actions, "n_actions")
+        if not callable(self.utility):
+            raise ValueError(f"utility must be callable as utility(y, x) -> (n_actions,) utilities, got {type(self.utility).__name__}")
 
     @property
     def dim(self) -> int:
@@ -102,11 +104,12 @@ class SwapRegret(AbstractPayoff):
     """
 
     utility: Callable
-    n_actions: int = eqx.field(static=True)
-    utility_range: float = eqx.field(static=True, default=1.0)
+    n_actions: int = size_field("n_actions", lambda n: n * n, what="its n_actions**2 coordinates")
+    utility_range: float = eqx.field(static=True, default=1.0, converter=Real(0.0, open_lo=True, static=True).converter("utility_range"))
 
     def __check_init__(self):
-        check_positive_int(self.n_actions, "n_actions")
+        if not callable(self.utility):
+            raise ValueError(f"utility must be callable as utility(y, x) -> (n_actions,) utilities, got {type(self.utility).__name__}")
 
     @property
     def dim(self) -> int:

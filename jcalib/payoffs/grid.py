@@ -24,10 +24,11 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from .._validation import check_hyper, check_positive_int
+from .._grid import GRID_WHY, MAX_GRID, size_field
+from .._validation import check_hyper, check_positive_int, Custom, declare, Int, RealArray
 from ..core.types import Mixture
 from .base import AbstractPayoff
-from .binary import tent_weights
+from .binary import _tent_weights
 
 __all__ = [
     "ConformalPayoff",
@@ -57,7 +58,7 @@ class ConformalPayoff(AbstractPayoff):
     """
 
     beta: float
-    n_actions: int = eqx.field(static=True)
+    n_actions: int = size_field("n_actions", lambda n: n, what="its coordinates")
 
     def __check_init__(self):
         check_positive_int(self.n_actions, "n_actions")
@@ -95,7 +96,7 @@ class SmoothConformalPayoff(AbstractPayoff):
     """
 
     beta: float
-    n_actions: int = eqx.field(static=True)
+    n_actions: int = size_field("n_actions", lambda n: n, what="its coordinates")
 
     def __check_init__(self):
         check_positive_int(self.n_actions, "n_actions")
@@ -111,13 +112,21 @@ class SmoothConformalPayoff(AbstractPayoff):
         levels = jnp.arange(self.n_actions + 1, dtype=forecast.dtype) / self.n_actions
         q = jnp.interp(forecast, levels, x)
         e = jnp.where(forecast <= 0, 0.0, jnp.where(forecast >= 1, 1.0, (jnp.asarray(y).astype(forecast.dtype) <= q).astype(forecast.dtype)))
-        return tent_weights(forecast, self.n_actions) * (e - jnp.asarray(self.beta, forecast.dtype))
+        return _tent_weights(forecast, self.n_actions) * (e - jnp.asarray(self.beta, forecast.dtype))
 
     def bound(self) -> float:
         b = float(self.beta)
         return max(b, 1 - b) ** 2
 
 
+def _point(forecast, name, bound):
+    f = RealArray(ndim=1, lo=0.0, hi=1.0).check(forecast, name, bound)
+    if f.shape != (2,):
+        raise ValueError(f"{name} must be a point (mean, second moment) of shape (2,), got {tuple(f.shape)}")
+    return f
+
+
+@declare(forecast=Custom(_point, "a point of [0, 1]^2"), n_bins=Int(1, MAX_GRID))
 def freudenthal(forecast, n_bins: int):
     r"""Vertices and barycentric weights of $f \in [0,1]^2$ in the Freudenthal triangulation of an $m\times m$ grid, $m$ = ``n_bins``.
 
@@ -131,9 +140,13 @@ def freudenthal(forecast, n_bins: int):
 
     Returns:
         ``(idx, w)``: flat vertex indices ``i * (m+1) + j`` (int32, shape (3,)) and weights (3,).
+
+    Raises:
+        ValueError: ``forecast`` not of shape (2,) in [0, 1] (in the graph when traced), or
+            ``n_bins`` not a positive integer.
     """
     m = n_bins
-    f = jnp.asarray(forecast)
+    f = forecast
     u = f * m
     ij = jnp.clip(jnp.floor(u), 0, m - 1)
     r = u - ij
@@ -173,7 +186,7 @@ class MomentGridCalibration(AbstractPayoff):
         n_ticks: $M$ (static).
     """
 
-    n_ticks: int = eqx.field(static=True)
+    n_ticks: int = size_field("n_ticks", lambda n: n + 1, what="its grid of moments", hi=MAX_GRID, why=GRID_WHY)
 
     def __check_init__(self):
         check_positive_int(self.n_ticks, "n_ticks")
@@ -183,7 +196,7 @@ class MomentGridCalibration(AbstractPayoff):
         return 2 * (self.n_ticks + 1) ** 2
 
     def weights(self, forecast):
-        idx, w = freudenthal(forecast, self.n_ticks)
+        idx, w = _freudenthal(forecast, self.n_ticks)
         return jnp.zeros((self.n_ticks + 1) ** 2, w.dtype).at[idx].add(w)
 
     def __call__(self, x, forecast, y):
@@ -204,7 +217,7 @@ class MixedMomentCalibration(AbstractPayoff):
         n_ticks: $M$ (static).
     """
 
-    n_ticks: int = eqx.field(static=True)
+    n_ticks: int = size_field("n_ticks", lambda n: n + 1, what="its grid of moments", hi=MAX_GRID, why=GRID_WHY)
 
     def __check_init__(self):
         check_positive_int(self.n_ticks, "n_ticks")
@@ -231,3 +244,6 @@ class MixedMomentCalibration(AbstractPayoff):
     @property
     def semi(self) -> np.ndarray:
         return np.zeros(self.dim, bool)
+
+
+_freudenthal = freudenthal.__wrapped__  # inside the payoff's rounds: forecasts already checked

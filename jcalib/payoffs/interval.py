@@ -23,7 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._validation import check_hyper, check_positive_int
+from .._grid import MAX_GRID, float_bytes, size_field, table_size
+from .._validation import check_hyper, check_positive_int, declare, Int, Real, RealArray, shown
 from ..distributions import PiecewiseConstant
 from .base import AbstractExpectations, AbstractIntervalPayoff, AbstractPayoff, DirectSum, ExpertContext, _bin_ends
 
@@ -41,11 +42,13 @@ __all__ = [
 
 def quantile_levels(n: int, dtype=None):
     """The levels $\\alpha_j = j/(n+1)$, $j = 1..n$ (n = 99 gives 0.01, …, 0.99)."""
-    n = check_positive_int(n, "n")
+    n = table_size(n, "n", lambda n: n * float_bytes(), what="the levels", hi=MAX_GRID)
     dtype = dtype or jnp.result_type(float)
     return jnp.arange(1, n + 1, dtype=dtype) / (n + 1)
 
 
+@declare(f_left=RealArray(ndim=None, lo=0.0, hi=1.0), f_right=RealArray(ndim=None, lo=0.0, hi=1.0, shape_of="f_left"),
+         alpha=RealArray(ndim=None, lo=0.0, hi=1.0))
 def linearised_quantile(f_left, f_right, alpha):
     r"""Eq. 19 (App. B) in closed form: the quantile payoff linearised across a CDF jump.
 
@@ -55,6 +58,10 @@ def linearised_quantile(f_left, f_right, alpha):
     jump, $\alpha^- = a$, $\alpha^+ = b$, $1-\lambda = (\alpha-a)/(b-a)$), and
     $\mathbb 1\{b \le \alpha\} - \alpha$ when $F_p$ is continuous at $y$ ($\lambda := 1$).
     Derived here from Eq. 19; it is the randomised PIT's CDF at $\alpha$ minus $\alpha$.
+
+    Raises:
+        ValueError: CDF values or levels outside [0, 1] or NaN (in the graph when traced), or
+            ``f_left`` and ``f_right`` of different shapes.
     """
     a, b, alpha = jnp.asarray(f_left), jnp.asarray(f_right), jnp.asarray(alpha)
     gap = b - a
@@ -94,7 +101,7 @@ class QuantileCalibration(AbstractExpectations):
         n_levels: $m$ (static).
     """
 
-    n_levels: int = eqx.field(static=True, default=99)
+    n_levels: int = size_field("n_levels", lambda n: n, what="its quantile levels", hi=MAX_GRID, default=99)
 
     def __check_init__(self):
         check_positive_int(self.n_levels, "n_levels")
@@ -109,7 +116,7 @@ class QuantileCalibration(AbstractExpectations):
     def __call__(self, x, forecast, y):
         u = jnp.asarray(forecast.cdf(y))
         alpha = self.levels(u.dtype)
-        return linearised_quantile(u, u, alpha)  # PiecewiseConstant has no atoms: F(y-) = F(y)
+        return _linearised_quantile(u, u, alpha)  # PiecewiseConstant has no atoms: F(y-) = F(y)
 
     def expect_uniform(self, x, forecast, lo, hi):
         lo, hi = jnp.asarray(lo), jnp.asarray(hi)
@@ -243,6 +250,15 @@ def _prefix_sums(x):
     return hi, lo
 
 
+def float_tuple(values, name: str) -> tuple:
+    """``values`` (a sequence of real numbers) as a tuple of Python floats, for a static field;
+    a ``ValueError`` naming ``name`` for anything else."""
+    try:
+        return tuple(float(v) for v in values)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a sequence of real numbers, got {shown(values)}") from None
+
+
 def check_range(lo, hi) -> None:
     """Raise ``ValueError`` unless ``lo`` and ``hi`` are finite real numbers with ``lo < hi`` (an outcome range)."""
     check_hyper(lo, "lo")
@@ -280,8 +296,8 @@ class MomentCalibration(AbstractExpectations, AbstractIntervalPayoff):
     """
 
     orders: tuple = eqx.field(static=True, default=(1, 2))
-    lo: float = eqx.field(static=True, default=0.0)
-    hi: float = eqx.field(static=True, default=1.0)
+    lo: float = eqx.field(static=True, default=0.0, converter=Real(static=True).converter("lo"))
+    hi: float = eqx.field(static=True, default=1.0, converter=Real(static=True).converter("hi"))
 
     def __check_init__(self):
         for k in self.orders:
@@ -356,8 +372,8 @@ class ExpertRegret(AbstractExpectations, AbstractIntervalPayoff):
     """
 
     losses: tuple = eqx.field(static=True, default=("crps", "mse"))
-    lo: float = eqx.field(static=True, default=0.0)
-    hi: float = eqx.field(static=True, default=1.0)
+    lo: float = eqx.field(static=True, default=0.0, converter=Real(static=True).converter("lo"))
+    hi: float = eqx.field(static=True, default=1.0, converter=Real(static=True).converter("hi"))
 
     def __check_init__(self):
         if not self.losses or any(name not in _LOSSES for name in self.losses):
@@ -509,7 +525,7 @@ class QuantileStepPayoff(AbstractPayoff):
         n_levels: $m$ (static).
     """
 
-    n_levels: int = eqx.field(static=True)
+    n_levels: int = size_field("n_levels", lambda n: n, what="its quantile levels", hi=MAX_GRID)
 
     def __check_init__(self):
         check_positive_int(self.n_levels, "n_levels")
@@ -591,9 +607,9 @@ class DistributionCalibration(AbstractPayoff):
         max_dim: the size limit (static).
     """
 
-    cell_edges: tuple = eqx.field(static=True, converter=lambda e: tuple(float(v) for v in e))
-    n_ticks: int = eqx.field(static=True)
-    max_dim: int = eqx.field(static=True, default=10**6)
+    cell_edges: tuple = eqx.field(static=True, converter=lambda e: float_tuple(e, "cell_edges"))
+    n_ticks: int = size_field("n_ticks", lambda n: n + 1, what="its simplex grid", hi=MAX_GRID)
+    max_dim: int = eqx.field(static=True, default=10**6, converter=Int(1, 2**31 - 1, what="coordinates").converter("max_dim"))
 
     def __check_init__(self):
         e = np.asarray(self.cell_edges, np.float64)
@@ -605,7 +621,7 @@ class DistributionCalibration(AbstractPayoff):
         size = (len(e) - 2) * comb(self.n_ticks + len(e) - 2, len(e) - 2)
         if size > self.max_dim or size >= 2**31:
             raise ValueError(
-                f"distribution calibration with M = {len(e) - 1} cells and N = {self.n_ticks} ticks has "
+                f"n_ticks={self.n_ticks}: distribution calibration with M = {len(e) - 1} cells and N = n_ticks has "
                 f"{size} coordinates (> max_dim = {min(self.max_dim, 2**31 - 1)}): the cost is exponential in M"
             )
 
@@ -653,3 +669,6 @@ class DistributionCalibration(AbstractPayoff):
 
     def bound(self) -> float:
         return float(self.n_cells - 1)
+
+
+_linearised_quantile = linearised_quantile.__wrapped__  # inside the payoffs' rounds: CDF values already checked

@@ -49,10 +49,11 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._validation import as_int, check_hyper, check_positive_int, is_concrete
+from .._grid import GRID_WHY, MAX_GRID, size_field
+from .._validation import check_hyper, check_positive_int, Custom, declare, Int, is_concrete, Real, RealArray
 from ..core.types import Forecast, Mixture
 from .base import AbstractPayoff
-from .binary import BinaryCalibration, MixedBinaryCalibration, tent_weights
+from .binary import BinaryCalibration, MixedBinaryCalibration, _tent_weights
 from .grid import (
     ConformalPayoff,
     MixedMomentCalibration,
@@ -100,6 +101,14 @@ class AbstractOracle(eqx.Module):
         raise NotImplementedError  # abstract
 
 
+def _two_points(c, name, bound):
+    c = RealArray(ndim=1).check(c, name, bound)
+    if c.shape[0] < 2:
+        raise ValueError(f"{name} must hold one value per grid point, at least two, got shape {tuple(c.shape)}")
+    return c
+
+
+@declare(c=Custom(_two_points, "a direction on at least two grid points"))
 def tent_root(c: Float[Array, " n_bins+1"]):
     r"""A point $f\in[0,1]$ with $g(f) (f - y) \le 0$ for all $y \in [0, 1]$, $g$ the tent interpolation of $c$.
 
@@ -113,11 +122,12 @@ def tent_root(c: Float[Array, " n_bins+1"]):
 
     Returns:
         ``(f, i, t)``: the point, its segment's left vertex and the weight of the right vertex.
+
+    Raises:
+        ValueError: ``c`` is not a finite 1-D array of at least two values (in the graph when
+            traced).
     """
-    c = jnp.asarray(c)
     m = c.shape[0] - 1
-    if m == 0:
-        raise ValueError("tent_root needs at least two grid points")
     cross = (c[:-1] < 0) & (c[1:] >= 0)
     i = jnp.argmax(cross).astype(jnp.int32)
     ci, cj = c[i], c[i + 1]
@@ -150,7 +160,7 @@ class KakadeFoster(AbstractOracle):
         sum_payoff: optional payoff of the form above (deterministic oracle only).
     """
 
-    n_bins: int = eqx.field(static=True)
+    n_bins: int = size_field("n_bins", what="its per-grid-point coordinates", hi=MAX_GRID, why=GRID_WHY)
     quasi: bool = eqx.field(static=True, default=False)
     sum_payoff: AbstractPayoff | None = None
 
@@ -174,9 +184,9 @@ class KakadeFoster(AbstractOracle):
         if self.sum_payoff is not None:
             grid = jnp.arange(self.n_bins + 1, dtype=c.dtype) / self.n_bins
             g_grid = jax.vmap(lambda f: jnp.dot(self._slope(x, f), c))(grid)
-            f, _, _ = tent_root(g_grid)
+            f, _, _ = _tent_root(g_grid)
         else:
-            f, i, t = tent_root(c)
+            f, i, t = _tent_root(c)
         if not self.quasi:
             g = jnp.dot(self._slope(x, f), c)
             cert = jnp.maximum(g * f, g * (f - 1))  # max over y in {0, 1} of g (f - y): linear in y
@@ -192,11 +202,17 @@ class KakadeFoster(AbstractOracle):
         return Forecast(value, mix, cert)
 
 
+@declare(c=RealArray(ndim=1), q=RealArray(ndim=1, lo=0.0, hi=1.0, length_of="c"),
+         beta=Real(0.0, 1.0, open_lo=True, open_hi=True))
 def conformal_certificate(c, q, beta):
     r"""$\max_y \langle c, \pi(q, y)\rangle$ for :class:`ConformalPayoff`: exact, over every exceedance pattern.
 
     $e(a_i) = \mathbb 1\{i \ge j\}$ for a threshold $j \in \{1, \dots, M\}$ ($e(a_0) = 0$,
     $e(a_M) = 1$): the value is $\max_j \sum_{i\ge j} c_i q_i - \beta \sum_i c_i q_i$.
+
+    Raises:
+        ValueError: ``c`` not finite and 1-D, ``q`` not in [0, 1] or of another length, or
+            ``beta`` outside (0, 1) (values in the graph when traced).
     """
     s = jnp.asarray(c) * jnp.asarray(q)
     suffix = jnp.cumsum(s[::-1])[::-1]  # suffix[j] = sum_{i >= j} s_i
@@ -210,12 +226,16 @@ def _conformal_matrix(c, beta):
     return c[None, :] * ((i[None, :] >= j[:, None]).astype(c.dtype) - jnp.asarray(beta, c.dtype))  # (M, M+1)
 
 
+@declare(A=RealArray(ndim=2), n_steps=Int(1, 2**20, what="mirror-prox steps"))
 def game_value_mirror_prox(A: Float[Array, "r n"], n_steps: int):
     r"""Approximate $\arg\min_{p\in\Delta_n}\max_{q\in\Delta_r} q^\top A p$ by entropic mirror-prox.
 
     ``n_steps`` extragradient steps with step $1/\max|A|$; returns the average of the
     intermediate $p$'s, whose duality gap is $O(\max|A|\,\log(rn)/n_{steps})$ (Nemirovski 2004).
     A fixed step count (no tolerance loop) so it vmaps.
+
+    Raises:
+        ValueError: ``A`` not a finite non-empty matrix, or ``n_steps`` not in [1, 2**20].
     """
     A = jnp.asarray(A)
     scale = jnp.maximum(jnp.max(jnp.abs(A)), jnp.finfo(A.dtype).tiny)
@@ -274,9 +294,9 @@ class ConformalOracle(AbstractOracle):
     """
 
     beta: float
-    n_actions: int = eqx.field(static=True, converter=as_int)
+    n_actions: int = size_field("n_actions", lambda n: n * n, what="its n_actions x n_actions game")
     rule: str = eqx.field(static=True, default="corrected")
-    lp_steps: int = eqx.field(static=True, default=500, converter=as_int)
+    lp_steps: int = eqx.field(static=True, default=500, converter=Int(1, 2**20, what="solver steps per round").converter("lp_steps"))
 
     def __check_init__(self):
         check_positive_int(self.n_actions, "n_actions")
@@ -310,11 +330,11 @@ class ConformalOracle(AbstractOracle):
         pos_neg = (c[:-1] > 0) & (c[1:] < 0)
         zero = c == 0
         A = _conformal_matrix(c, beta)
-        q_lp = game_value_mirror_prox(A, self.lp_steps)
+        q_lp = _game_value_mirror_prox(A, self.lp_steps)
         pure_vals = jnp.max(A, axis=0)  # certificate of each pure action
         best_pure = eye[jnp.argmin(pure_vals)]
         q_fallback = jnp.where(
-            conformal_certificate(c, q_lp, beta) <= jnp.min(pure_vals), q_lp, best_pure
+            _conformal_certificate(c, q_lp, beta) <= jnp.min(pure_vals), q_lp, best_pure
         )
         return jnp.where(
             c[0] >= 0,
@@ -335,7 +355,7 @@ class ConformalOracle(AbstractOracle):
         q = self.mixed_strategy(c)
         levels = jnp.arange(self.n_actions + 1, dtype=c.dtype) / self.n_actions
         mix = Mixture(levels, q)
-        cert = conformal_certificate(c, q, self.beta)
+        cert = _conformal_certificate(c, q, self.beta)
         return Forecast(mix.sample(key=key), mix, cert)
 
 
@@ -352,7 +372,7 @@ class SmoothConformalOracle(AbstractOracle):
     """
 
     beta: float
-    n_actions: int = eqx.field(static=True)
+    n_actions: int = size_field("n_actions", lambda n: n, what="its actions")
 
     def __check_init__(self):
         check_positive_int(self.n_actions, "n_actions")
@@ -364,8 +384,8 @@ class SmoothConformalOracle(AbstractOracle):
 
     def __call__(self, c, x, key):
         c = jnp.asarray(c)
-        alpha, _, _ = tent_root(c)
-        g = jnp.dot(tent_weights(alpha, self.n_actions), c)
+        alpha, _, _ = _tent_root(c)
+        g = jnp.dot(_tent_weights(alpha, self.n_actions), c)
         beta = jnp.asarray(self.beta, c.dtype)
         # e(α, y) ranges over {0, 1} for α in (0, 1) (any y), is 0 at α = 0 and 1 at α = 1
         e_lo = jnp.where(alpha >= 1, 1.0, 0.0)
@@ -402,7 +422,7 @@ class MomentOracle(AbstractOracle):
         quasi: randomise over the triangle's vertices (static).
     """
 
-    n_ticks: int = eqx.field(static=True)
+    n_ticks: int = size_field("n_ticks", lambda n: n + 1, what="its grid of moments", hi=MAX_GRID, why=GRID_WHY)
     quasi: bool = eqx.field(static=True, default=False)
 
     def __check_init__(self):
@@ -511,7 +531,7 @@ class QuantileStepOracle(AbstractOracle):
         y_min, y_max: outcome range (floats).
     """
 
-    n_levels: int = eqx.field(static=True, converter=as_int)
+    n_levels: int = size_field("n_levels", lambda n: n, what="its quantile levels", hi=MAX_GRID)
     y_min: float = 0.0
     y_max: float = 1.0
 
@@ -537,3 +557,10 @@ class QuantileStepOracle(AbstractOracle):
         # they are all 1: the exact maximum over y is the larger of the two patterns
         cert = jnp.maximum(jnp.dot(c, (Q >= hi).astype(c.dtype) - a), jnp.dot(c, 1 - a))
         return Forecast(Q, Q, cert)
+
+
+# the kernels as the oracles call them, inside their rounds: on directions and games built from
+# checked state, without the declared checks
+_tent_root = tent_root.__wrapped__
+_conformal_certificate = conformal_certificate.__wrapped__
+_game_value_mirror_prox = game_value_mirror_prox.__wrapped__

@@ -19,6 +19,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from .._validation import Real
 from ..scoring import pinball
 from .base import AbstractExpectations, AbstractIntervalPayoff
 from .interval import ExpertRegret, check_range
@@ -71,8 +72,8 @@ class PinballRegret(AbstractExpectations, AbstractIntervalPayoff):
     """
 
     levels: tuple = eqx.field(static=True, converter=_as_levels)
-    lo: float = eqx.field(static=True, default=0.0)
-    hi: float = eqx.field(static=True, default=1.0)
+    lo: float = eqx.field(static=True, default=0.0, converter=Real(static=True).converter("lo"))
+    hi: float = eqx.field(static=True, default=1.0, converter=Real(static=True).converter("hi"))
 
     def __check_init__(self):
         check_range(self.lo, self.hi)

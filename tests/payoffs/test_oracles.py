@@ -238,3 +238,55 @@ def test_quantile_step_and_conformal_settings_are_checked():
                 cls(beta, 5)
     with pytest.raises(ValueError, match="lp_steps"):
         ConformalOracle(0.3, 5, lp_steps=0)
+
+
+def test_the_public_kernels_check_their_inputs():
+    from jcalib import payoffs
+
+    with pytest.raises(ValueError, match="c must hold one value per grid point, at least two"):
+        payoffs.tent_root(jnp.array([0.5]))
+    with pytest.raises(ValueError, match="c contains NaN"):
+        payoffs.tent_root(jnp.array([0.5, np.nan]))
+    with pytest.raises(Exception, match="c must be finite"):
+        jax.jit(payoffs.tent_root)(jnp.array([0.5, np.nan]))
+    c, q = jnp.array([0.1, -0.2, 0.3]), jnp.array([0.2, 0.3, 0.5])
+    with pytest.raises(ValueError, match=r"beta must be finite \(no NaN\) in \(0, 1\)"):
+        payoffs.conformal_certificate(c, q, 1.5)
+    with pytest.raises(ValueError, match="q must lie in"):
+        payoffs.conformal_certificate(c, jnp.array([0.2, 0.3, 1.5]), 0.5)
+    with pytest.raises(ValueError, match="mismatched lengths: q"):
+        payoffs.conformal_certificate(c, q[:2], 0.5)
+    with pytest.raises(ValueError, match="n_steps must be"):
+        payoffs.game_value_mirror_prox(jnp.eye(2), 0)
+    with pytest.raises(ValueError, match="A contains NaN"):
+        payoffs.game_value_mirror_prox(jnp.full((2, 2), np.nan), 3)
+    with pytest.raises(ValueError, match=r"forecast must lie in \[0, 1\]"):
+        payoffs.freudenthal(jnp.array([0.5, 1.5]), 4)
+    with pytest.raises(ValueError, match=r"forecast must be a point .* shape \(2,\)"):
+        payoffs.freudenthal(jnp.array([0.5, 0.5, 0.5]), 4)
+    with pytest.raises(ValueError, match=r"alpha must lie in \[0, 1\]"):
+        payoffs.linearised_quantile(jnp.array([0.2]), jnp.array([0.4]), 1.5)
+    with pytest.raises(ValueError, match="mean must have the payoff's dimension"):
+        payoffs.direction(payoffs.BinaryCalibration(4), jnp.zeros(3))
+    with pytest.raises(ValueError, match="payoff must be an AbstractPayoff"):
+        payoffs.direction("x", jnp.zeros(3))
+    with pytest.raises(ValueError, match=r"forecasts must lie in \[0, 1\]"):
+        payoffs.tent_weights(jnp.array([0.2, 1.5]), 4)
+
+
+def test_sizes_and_settings_of_payoffs_and_oracles():
+    from jcalib import payoffs
+
+    assert payoffs.BinaryCalibration(np.int64(4)).n_bins == 4 and type(payoffs.BinaryCalibration(np.int64(4)).n_bins) is int
+    for make, match in ((lambda: payoffs.BinaryCalibration(10**12), "n_bins=1000000000000 exceeds"),
+                        (lambda: payoffs.SwapRegret(lambda y, x: x, 10**12), "n_actions=1000000000000 is too large"),
+                        (lambda: payoffs.MomentOracle(10**12), "n_ticks=1000000000000 exceeds"),
+                        (lambda: payoffs.quantile_levels(10**12), "n=1000000000000 exceeds"),
+                        (lambda: payoffs.DecisionCalibration("a", 3), "utility must be callable"),
+                        (lambda: payoffs.DecisionCalibration(lambda y, x: x, 3, utility_range=float("nan")), "utility_range must be finite"),
+                        (lambda: payoffs.MomentCalibration(hi=float("inf")), "hi must be finite"),
+                        (lambda: payoffs.DistributionCalibration("x", 3), "cell_edges must be a sequence of real numbers"),
+                        (lambda: payoffs.QuantileStepOracle(3, y_max=True), "y_max must be a real scalar")):
+        with pytest.raises(ValueError, match=match):
+            make()
+    assert payoffs.MomentCalibration(lo=np.float32(0.0), hi=np.float64(2.0)).hi == 2.0
