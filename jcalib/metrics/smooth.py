@@ -477,16 +477,15 @@ def _cell_prefix(counts, tables: _CountTables):
     the finer grids' cells) keep float precision."""
     T, S = tables.rows.shape
     v = counts.reshape(T, S, 1) * tables.coef
-    upto = jnp.asarray(np.triu(np.ones((S, S))), v.dtype)  # upto[s, r] = 1 for s <= r
-    inslot = jnp.einsum("tsk,sr->trk", v, upto, precision=lax.Precision.HIGHEST)
+    # running sums by Hillis-Steele scans (log2 steps of shifted adds): within each slot, then
+    # over the slots, restarting at each new cell (the cells are sorted, so slots t - d and t
+    # share a cell exactly when every slot between them does)
+    inslot = v
+    for d in (1 << k for k in range((S - 1).bit_length())):
+        inslot = inslot + jnp.concatenate([jnp.zeros((T, d, 4), v.dtype), inslot[:, :-d]], axis=1)
     total = inslot[:, -1]
-    # running sums over the slots that restart at each new cell (a Hillis-Steele scan: the cells
-    # are sorted, so slots t - d and t share a cell exactly when every slot between them does)
     acc = total
-    for k in range(max(1, (T - 1).bit_length())):
-        d = 1 << k
-        if d >= T:
-            break
+    for d in (1 << k for k in range((T - 1).bit_length())):
         same = jnp.concatenate([jnp.zeros((d,), bool), tables.cell[d:] == tables.cell[:-d]])
         acc = acc + jnp.where(same[:, None], jnp.concatenate([jnp.zeros((d, 4), v.dtype), acc[:-d]]), 0)
     return (inslot + (acc - total)[:, None]).reshape(T * S, 4), v.reshape(T * S, 4)

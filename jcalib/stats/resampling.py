@@ -24,15 +24,21 @@ Intervals (Efron, Tibshirani 1993, *An Introduction to the Bootstrap*, §13 and 
   $\hat\theta_{(g)}$ of a **grouped jackknife**: the rows are dealt into $G = \min(n, 1000)$
   groups of $m = \lfloor n/G \rfloor$ rows (in a random order drawn from ``key``; the
   $n - Gm < G$ rows left over are in no group and never deleted), and $\hat\theta_{(g)}$ is
-  the statistic without group $g$ (Efron, Tibshirani 1993, §11.5). For $n \le 1000$ every row
+  the statistic without group $g$ (the grouped, delete-$m$ jackknife; Efron, Tibshirani 1993, ch. 11). For $n \le 1000$ every row
   is its own group: the ordinary leave-one-out jackknife, exactly. For larger $n$ the grouped
-  values estimate the same constant: for a mean, $E\sum_g d_g^3 / (\sum_g d_g^2)^{3/2}$ is
-  $\mu_3 / (\sigma^3\sqrt n)$ for any group size, to first order, as for single deletions;
-  the random grouping adds a relative error of about $\sqrt{6/G} \approx 8\%$ to $\hat a$,
-  which moves the interval's ends by a small fraction of its width (tested against the exact
-  jackknife in ``tests/stats/test_resampling.py``). Cost: $B + G$ evaluations of the
-  statistic, at most $B + 1000$ whatever $n$ (the leave-one-out jackknife costs $n$
-  evaluations on $n - 1$ rows, which dominates the bootstrap for $n > B$).
+  values estimate the same constant: for a mean, $\sum_g d_g^3 / (\sum_g d_g^2)^{3/2}$ has
+  expectation $\mu_3 / (\sigma^3\sqrt n)$ for any group size, to first order, as for single
+  deletions. It is the skewness of $G$ group values, so its standard error is about
+  $\sqrt{6 n}/(G\,|\gamma|)$ relative to the constant ($\gamma = 6\sqrt n\,\hat a$), against
+  $\sqrt{6/n}/|\gamma|$ for the leave-one-out one; $\hat a$ enters the endpoints' levels only
+  through $\hat a(\hat z_0 + z)^2$, so the intervals move by a small fraction of their width
+  (tested against the exact jackknife in ``tests/stats/test_jackknife.py``).
+
+  Cost: the percentile interval evaluates the statistic $B$ times on $n$ rows; BCa adds
+  $G \le 1000$ evaluations on $n - \lfloor n/G\rfloor$ rows, whatever $n$ (the leave-one-out
+  jackknife would add $n$, more than the whole bootstrap once $n > B$). For
+  :func:`jcalib.metrics.smooth_ece` both run on the count-vector fast path (see
+  :func:`bootstrap`): a deleted group is the count vector of ones with the group's rows set to 0.
 
 The statistic may return an array (a curve, say): intervals are then elementwise.
 """
@@ -403,7 +409,8 @@ def bootstrap(
             a scalar or an array; it must be traceable (jit/vmap), as every jcalib metric is.
         *arrays: arrays sharing their leading axis of $n \ge 2$ rows.
         key: PRNG key for the index draws.
-        n_resamples: number of resamples $B$ (static).
+        n_resamples: number of resamples $B$ (not compiled in: another $B$ reuses the
+            compiled chunks).
         level: confidence level of the two-sided interval.
         method: ``"percentile"`` or ``"bca"`` (see the module docstring).
         sample_weight: optional non-negative row weights, shape ``(n,)``.
@@ -415,11 +422,21 @@ def bootstrap(
     :func:`jcalib.stats._multinomial.multinomial_draws` (Poisson counts completed by a few
     uniform draws; Threefry-2x32-20 words keyed from ``key``), ``chunk`` resamples at a time
     and reduced at once to relplot's grid (one batched matrix product with coefficients laid
-    out once for all resamples); :func:`jcalib.metrics.smooth.smooth_ece_of_draws` evaluates
-    smooth ECE from that grid. Same distribution of resamples and the same value per resample
-    as drawing indices (to float round-off), different draws for a given key; memory
+    out once for all resamples); :func:`jcalib.metrics.smooth.smooth_ece_coarse` runs the
+    bandwidth search on that grid. A resample whose search reaches a bandwidth below $11/1024$
+    (smooth ECE below about 0.01: well-calibrated forecasts) needs relplot's finer grids: its
+    count vector's sums within each cell of the first grid give their masses
+    (:func:`jcalib.metrics.smooth.smooth_ece_fine`, a second program, compiled only when some
+    resample needs it). Same distribution of resamples and the same value per resample as
+    drawing indices (to float round-off), different draws for a given key; memory
     $O(\mathrm{chunk}\cdot n)$.
 
+    **Cost.** The first call compiles: one program for the statistic on the data, one per
+    chunk of resamples (per statistic, array shapes and ``chunk``; ``n_resamples`` is not
+    compiled in), one for the deleted groups of BCa and a small one for the interval. A later
+    call with other data of the same shapes, another key or another ``n_resamples`` reuses
+    them (JAX's persistent compilation cache keeps them across processes when it is on).
+    Warm, percentile costs $B$ evaluations and BCa $B + \min(n, 1000)$ (module docstring).
     Returns:
         :class:`BootstrapResult` ``(estimate, low, high, resamples)``.
 
