@@ -745,7 +745,7 @@ if plots is not None:
     E["plots.quantile_reliability_curve"] = ex(_plot(plots.quantile_reliability_curve), {"pit_values": U, "levels": np.array([0.1, 0.5, 0.9])},
                                                jit=False, defaults=False, kinds={"levels": K("prob")}, unpaired=("levels",))
     E["plots.rate_plot"] = Ex(_plot(plots.rate_plot), lambda: {"T": np.array([10.0, 100.0, 1000.0]), "series": {"ece": [0.3, 0.1, 0.03]}},
-                              jit=False, kinds={"T": K("weight"), "series": K("object")})
+                              jit=False, kinds={"T": K("weight"), "series": K("object")}, no_length=True)
 
     def _save(path_suffix):
         import tempfile
@@ -761,7 +761,7 @@ if plots is not None:
         plt.close("all")
         return out
 
-    E["plots.save"] = Ex(_save, lambda: {"path_suffix": ".png"}, jit=False)
+    E["plots.save"] = Ex(_save, lambda: {"path_suffix": ".png"}, jit=False, fixed=("path_suffix",))
 
 # multicalibration, Venn–Abers, CORP decompositions (looked up lazily: present from 1.0 on)
 def _get(module, name):
