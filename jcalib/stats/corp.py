@@ -181,8 +181,8 @@ def _components(score_fn, xs, ys, recal, w):
     return jnp.stack([s, s - s_rc, s_mg - s_rc, s_mg])
 
 
-def _binary_decomposition(score_fn, xs, ys, gid, w, batched=False):
-    recal = (_recalibrate_batched if batched else _recalibrate)(ys, gid, w)
+def _binary_decomposition(score_fn, xs, ys, gid, w):
+    recal = _recalibrate(ys, gid, w)
     return _components(score_fn, xs, ys, recal, w)
 
 
@@ -201,12 +201,6 @@ def _chunked_map(fn, key, n_resamples, chunk):
     return lax.map(fn, jax.random.split(key, padded), batch_size=chunk)[:n_resamples]
 
 
-def _resample_counts(key, n, dt):
-    """One bootstrap resample of ``n`` rows as its count vector (how often each row was drawn)."""
-    idx = jax.random.randint(key, (n,), 0, n)
-    return jnp.zeros((n,), dt).at[idx].add(1)
-
-
 def _result(est, res, level):
     if res is None:
         return ScoreDecomposition(est[..., 0], est[..., 1], est[..., 2], est[..., 3])
@@ -219,20 +213,79 @@ _RESAMPLES = Int(1, 2**20, bytes_per=8, what="its resampled components")
 _CHUNK = Int(1, 2**16)
 
 
-@functools.partial(jax.jit, static_argnames=("score", "n_resamples", "level", "chunk"))
-def _score_decomposition(probs, labels, w, key, *, score, n_resamples, level, chunk):
-    score_fn = _BINARY_SCORES[score]
+def _segments(xs, ys, ws, gid):
+    r"""Segment id of each sorted row and the number of segments: the runs of tie groups that lie
+    in one PAV block of **every** bootstrap resample, so a resample's PAV runs over segments.
+
+    A block of an isotonic fit has every suffix mean at most its mean $m$ and every prefix mean at
+    least $m$ (else splitting it lowers the squared error). So where two blocks meet, the last tie
+    group of the left block has a resampled mean $< 1$ (it holds an outcome 0) and the first group
+    of the right block a mean $> 0$ (it holds an outcome 1). Between two such groups, some adjacent
+    pair of tie groups has a 0 in the left one and a 1 in the right one (take the last group
+    holding a 0: the next holds only 1s); segments are cut only there, rows of weight 0 included,
+    which, whatever the counts, leaves every block boundary on a cut."""
+    n = xs.shape[0]
+    has0 = jax.ops.segment_max((ys == 0).astype(jnp.int32), gid, num_segments=n, indices_are_sorted=True) > 0
+    has1 = jax.ops.segment_max((ys == 1).astype(jnp.int32), gid, num_segments=n, indices_are_sorted=True) > 0
+    cut = jnp.concatenate([jnp.zeros((1,), bool), has0[:-1] & has1[1:]])
+    seg = jnp.cumsum(cut, dtype=jnp.int32)[gid]
+    return seg, seg[-1] + 1
+
+
+@jax.jit
+def _prepare(probs, labels, w):
     order = jnp.argsort(probs)
     xs, ys, ws = probs[order], labels[order], w[order]
     gid = _tie_ids(xs)
+    seg, n_segments = _segments(xs, ys, ws, gid)
+    return xs, ys, ws, gid, seg, n_segments
+
+
+def _segment_size(n_segments, n):
+    """A static size for the segments: their number rounded up to an eighth of its power of two
+    (a few compiled sizes over all data sets), or ``n`` when the number is traced."""
+    if isinstance(n_segments, jax.core.Tracer):
+        return n
+    s = int(n_segments)
+    step = 1 << max(s.bit_length() - 4, 0)
+    return min(-(-s // step) * step, n)
+
+
+def _resampled_components(score_fn, xs, ys, ws, seg, key, size):
+    r"""(score, MCB, DSC, UNC) of one bootstrap resample, from its sums over segments.
+
+    The rows are drawn as row indices (the same draws as a count vector over the rows); each
+    segment gets its resampled weight $W_s$ and weighted outcome sum $Y_s$, PAV runs over the
+    segments, and, the outcomes being 0 or 1, a block of mean $r$ scores
+    $Y_s S(r, 1) + (W_s - Y_s) S(r, 0)$ on segment $s$."""
+    n = xs.shape[0]
+    idx = jax.random.randint(key, (n,), 0, n)
+    s = seg[idx]
+    w = ws[idx]
+    W = jnp.zeros((size,), xs.dtype).at[s].add(w)
+    WY = jnp.zeros((size,), xs.dtype).at[s].add(w * ys[idx])
+    total, total_y = jnp.sum(W), jnp.sum(WY)
+    scores = jnp.where(w > 0, w * score_fn(xs[idx], ys[idx]), 0)  # weight 0 counts 0, even where infinite
+
+    def weighted(r, a, b):  # a S(r, 1) + b S(r, 0), a term of weight 0 counting 0
+        one, zero = jnp.ones_like(r), jnp.zeros_like(r)
+        return jnp.where(a > 0, a * score_fn(r, one), 0) + jnp.where(b > 0, b * score_fn(r, zero), 0)
+
+    recal = pav_by_rounds(jnp.where(W > 0, WY / jnp.where(W > 0, W, 1), 0), W)
+    s_all = jnp.sum(scores) / total
+    s_rc = jnp.sum(weighted(recal, WY, W - WY)) / total
+    s_mg = weighted(total_y / total, total_y, total - total_y) / total
+    return jnp.stack([s_all, s_all - s_rc, s_mg - s_rc, s_mg])
+
+
+@functools.partial(jax.jit, static_argnames=("score", "n_resamples", "chunk", "size"))
+def _score_decomposition(xs, ys, ws, gid, seg, key, *, score, n_resamples, chunk, size):
+    score_fn = _BINARY_SCORES[score]
     est = _binary_decomposition(score_fn, xs, ys, gid, ws)
     if key is None:
         return est, None
-    n = xs.shape[0]
-    # a resample is a count vector over the once-sorted rows: its weights are counts × weights
-    res = _chunked_map(
-        lambda k: _binary_decomposition(score_fn, xs, ys, gid, ws * _resample_counts(k, n, xs.dtype), True),
-        key, n_resamples, chunk)
+    res = _chunked_map(lambda k: _resampled_components(score_fn, xs, ys, ws, seg, k, size), key, n_resamples,
+                       chunk)
     return est, res
 
 
@@ -290,8 +343,10 @@ def score_decomposition(
     References:
         Dimitriadis, Gneiting, Jordan (2021): the CORP approach and its score decomposition.
     """
-    est, res = _score_decomposition(probs, labels, sample_weight, key, score=score, n_resamples=n_resamples,
-                                    level=level, chunk=chunk)
+    xs, ys, ws, gid, seg, n_segments = _prepare(probs, labels, sample_weight)
+    size = xs.shape[0] if key is None else _segment_size(n_segments, xs.shape[0])
+    est, res = _score_decomposition(xs, ys, ws, gid, seg, key, score=score, n_resamples=n_resamples, chunk=chunk,
+                                    size=size)
     return _result(est, res, level)
 
 

@@ -139,6 +139,22 @@ def test_bootstrap_intervals(x64):
     chex.assert_shape((q.low, q.resamples), ((4,), (20, 4)))
 
 
+@pytest.mark.parametrize("score", ["brier", "log"])
+@pytest.mark.parametrize("rounded", [True, False])
+def test_resamples_are_the_decompositions_of_their_count_vectors(x64, score, rounded):
+    # a resample's PAV over segments equals the row-level decomposition weighted by its counts
+    p, y = _binary(300, 13, rounded)
+    w = np.random.default_rng(13).uniform(0.5, 2, 300) * (np.arange(300) % 7 != 0)
+    key = jax.random.key(5)
+    d = score_decomposition(p, y, score=score, sample_weight=w, key=key, n_resamples=8, chunk=4)
+    order = np.argsort(p, kind="stable")
+    for i, k in enumerate(jax.random.split(key, 8)):
+        counts = np.bincount(np.asarray(jax.random.randint(k, (300,), 0, 300)), minlength=300).astype(float)
+        w_k = w.copy()
+        w_k[order] *= counts
+        np.testing.assert_allclose(d.resamples[i], ref.decomposition(p, y, score, w_k), rtol=0, atol=1e-10)
+
+
 def test_consistency_band_matches_a_loop_of_refits():
     p, _ = _binary(400, 9, rounded=False)
     y = (np.random.default_rng(1).uniform(size=400) < p).astype(np.float64)
