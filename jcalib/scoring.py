@@ -662,8 +662,12 @@ def rps(probs: ArrayLike, labels: ArrayLike) -> Float[Array, "..."]:
             raise ValueError(f"labels must lie in [0, {K}); found range [{lv.min()}, {lv.max()}]")
         lab = jnp.asarray(lv.astype(np.int32))
     else:
-        lab = jnp.asarray(lab).astype(jnp.int32)
+        ok = (lab >= 0) & (lab < K) & (lab == jnp.round(lab))
+        lab = in_graph(lab, ~jnp.all(ok), f"labels must be integer categories in [0, {K})").astype(jnp.int32)
     batch = _shape("probs' batch shape (without the categories) and labels", p[..., 0], lab)
+    if batch != tuple(p.shape[:-1]):
+        raise ValueError(f"labels of shape {tuple(lab.shape)} must match probs' batch shape {tuple(p.shape[:-1])} "
+                         "(or be a scalar): they would broadcast to a larger array")
     p = jnp.broadcast_to(p, batch + (K,))
     lab = jnp.broadcast_to(lab, batch)
     F = jnp.cumsum(p, axis=-1)

@@ -83,7 +83,7 @@ def _has_method(method):
     return Custom(check, f"a distribution with a {method} method")
 
 
-@declare(dist=_has_method("cdf"), y=RealArray(nonempty=False))
+@declare(dist=_has_method("cdf"), y=RealArray())
 def pit(dist: Any, y: Float[Array, " T"]) -> Float[Array, " T"]:
     r"""PIT values $u_t = F_t(y_t)$ of a batch of forecasts.
 
