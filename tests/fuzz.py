@@ -275,6 +275,9 @@ def mutations(kind: Kind, value: Any, optional: bool = False) -> tuple[Mutation,
         return tuple(m for m in _float_mutations(value, None, None) if m.name != "inf")
     if k == "key":
         return _key_mutations()
+    if k == "bool":  # a switch: True/False (NumPy's bool too), nothing else
+        return (Mutation("string", lambda _: "no"), Mutation("None", lambda _: None), Mutation("int 2", lambda _: 2),
+                Mutation("np.bool_", lambda v: np.bool_(v), valid=True))
     if k == "option":
         return _OPTION
     if k == "object":

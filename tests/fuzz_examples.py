@@ -72,7 +72,7 @@ class Ex(NamedTuple):
 
 class Kind(NamedTuple):
     """How an argument is mutated (``tests/fuzz.py``, ``mutations``): ``name`` is one of prob,
-    simplex, label, weight, count, real, real_inf, int, float, float_inf, key, option, object, fixed;
+    simplex, label, weight, count, real, real_inf, int, float, float_inf, bool, key, option, object, fixed;
     ``lo``/``hi`` bound a number; ``n_classes`` is the first label out of range."""
 
     name: str
@@ -202,14 +202,8 @@ def _fit(method, probs=PM, labels=YM):
     return method.fit(probs, labels, **kw)
 
 
-def _recalibrator(cls, binary_method=False, fields=None, kinds=None):
-    """The class (settings fuzzed, then fit and apply), its fit and its fitted map."""
-    probs, labels = (P, Y) if binary_method else (PM, YM)
-    return ex(cls, fields or {}, use=fit_apply(probs, labels), kinds=kinds or {})
-
-
-def _fit_entry(cls, binary_method=False):
-    probs, labels = (P, Y) if binary_method else (PM, YM)
+def _fit_entry(cls):
+    """A method's ``fit`` (its arguments fuzzed), the method built by ``cls()``."""
     method = cls()
 
     def fit(probs, labels, sample_weight=None, **kw):
@@ -217,16 +211,15 @@ def _fit_entry(cls, binary_method=False):
             kw.setdefault("key", KEY())
         return method.fit(probs, labels, sample_weight=sample_weight, **kw)
 
-    return Ex(fit, lambda: {"probs": probs, "labels": labels, "sample_weight": W})
+    return Ex(fit, lambda: {"probs": PM, "labels": YM, "sample_weight": W})
 
 
-def _fitted_entry(cls, binary_method=False):
-    probs, labels = (P, Y) if binary_method else (PM, YM)
-
+def _fitted_entry(cls):
+    """A fitted map's ``__call__`` (its probabilities fuzzed), fitted by ``cls().fit``."""
     def apply(probs):
-        return _fit(cls(), P if binary_method else PM, Y if binary_method else YM)(probs)
+        return _fit(cls(), PM, YM)(probs)
 
-    return Ex(apply, lambda: {"probs": probs})
+    return Ex(apply, lambda: {"probs": PM})
 
 
 def _score_rule(rule_cls, fields=None):
@@ -240,10 +233,21 @@ EXAMPLES: dict[str, Ex] = {}
 E = EXAMPLES
 
 # config
-E["config.checks"] = Ex(lambda enabled: list(iter([config.checks(enabled).__enter__()])) and config.set_checks(True),
-                        lambda: {"enabled": True}, jit=False)
+def _checks(enabled):
+    with config.checks(enabled):
+        return config.checks_enabled()
+
+
+def _set_checks(enabled):
+    try:
+        return config.set_checks(enabled)
+    finally:
+        config.set_checks(True)  # the rest of the fuzz runs with the checks on
+
+
+E["config.checks"] = Ex(_checks, lambda: {"enabled": False}, kinds={"enabled": K("bool")}, jit=False)
 E["config.checks_enabled"] = Ex(config.checks_enabled, jit=False)
-E["config.set_checks"] = Ex(config.set_checks, lambda: {"enabled": True}, jit=False)
+E["config.set_checks"] = Ex(_set_checks, lambda: {"enabled": True}, kinds={"enabled": K("bool")}, jit=False)
 
 # core
 for _n in ("AbstractForecaster", "AbstractNature"):
@@ -595,21 +599,20 @@ E["payoffs.tent_weights"] = ex(payoffs.tent_weights, {"forecasts": 0.3, "n_bins"
 E["recalibration.AbstractRecalibrator"] = nothing("an abstract base: its concrete subclasses have examples")
 E["recalibration.AbstractFittedRecalibrator"] = nothing("an abstract base: its concrete subclasses have examples")
 E["recalibration.StageInfo"] = nothing("a container built by DecisionCalibration.fit (its example)")
-_MC_METHODS = ("TemperatureScaling", "VectorScaling", "MatrixScaling", "DirichletCalibration", "DecisionCalibration", "KernelCalibration")
-_BIN_METHODS = ()  # Platt, beta, histogram binning, isotonic: one-vs-rest on (n, C) probabilities
-_MC_METHODS += ("PlattScaling", "BetaCalibration", "HistogramBinning", "IsotonicCalibration")
+# every method takes (n, C) probabilities (Platt, beta, histogram binning, isotonic: one-vs-rest)
+_MC_METHODS = ("TemperatureScaling", "VectorScaling", "MatrixScaling", "DirichletCalibration", "DecisionCalibration", "KernelCalibration",
+               "PlattScaling", "BetaCalibration", "HistogramBinning", "IsotonicCalibration")
 _MC_METHODS += tuple(n for n in ("VennAbers",) if hasattr(recalibration, n))  # from 1.0 on
 _FIELDS = {"DecisionCalibration": {"n_stages": 2, "search": SMALL_SEARCH, "n_actions": 2}, "KernelCalibration": {"max_steps": 3, "tile": 4},
            "MatrixScaling": {"n_steps": 20}, "DirichletCalibration": {"n_steps": 20}, "VectorScaling": {"n_steps": 20},
            "BetaCalibration": {"n_steps": 20}}
-for _n in _MC_METHODS + _BIN_METHODS:
+for _n in _MC_METHODS:
     _cls = getattr(recalibration, _n)
-    _bin = _n in _BIN_METHODS
-    E[f"recalibration.{_n}"] = ex(_cls, _FIELDS.get(_n, {}), use=fit_apply(P if _bin else PM, Y if _bin else YM),
+    E[f"recalibration.{_n}"] = ex(_cls, _FIELDS.get(_n, {}), use=fit_apply(PM, YM),
                                   kinds={"reg_lambda": K("float", lo=0.0), "reg_mu": K("float", lo=0.0), "ridge": K("float", lo=0.0),
                                          "beta": K("float", lo=0.0), "s": K("float", lo=0.0)})
-    E[f"recalibration.{_n}.fit"] = _fit_entry(lambda _cls=_cls, _n=_n: _cls(**_FIELDS.get(_n, {})), _bin)
-    E[f"recalibration.Fitted{_n}"] = _fitted_entry(lambda _cls=_cls, _n=_n: _cls(**_FIELDS.get(_n, {})), _bin)
+    E[f"recalibration.{_n}.fit"] = _fit_entry(lambda _cls=_cls, _n=_n: _cls(**_FIELDS.get(_n, {})))
+    E[f"recalibration.Fitted{_n}"] = _fitted_entry(lambda _cls=_cls, _n=_n: _cls(**_FIELDS.get(_n, {})))
 E["recalibration.QuantileRecalibration"] = Ex(lambda pit_values: recalibration.QuantileRecalibration().fit(pit_values)(jnp.asarray(U)),
                                               lambda: {"pit_values": U})
 E["recalibration.FittedQuantileRecalibration"] = Ex(lambda cdf_values: recalibration.QuantileRecalibration().fit(U)(cdf_values),
@@ -726,9 +729,8 @@ def _plot(fn):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        ax = fn(**kw)
+        fn(**kw)
         plt.close("all")
-        return None if ax is not None else None
     return draw
 
 
