@@ -13,7 +13,8 @@ labels, weights, reals, integer sizes, float settings, keys, option strings, obj
 either **invalid** (NaN, ±inf, out-of-range values, wrong shapes and dtypes, empty arrays,
 strings and bools for numbers, lists for scalars, huge sizes, non-keys) or **valid but unusual**
 (lists for arrays, NumPy scalars and 0-d arrays for Python numbers, length-1 arrays, an ``rbg``
-key, a raw ``uint32`` key). Outcomes:
+key, a raw ``uint32`` key). Under ``jit`` a scalar hyperparameter is also *traced*: it must work
+or be refused with a message that names it and says it must be static. Outcomes:
 
 - invalid input: ``clear`` (a ``ValueError``/``TypeError`` — or an ``eqx.error_if`` failure under
   ``jit`` — whose message names the argument, not raised inside JAX or NumPy), ``obscure`` (any
