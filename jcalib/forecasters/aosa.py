@@ -29,7 +29,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._grid import grid_points, lookahead_update, sign_change_index
+from .._grid import GRID_WHY, MAX_GRID, grid_points, lookahead_update, sign_change_index, size_field, table_size
+from ..core.keys import check_horizon
 from .._validation import check_binary_labels, check_positive_int
 from ..core.types import AbstractForecaster, Forecast
 
@@ -55,7 +56,7 @@ def aosa_bins(T: int) -> int:
         >>> aosa_bins(100), aosa_bins(101)
         (10, 11)
     """
-    T = check_positive_int(T, "T")
+    T = check_horizon(T)
     return math.isqrt(T - 1) + 1
 
 
@@ -73,8 +74,8 @@ def aosa_bound(T: int, n_bins: int | None = None) -> float:
     Returns:
         The bound as a Python float.
     """
-    T = check_positive_int(T, "T")
-    m = aosa_bins(T) if n_bins is None else check_positive_int(n_bins, "n_bins")
+    T = check_horizon(T)
+    m = aosa_bins(T) if n_bins is None else table_size(n_bins, "n_bins", lambda n: n + 1, hi=MAX_GRID, why=GRID_WHY)
     return T / m + m + 1
 
 
@@ -126,7 +127,7 @@ class AlmostOneStepAhead(AbstractForecaster):
 
     outcome_space = "binary"
 
-    n_bins: int = eqx.field(static=True)
+    n_bins: int = size_field("n_bins", what="its per-grid-point state", hi=MAX_GRID, why=GRID_WHY)
     tie: str = eqx.field(static=True, default="low")
 
     def __check_init__(self):
@@ -192,10 +193,10 @@ def one_step_ahead(y: Int[Array, " T"], n_bins: int) -> Float[Array, " T"]:
     References:
         Arunachaleswaran, Collina, Roth, Shi (2024), §3 ("One-Step-Ahead"), Theorem 2.
     """
-    m = check_positive_int(n_bins, "n_bins")
+    m = table_size(n_bins, "n_bins", lambda n: 4 * (n + 1), what="its biases", hi=MAX_GRID, why=GRID_WHY)
     y = check_binary_labels(y, "y")
-    if y.ndim != 1:
-        raise ValueError(f"y must be one-dimensional, got shape {tuple(y.shape)}")
+    if y.ndim != 1 or y.shape[0] == 0:
+        raise ValueError(f"y must be a non-empty 1-D sequence of outcomes, got shape {tuple(y.shape)}")
     return _one_step_ahead(y, m)
 
 

@@ -68,12 +68,13 @@ import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._dtypes import float_dtype
-from .._validation import as_int, check_hyper, check_positive_int
+from .._grid import GRID_WHY, MAX_GRID, grid_index, grid_points, size_field
+from ..core.keys import check_horizon
+from .._validation import check_hyper, check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture
 from ..payoffs.base import AbstractPayoff
 from ..payoffs.oracles import AbstractOracle
 from ..scoring import AbstractScoringRule, Brier
-from .._grid import grid_index, grid_points
 
 __all__ = [
     "ApproachabilityOracle",
@@ -104,8 +105,8 @@ def tradeoff_parameters(T: int, beta: float) -> tuple[float, float]:
         >>> round(eps, 6), round(lam, 3)
         (0.001, 31.623)
     """
-    T = check_positive_int(T, "T")
-    b = float(beta)
+    T = check_horizon(T)
+    b = float(check_hyper(beta, "beta"))
     if not math.isfinite(b) or b < 1 / 3 - 1e-12 or b > 0.5 + 1e-12:
         raise ValueError(f"beta must lie in [1/3, 1/2], got {beta!r}")
     return T ** (-b), T ** ((3 * b - 1) / 2)
@@ -154,7 +155,7 @@ class ApproachabilityPayoff(AbstractPayoff):
         [0.0, 0.0, 0.5, 0.0, 0.0, -0.12]
     """
 
-    n_bins: int = eqx.field(static=True, converter=as_int)
+    n_bins: int = size_field("n_bins", what="its per-grid-point state", hi=MAX_GRID, why=GRID_WHY)
     scoring: AbstractScoringRule = eqx.field(default_factory=Brier)
 
     def __check_init__(self):
@@ -218,7 +219,7 @@ class ApproachabilityOracle(AbstractOracle):
         ([0.3, 0.4], True)
     """
 
-    n_bins: int = eqx.field(static=True, converter=as_int)
+    n_bins: int = size_field("n_bins", what="its per-grid-point state", hi=MAX_GRID, why=GRID_WHY)
     scoring: AbstractScoringRule = eqx.field(default_factory=Brier)
 
     def __check_init__(self):
@@ -412,7 +413,7 @@ class ApproachabilityRecalibrator(AbstractForecaster):
     outcome_space = "binary"
     needs_context = True
 
-    n_bins: int = eqx.field(static=True, converter=as_int)
+    n_bins: int = size_field("n_bins", what="its per-grid-point state", hi=MAX_GRID, why=GRID_WHY)
     step_size: float
     Lambda: float = 1.0
     eps: float | None = None
@@ -455,7 +456,7 @@ class ApproachabilityRecalibrator(AbstractForecaster):
         ``beta`` must be ``None``). Then $m = \lceil 1/\varepsilon \rceil$ and
         $\eta = D/(\sqrt 2 \sqrt T)$.
         """
-        T = check_positive_int(T, "T")
+        T = check_horizon(T)
         if norm == "l2":
             if beta is not None:
                 raise ValueError("beta is for the l1 trade-off; the l2 variant uses eps = T^-1/2, Lambda = 1")
@@ -516,7 +517,9 @@ class ApproachabilityRecalibrator(AbstractForecaster):
         # The check of q guards the choice made from it: eqx.error_if compiles to a conditional
         # whose outputs XLA keeps in memory, so (i, w) is computed once, instead of inside each
         # of the five fusions that read it (support, probabilities, draw, recorder, update).
-        i, w = check_context_prob(q, guard=self.choose(state, q))
+        # (q is checked first too, so that a bad q is reported as the model's forecast, not by
+        # the scoring rule the oracle evaluates at it)
+        i, w = check_context_prob(q, guard=self.choose(state, check_context_prob(q)))
         mix = _mixture(i, w, self.n_bins)
         value = jnp.where(jax.random.bernoulli(key, w), mix.support[0], mix.support[1])
         return Forecast(value, mix)

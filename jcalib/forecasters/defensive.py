@@ -33,9 +33,10 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from .._grid import GRID_WHY, MAX_GRID, sign_change_index, size_field
+from ..core.keys import check_horizon
 from .._validation import check_hyper, check_positive_int
 from ..core.types import AbstractForecaster, Forecast
-from .._grid import sign_change_index
 
 __all__ = ["DefensiveForecaster", "DefensiveState", "grid_kernel"]
 
@@ -119,7 +120,7 @@ class DefensiveForecaster(AbstractForecaster):
 
     outcome_space = "binary"
 
-    n_grid: int = eqx.field(static=True, default=100)
+    n_grid: int = size_field("n_grid", what="its grid of candidate forecasts", hi=MAX_GRID, why=GRID_WHY, default=100)
     bandwidth: float = 0.1
 
     def __check_init__(self):
@@ -129,7 +130,7 @@ class DefensiveForecaster(AbstractForecaster):
     @classmethod
     def for_horizon(cls, T: int) -> "DefensiveForecaster":
         """The defaults (``n_grid=100, bandwidth=0.1``): the guarantee does not depend on ``T``."""
-        check_positive_int(T, "T")
+        check_horizon(T)
         return cls()
 
     def init(self, key: PRNGKeyArray) -> DefensiveState:

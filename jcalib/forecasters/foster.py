@@ -20,16 +20,17 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Int, PRNGKeyArray
 
+from .._grid import GRID_WHY, MAX_GRID, grid_points, sign_change_index, size_field
+from ..core.keys import check_horizon
 from .._validation import check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture
-from .._grid import grid_points, sign_change_index
 
 __all__ = ["FosterRandomized", "FosterState", "foster_bins"]
 
 
 def foster_bins(T: int) -> int:
     r"""The grid size $k = \lceil T^{1/3} \rceil$ that balances Foster's $T/k$ and $\sqrt{kT}$."""
-    T = check_positive_int(T, "T")
+    T = check_horizon(T)
     k = max(1, round(T ** (1 / 3)))
     while k**3 < T:  # exact integer ceiling of the cube root
         k += 1
@@ -79,7 +80,7 @@ class FosterRandomized(AbstractForecaster):
 
     outcome_space = "binary"
 
-    n_bins: int = eqx.field(static=True)
+    n_bins: int = size_field("n_bins", what="its per-grid-point state", hi=MAX_GRID, why=GRID_WHY)
 
     def __check_init__(self):
         check_positive_int(self.n_bins, "n_bins")

@@ -31,9 +31,10 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from .._grid import GRID_WHY, MAX_GRID, grid_points, lookahead_update, sign_change_index, size_field
+from ..core.keys import check_horizon
 from .._validation import check_positive_int
 from ..core.types import AbstractForecaster, Forecast
-from .._grid import grid_points, lookahead_update, sign_change_index
 from .aosa import AOSAState
 
 __all__ = ["GuptaRamdas", "GuptaRamdasState"]
@@ -84,7 +85,7 @@ class GuptaRamdas(AbstractForecaster):
 
     outcome_space = "binary"
 
-    n_bins: int = eqx.field(static=True)
+    n_bins: int = size_field("n_bins", what="its per-grid-point state", hi=MAX_GRID, why=GRID_WHY)
 
     def __check_init__(self):
         check_positive_int(self.n_bins, "n_bins")
@@ -92,7 +93,7 @@ class GuptaRamdas(AbstractForecaster):
     @classmethod
     def for_horizon(cls, T: int) -> "GuptaRamdas":
         """``n_bins = ceil(sqrt(T / 2))``, which minimises ``T/(2m) + m + 1``."""
-        T = check_positive_int(T, "T")
+        T = check_horizon(T)
         return cls(n_bins=max(1, math.ceil(math.sqrt(T / 2))))
 
     def init(self, key: PRNGKeyArray) -> GuptaRamdasState:

@@ -35,11 +35,14 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import check_hyper, check_positive_int
+from .._grid import float_bytes, grid_points, size_field, table_size
+from ..core.keys import check_horizon
+from .._validation import check_hyper, check_positive_int, Int
 from ..core.types import AbstractForecaster, Forecast, Mixture
 from ..scoring import AbstractScoringRule, Brier
-from .._grid import grid_points
 from .partitioned import AbstractPartitioned, UniformCells
+
+MAX_SWAP_BINS = 2**12  # O(n^3) work per round: 2**12 grid points already take ~10**12 flops a round
 
 __all__ = ["KuleshovErmon", "SwapRegretCalibrated", "SwapRegretState", "swap_stationary"]
 
@@ -106,9 +109,10 @@ class SwapRegretCalibrated(AbstractForecaster):
 
     outcome_space = "binary"
 
-    n_bins: int = eqx.field(static=True)
+    n_bins: int = size_field("n_bins", lambda n: (n + 1) ** 2, what="its swap-regret table", hi=MAX_SWAP_BINS,
+                             why=": the stationary distribution costs O(n_bins^3) per round")
     learning_rate: float
-    n_squarings: int = eqx.field(static=True, default=40)
+    n_squarings: int = eqx.field(static=True, default=40, converter=Int(1, 64, what="squarings: 2**64 chain steps already").converter("n_squarings"))
     scoring: AbstractScoringRule = eqx.field(default_factory=Brier)
 
     def __check_init__(self):
@@ -167,7 +171,8 @@ class KuleshovErmon(AbstractPartitioned):
 
     def __init__(self, n_cells: int, learning_rate: float, *, n_squarings: int = 40,
                  scoring: AbstractScoringRule | None = None):
-        n = check_positive_int(n_cells, "n_cells")
+        n = table_size(n_cells, "n_cells", lambda n: n * (n + 1) ** 2 * float_bytes(), hi=MAX_SWAP_BINS,
+                       what="its per-cell swap-regret tables", why=": each cell costs O(n_cells^3) per round")
         self.inner = SwapRegretCalibrated(n, learning_rate, n_squarings, Brier() if scoring is None else scoring)
         self.n_cells = n
         self.cell_of = UniformCells(n)
@@ -177,6 +182,6 @@ class KuleshovErmon(AbstractPartitioned):
         r"""$N = \lceil T^{1/3}\rceil$ by default and $\eta = \sqrt{2\ln(N+1)/T}$ (jcalib's
         choice: $\sqrt{2\ln N/T}$ with $N + 1$ actions in place of $N$, so that $N = 1$ still learns);
         ``kw`` (``n_squarings``, ``scoring``) pass through."""
-        T = check_positive_int(T, "T")
+        T = check_horizon(T)
         N = max(1, math.ceil(T ** (1 / 3) - 1e-9)) if n_cells is None else check_positive_int(n_cells, "n_cells")
         return cls(N, math.sqrt(2 * math.log(N + 1) / T), **kw)

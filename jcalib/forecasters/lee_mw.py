@@ -41,10 +41,11 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import check_hyper, check_positive_int
+from .._grid import GRID_WHY, MAX_GRID, grid_points, size_field
+from ..core.keys import check_horizon
+from .._validation import check_hyper, check_positive_int, declare, Real, RealArray
 from ..core.types import AbstractForecaster, Forecast
 from ..scoring import AbstractScoringRule, Brier
-from .._grid import grid_points
 from .approachability import ApproachabilityOracle, check_context_prob
 
 __all__ = ["LeeMultiObjectiveMW", "LeeMWState", "lee_weights"]
@@ -55,10 +56,15 @@ def _log2cosh(x):
     return a + jnp.log1p(jnp.exp(-2 * a))
 
 
+@declare(U=RealArray(ndim=1), U_reg=Real(), eta=Real(0.0, open_lo=True))
 def lee_weights(U, U_reg, eta) -> tuple[Float[Array, " m+1"], Float[Array, ""]]:
     r"""The MW weighted objective as a halfspace normal: $\theta_i = \tanh(\eta U_i)$ and
     $\lambda = \exp(\eta U_{\mathrm{reg}} - \sum_i \log 2\cosh(\eta U_i))$ (log space; $\log\lambda$
     clipped to $[-80, 80]$ so float32 neither overflows nor flushes to a spurious 0).
+
+    Raises:
+        ValueError: ``U`` not a finite non-empty vector, ``U_reg`` not a finite real, or ``eta``
+            not a positive finite real (in the graph when traced).
 
     Example:
         >>> th, lam = lee_weights(jnp.zeros(3), 0.0, 1.0)
@@ -69,6 +75,9 @@ def lee_weights(U, U_reg, eta) -> tuple[Float[Array, " m+1"], Float[Array, ""]]:
     eta = jnp.asarray(eta).astype(U.dtype)
     log_lam = eta * jnp.asarray(U_reg).astype(U.dtype) - jnp.sum(_log2cosh(eta * U))
     return jnp.tanh(eta * U), jnp.exp(jnp.clip(log_lam, -80.0, 80.0))
+
+
+_lee_weights = lee_weights.__wrapped__  # inside the rounds: on the forecaster's own state
 
 
 class LeeMWState(NamedTuple):
@@ -114,7 +123,7 @@ class LeeMultiObjectiveMW(AbstractForecaster):
     outcome_space = "binary"
     needs_context = True
 
-    n_bins: int = eqx.field(static=True)
+    n_bins: int = size_field("n_bins", what="its per-grid-point state", hi=MAX_GRID, why=GRID_WHY)
     learning_rate: float
     scoring: AbstractScoringRule = eqx.field(default_factory=Brier)
 
@@ -129,7 +138,7 @@ class LeeMultiObjectiveMW(AbstractForecaster):
     @classmethod
     def for_horizon(cls, T: int, n_bins: int | None = None, scoring: AbstractScoringRule | None = None) -> "LeeMultiObjectiveMW":
         r"""$m = \lceil T^{1/3}\rceil$ by default, $\eta = \sqrt{\ln d/(4T)}/\max(1, L)$."""
-        T = check_positive_int(T, "T")
+        T = check_horizon(T)
         m = max(1, math.ceil(T ** (1 / 3) - 1e-9)) if n_bins is None else check_positive_int(n_bins, "n_bins")
         scoring = Brier() if scoring is None else scoring
         ln_d = (m + 1) * math.log(2) + math.log1p(2.0 ** -(m + 1))
@@ -145,7 +154,7 @@ class LeeMultiObjectiveMW(AbstractForecaster):
 
     def predict(self, state: LeeMWState, x, key: PRNGKeyArray) -> Forecast:
         q = check_context_prob(x)
-        theta, lam = lee_weights(state.cal, state.reg, self.learning_rate)
+        theta, lam = _lee_weights(state.cal, state.reg, self.learning_rate)
         L = jnp.asarray(self.scoring.lipschitz, lam.dtype)
         fc = ApproachabilityOracle(self.n_bins, self.scoring)(jnp.append(theta, lam * L), q, key)
         return Forecast(fc.value, fc.public)

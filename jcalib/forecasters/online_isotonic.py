@@ -32,13 +32,16 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import as_float_array, check_finite, check_hyper, check_positive_int
+from .._grid import size_field
+from .._validation import Custom, check_hyper, check_positive_int, declare, RealArray, shown, SimplexProbs
+from ..payoffs.interval import float_tuple
 from ..core.types import AbstractForecaster, Forecast
-from ..recalibration.quantile import check_unit_values, recalibrated_cdf
+from ..recalibration.quantile import recalibrated_cdf
 
 __all__ = ["OnlineIsotonic", "OnlineIsotonicState", "online_isotonic", "online_isotonic_probs"]
 
 
+@declare(cdf_values=RealArray(ndim=2, lo=0.0, hi=1.0), pit_values=RealArray(ndim=1, lo=0.0, hi=1.0, length_of="cdf_values"))
 def online_isotonic(
     cdf_values: Float[Array, "T K"], pit_values: Float[Array, " T"]
 ) -> Float[Array, "T K"]:
@@ -52,12 +55,12 @@ def online_isotonic(
     Returns:
         ``(T, K)`` recalibrated values $R_t(F_t(z_k))$; row 0 unchanged. One ``lax.map`` over
         $t$ (memory $O(TK)$ per step); jit- and vmap-able.
+
+    Raises:
+        ValueError: values outside [0, 1] or NaN (in the graph when traced), empty input, or
+            ``pit_values`` not one per row of ``cdf_values``.
     """
-    v = check_unit_values(cdf_values, "cdf_values")
-    u = check_unit_values(pit_values, "pit_values")
-    if v.ndim != 2 or u.ndim != 1 or v.shape[0] != u.shape[0]:
-        raise ValueError(f"need cdf_values (T, K) and pit_values (T,), got {tuple(v.shape)} and {tuple(u.shape)}")
-    return _online(v, u)
+    return _online(cdf_values, pit_values)
 
 
 @jax.jit
@@ -67,6 +70,22 @@ def _online(v, u):
     return jax.lax.map(lambda tv: recalibrated_cdf(u, idx < tv[0], tv[1]), (idx, v))
 
 
+def _edges_tuple(edges, name, bound):
+    e = float_tuple(edges, name)
+    if len(e) < 3 or not all(np.isfinite(e)) or not all(a < b for a, b in zip(e, e[1:])):
+        raise ValueError(f"{name} must be at least 3 strictly increasing finite floats (2 bins or more), got {shown(edges)}")
+    p = bound["probs"]
+    if p.shape[1] != len(e) - 1:
+        raise ValueError(f"{name} must have one more entry than probs has bins ({p.shape[1]}), got {len(e)}")
+    return e
+
+
+def _outcomes_on(y, name, bound):
+    e = bound["edges"]
+    return RealArray(ndim=1, lo=e[0], hi=e[-1], length_of="probs").check(y, name, bound)
+
+
+@declare(probs=SimplexProbs(), edges=Custom(_edges_tuple, "bin edges"), y=Custom(_outcomes_on, "outcomes within the edges"))
 def online_isotonic_probs(
     probs: Float[Array, "T n"], y: Float[Array, " T"], edges
 ) -> Float[Array, "T n"]:
@@ -81,6 +100,11 @@ def online_isotonic_probs(
     Returns:
         ``(T, n)`` recalibrated bin masses (non-negative, rows summing to 1).
 
+    Raises:
+        ValueError: ``probs`` not rows of bin masses summing to 1, ``edges`` not increasing
+            with one more entry than there are bins, or ``y`` not one finite outcome per row
+            within ``[edges[0], edges[-1]]`` (in the graph when traced).
+
     Example:
         >>> import jax.numpy as jnp
         >>> p = jnp.full((3, 2), 0.5)
@@ -90,10 +114,7 @@ def online_isotonic_probs(
     from ..distributions import PiecewiseConstant
 
     d = PiecewiseConstant(probs, edges)
-    y = as_float_array(y, "y")
-    if y.shape != d.batch_shape or y.ndim != 1:
-        raise ValueError(f"y must have shape {d.batch_shape}, got {tuple(y.shape)}")
-    check_finite(y, "y")
+    y = y.astype(d.probs.dtype)
     u = jnp.clip(d.cdf(y), 0, 1)
     cum = jnp.concatenate([jnp.zeros_like(d.probs[:, :1]), jnp.cumsum(d.probs, axis=1)], axis=1)
     g = _online(jnp.clip(cum, 0, 1), u)
@@ -150,7 +171,7 @@ class OnlineIsotonic(AbstractForecaster):
     """
 
     edges: tuple = eqx.field(static=True)
-    capacity: int = eqx.field(static=True, default=1000)
+    capacity: int = size_field("capacity", lambda n: n, what="its buffer of PIT values", default=1000)
     prior_weight: float = 0.0
 
     def __check_init__(self):

@@ -61,7 +61,8 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import as_int, check_hyper, check_int, check_positive_int
+from .._grid import size_field
+from .._validation import as_int, check_hyper, check_int, check_positive_int, Int
 from ..core.optim import optimise, standard_promotion
 from ..core.types import AbstractForecaster, Forecast
 from ..distributions import AbstractDistribution, PiecewiseConstant, uniform_edges
@@ -73,7 +74,7 @@ from ..payoffs.base import (
     as_expectations,
     direction,
 )
-from ..payoffs.interval import ExpertRegret, check_range, experiment_payoff
+from ..payoffs.interval import ExpertRegret, check_range, experiment_payoff, float_tuple
 
 __all__ = ["ORCA", "ORCACarry", "ORCACertificate", "ORCAState", "ExpertMeanCells"]
 
@@ -190,12 +191,12 @@ class ORCA(AbstractForecaster):
 
     payoff: AbstractPayoff = eqx.field(default_factory=experiment_payoff)
     edges: tuple = eqx.field(static=True, default=uniform_edges(50))
-    n_steps: int = eqx.field(static=True, default=400)
+    n_steps: int = eqx.field(static=True, default=400, converter=Int(0, 2**20, what="optimiser steps per round").converter("n_steps"))
     learning_rate: float = 0.05
     temperature: float = 0.1
     family: str = eqx.field(static=True, default="piecewise")
-    n_components: int = eqx.field(static=True, default=5)
-    n_check: int = eqx.field(static=True, default=8)
+    n_components: int = size_field("n_components", lambda n: 3 * n, what="its mixture parameters", default=5)
+    n_check: int = size_field("n_check", what="its grid of checked outcomes", hi=2**20, default=8)
     logit_range: float = 10.0
     spike_weights: tuple = eqx.field(static=True, default=(0.5, 0.9, 0.99))
     satisfice: bool = eqx.field(static=True, default=True)
@@ -206,10 +207,9 @@ class ORCA(AbstractForecaster):
     def __check_init__(self):
         if not isinstance(self.payoff, AbstractPayoff):
             raise ValueError(f"payoff must be an AbstractPayoff, got {type(self.payoff).__name__}")
-        e = np.asarray(self.edges, np.float64)
-        if e.ndim != 1 or len(e) < 2 or not np.all(np.diff(e) > 0):
-            raise ValueError("edges must be a strictly increasing tuple of at least 2 floats")
-        check_int(self.n_steps, "n_steps", minimum=0)
+        e = np.asarray(float_tuple(self.edges, "edges"), np.float64)
+        if e.ndim != 1 or len(e) < 2 or not np.all(np.isfinite(e)) or not np.all(np.diff(e) > 0):
+            raise ValueError("edges must be a strictly increasing tuple of at least 2 finite floats")
         if self.unroll is not None:
             check_int(self.unroll, "unroll", minimum=1)
         if self.start not in ("warm", "expert"):
@@ -461,7 +461,7 @@ class ExpertMeanCells(eqx.Module):
         lo, hi: the outcome range (static).
     """
 
-    n_cells: int = eqx.field(static=True)
+    n_cells: int = size_field("n_cells", lambda n: n, what="its cells")
     lo: float = eqx.field(static=True, default=0.0)
     hi: float = eqx.field(static=True, default=1.0)
 

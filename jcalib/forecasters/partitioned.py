@@ -17,9 +17,11 @@ from typing import Any, Callable, NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Int, PRNGKeyArray
 
-from .._validation import as_int, check_positive_int, in_graph, is_concrete
+from .._grid import size_field, table_size
+from .._validation import as_float_array, check_positive_int, in_graph, is_concrete, offending
 from ..core.types import AbstractForecaster, Forecast
 
 __all__ = ["AbstractPartitioned", "Partitioned", "PartitionedState", "UniformCells"]
@@ -28,19 +30,23 @@ __all__ = ["AbstractPartitioned", "Partitioned", "PartitionedState", "UniformCel
 class UniformCells(eqx.Module):
     """Cells of equal width on [0, 1]: ``cell(x) = min(floor(x * n), n - 1)`` (x = 1 is in the last).
 
+    A context outside [0, 1] (or NaN) raises a ``ValueError`` when concrete and fails an
+    ``eqx.error_if`` check inside ``play`` (unless ``jcalib.config.checks(False)``).
+
     Attributes:
         n_cells: number of cells (static).
     """
 
-    n_cells: int = eqx.field(static=True, converter=as_int)
-
-    def __check_init__(self):
-        check_positive_int(self.n_cells, "n_cells")
+    n_cells: int = size_field("n_cells", lambda n: n, what="its cells")
 
     def __call__(self, x) -> Int[Array, ""]:
-        x = jnp.asarray(x)
+        x = as_float_array(x, "x")
+        bad = ~((x >= 0) & (x <= 1))  # NaN fails both
+        if is_concrete(x) and bool(np.any(bad)):
+            raise ValueError(f"the context x must lie in [0, 1] for UniformCells ({offending(x, bad)})")
+        x = in_graph(x, jnp.any(bad), "the context x must lie in [0, 1] for UniformCells")
         c = jnp.floor(x * self.n_cells).astype(jnp.int32)
-        return jnp.clip(c, 0, self.n_cells - 1)
+        return jnp.clip(c, 0, self.n_cells - 1)  # x = 1 is in the last cell
 
 
 class PartitionedState(NamedTuple):
@@ -144,12 +150,15 @@ class Partitioned(AbstractPartitioned):
     """
 
     inner: AbstractForecaster
-    n_cells: int = eqx.field(static=True, converter=as_int)
+    n_cells: int = size_field("n_cells", lambda n: n, what="the stacked per-cell state")
     cell_of: Callable[[Any], Array]
 
     def __check_init__(self):
         if not isinstance(self.inner, AbstractForecaster):
             raise ValueError(f"inner must be an AbstractForecaster, got {type(self.inner).__name__}")
-        check_positive_int(self.n_cells, "n_cells")
         if not callable(self.cell_of):
             raise ValueError("cell_of must be callable: context -> cell index")
+        # the state is n_cells copies of the inner state: bound it before play allocates it
+        per_cell = sum(a.size * a.dtype.itemsize for a in jax.tree_util.tree_leaves(
+            jax.eval_shape(self.inner.init, jax.random.key(0))) if hasattr(a, "dtype"))
+        table_size(self.n_cells, "n_cells", lambda n: n * per_cell, what=f"{self.n_cells} copies of the inner state")

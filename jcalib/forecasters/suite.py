@@ -4,7 +4,7 @@ forecasters)."""
 
 from __future__ import annotations
 
-from .._validation import check_positive_int
+from ..core.keys import check_horizon
 from ..core.types import AbstractForecaster
 from .aosa import AlmostOneStepAhead
 from .defensive import DefensiveForecaster
@@ -36,7 +36,7 @@ def binary_suite(T: int) -> dict[str, AbstractForecaster]:
         Arunachaleswaran, Collina, Roth, Shi (2024), *An Elementary Predictor Obtaining
         2√T+1 Distance to Calibration*, Theorem 1.
     """
-    T = check_positive_int(T, "T")
+    T = check_horizon(T)
     return {
         "AOSA": AlmostOneStepAhead.for_horizon(T),
         "AOSA (tie high)": AlmostOneStepAhead.for_horizon(T, tie="high"),

@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._validation import as_float_array, check_binary_probs, check_hyper, check_positive_int, is_concrete
+from .._validation import as_float_array, check_binary_probs, check_hyper, is_concrete
+from ..core.keys import check_horizon
 from ..core.types import AbstractForecaster, Forecast
 
 __all__ = ["Constant", "ConstantState", "RunningFrequency", "RunningFrequencyState"]
@@ -39,6 +41,8 @@ class Constant(AbstractForecaster):
     value: float = 0.5
 
     def __check_init__(self):
+        if isinstance(self.value, (bool, np.bool_)):
+            raise ValueError(f"value must be a probability in [0, 1], not a bool, got {self.value!r}")
         arr = as_float_array(self.value, "value")
         if arr.ndim != 0:
             raise ValueError(f"value must be a scalar, got shape {tuple(arr.shape)}")
@@ -47,7 +51,7 @@ class Constant(AbstractForecaster):
     @classmethod
     def for_horizon(cls, T: int) -> "Constant":
         """``Constant(0.5)``; ``T`` does not enter."""
-        check_positive_int(T, "T")
+        check_horizon(T)
         return cls()
 
     def init(self, key: PRNGKeyArray) -> ConstantState:
@@ -107,7 +111,7 @@ class RunningFrequency(AbstractForecaster):
     @classmethod
     def for_horizon(cls, T: int) -> "RunningFrequency":
         """Laplace's rule (``prior_ones=1, prior_count=2``); ``T`` does not enter."""
-        check_positive_int(T, "T")
+        check_horizon(T)
         return cls()
 
     def init(self, key: PRNGKeyArray) -> RunningFrequencyState:

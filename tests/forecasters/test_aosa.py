@@ -247,3 +247,17 @@ def test_distance_to_calibration_certified_large_T(nature):
     assert int(s.info_steps) == steps <= T
     assert float(s.info_l1) == np.float32(steps) / np.float32(m)
     assert float(ece_from_counts(s.info_counts, s.info_ones, m)) <= m + 1 + 1e-3
+
+
+def test_the_grid_size_is_a_static_int():
+    # a NumPy or concrete JAX integer is an integer; a traced one cannot fix a shape
+    for m in (np.int64(10), jnp.asarray(10)):
+        f = AlmostOneStepAhead(m)
+        assert type(f.n_bins) is int
+        assert jcalib.core.play(f, jcalib.natures.Bernoulli(0.3), 20, key=jax.random.key(0)).y.shape == (20,)
+    with pytest.raises(TypeError, match="`n_bins` must be a static Python int"):
+        jax.jit(lambda m: AlmostOneStepAhead(m))(jnp.asarray(10))
+    with pytest.raises(ValueError, match=r"n_bins=1000000000000 exceeds 4194304.*float32"):
+        AlmostOneStepAhead(10**12)
+    with pytest.raises(ValueError, match=r"T=1000000000000 exceeds 2\*\*31"):
+        aosa_bins(10**12)

@@ -106,3 +106,19 @@ def test_plays_as_partitioned_swap_regret():
     a = jcalib.core.play(f, TwoLevelModel(), 300, key=jax.random.key(2))
     b = jcalib.core.play(g, TwoLevelModel(), 300, key=jax.random.key(2))
     np.testing.assert_array_equal(np.asarray(a.forecast), np.asarray(b.forecast))
+
+
+def test_sizes_are_bounded_before_anything_is_allocated():
+    import numpy as np
+    import pytest
+
+    from jcalib.forecasters import KuleshovErmon, SwapRegretCalibrated
+
+    with pytest.raises(ValueError, match=r"n_bins=1000000000000 exceeds 4096: .*O\(n_bins\^3\)"):
+        SwapRegretCalibrated(n_bins=10**12, learning_rate=0.1)
+    with pytest.raises(ValueError, match=r"n_cells=1000000000000 exceeds 4096"):
+        KuleshovErmon(n_cells=10**12, learning_rate=0.1)
+    f = KuleshovErmon(np.int64(3), np.float32(0.1), n_squarings=np.int32(8))
+    assert (f.n_cells, f.inner.n_squarings) == (3, 8)
+    with pytest.raises(ValueError, match="n_squarings=100 exceeds"):
+        SwapRegretCalibrated(3, 0.1, n_squarings=100)

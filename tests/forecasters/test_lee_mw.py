@@ -84,3 +84,13 @@ def test_bad_input():
     f = LeeMultiObjectiveMW(n_bins=3, learning_rate=0.1)
     with pytest.raises(Exception, match="probability in"):
         jax.block_until_ready(jax.jit(f.predict)(f.init(jax.random.key(0)), jnp.asarray(float("nan")), jax.random.key(1)))
+
+
+def test_lee_weights_checks_its_inputs():
+    from jcalib.forecasters import lee_weights
+
+    assert float(lee_weights(jnp.zeros(3), np.float32(0.0), np.float64(1.0))[1]) == pytest.approx(0.125)
+    for args, match in (((jnp.zeros(3), float("nan"), 1.0), "U_reg must be finite"), ((jnp.zeros(3), 0.0, "a"), "eta must be a real scalar"),
+                        ((jnp.array([0.0, np.nan]), 0.0, 1.0), "U contains NaN"), ((jnp.zeros(3), 0.0, -1.0), "eta must be finite")):
+        with pytest.raises(ValueError, match=match):
+            lee_weights(*args)

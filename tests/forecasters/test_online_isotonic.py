@@ -103,3 +103,17 @@ def test_docstring_examples():
     # the module by its path: the package attribute of that name is the function
     module = importlib.import_module("jcalib.forecasters.online_isotonic")
     assert doctest.testmod(module, raise_on_error=True).attempted > 0
+
+
+def test_inputs_are_checked_plain_and_under_jit():
+    p = jnp.full((3, 2), 0.5)
+    with pytest.raises(ValueError, match=r"y must lie in \[0, 1\]"):
+        online_isotonic_probs(p, jnp.array([0.9, 1.8, 0.2]), (0.0, 0.5, 1.0))
+    with pytest.raises(ValueError, match="edges must have one more entry than probs has bins"):
+        online_isotonic_probs(p, jnp.array([0.9, 0.8, 0.2]), (0.0, 0.25, 0.5, 1.0))
+    with pytest.raises(Exception, match=r"y must be finite in \[0, 1\]"):
+        jax.jit(lambda y: online_isotonic_probs(p, y, (0.0, 0.5, 1.0)))(jnp.array([0.9, jnp.inf, 0.2]))
+    with pytest.raises(Exception, match=r"pit_values must be finite in \[0, 1\]"):
+        jax.jit(online_isotonic)(jnp.full((3, 2), 0.5), jnp.array([0.1, 1.5, 0.2]))
+    with pytest.raises(ValueError, match="cdf_values is empty"):
+        online_isotonic(jnp.zeros((0, 2)), jnp.zeros(0))

@@ -75,3 +75,22 @@ def test_out_of_range_cells_and_missing_contexts_are_refused():
     with pytest.raises(ValueError, match="integer scalar"):
         Partitioned(RunningFrequency(), 3, lambda x: x).predict(state, 0.5, jax.random.key(1))
     assert Partitioned(RunningFrequency(), np.int64(3), UniformCells(np.int64(3))).n_cells == 3
+
+
+def test_uniform_cells_refuse_contexts_outside_the_unit_interval():
+    f = Partitioned(RunningFrequency(), 2, UniformCells(2))
+    for x in (1.5, -0.5, float("nan")):
+        with pytest.raises(ValueError, match=r"context x must lie in \[0, 1\]"):
+            UniformCells(2)(x)
+    for x in (1.5, -0.5):  # (Replay itself refuses NaN contexts)
+        with pytest.raises(Exception, match=r"context x must lie in \[0, 1\]"):
+            jcalib.core.play(f, Replay(jnp.array([0, 1]), jnp.array([0.2, x])), 2, key=jax.random.key(0))
+    assert int(UniformCells(2)(1.0)) == 1  # x = 1 is in the last cell
+
+
+def test_cells_are_bounded_by_the_memory_of_their_states():
+    with pytest.raises(ValueError, match="n_cells=1000000000 is too large: 1000000000 copies of the inner state"):
+        Partitioned(AlmostOneStepAhead(10), 10**9, UniformCells(3))
+    with pytest.raises(ValueError, match="n_cells=1000000000000 is too large"):
+        UniformCells(10**12)
+    assert Partitioned(RunningFrequency(), np.int64(3), UniformCells(np.int32(3))).n_cells == 3
