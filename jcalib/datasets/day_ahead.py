@@ -86,7 +86,7 @@ def run_day_ahead_expert(
         ((48, 50), (48,))
     """
     if name not in EXPERTS:
-        raise ValueError(f"unknown expert {name!r}; choose one of {EXPERTS}")
+        raise ValueError(f"name must be one of {EXPERTS}, got {name!r}")
     if strategy not in DAY_AHEAD_STRATEGIES:
         raise ValueError(f"strategy must be one of {DAY_AHEAD_STRATEGIES}, got {strategy!r}")
     days, day_length, n_bins = (check_int(v, nm, 1) for v, nm in ((days, "days"), (day_length, "day_length"), (n_bins, "n_bins")))

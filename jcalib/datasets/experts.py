@@ -122,7 +122,7 @@ def make_expert(name: str, seed: int = 0):
         ModuleNotFoundError: when River is not installed (names the extra).
     """
     if name not in EXPERTS:
-        raise ValueError(f"unknown expert {name!r}; choose one of {EXPERTS}")
+        raise ValueError(f"name must be one of {EXPERTS}, got {name!r}")
     if name == "marginal":
         return None
     _require_river()
@@ -203,7 +203,7 @@ def run_expert(
             data.
     """
     if name not in EXPERTS:
-        raise ValueError(f"unknown expert {name!r}; choose one of {EXPERTS}")
+        raise ValueError(f"name must be one of {EXPERTS}, got {name!r}")
     n = data.y.shape[0]
     for v, nm in ((horizon, "horizon"), (n_bins, "n_bins")):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:

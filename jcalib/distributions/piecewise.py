@@ -62,7 +62,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._validation import as_float_array, check_key
+from .._validation import as_float_array, check_key, shown
 from .base import AbstractDistribution, _batched, _check_static_int, _jit
 
 __all__ = ["PiecewiseConstant", "uniform_edges", "check_edges", "probs_atol"]
@@ -85,6 +85,8 @@ def uniform_edges(n: int, low: float = 0.0, high: float = 1.0) -> tuple[float, .
 
 
 def _finite_float(x, name: str) -> float:
+    if isinstance(x, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a real number, not a bool, got {x!r}")
     try:
         v = float(x)
     except (TypeError, ValueError) as e:
@@ -103,9 +105,12 @@ def check_edges(edges: Sequence[float], name: str = "edges") -> tuple[float, ...
     if isinstance(edges, jax.core.Tracer):
         raise ValueError(f"{name} must be concrete (a tuple of floats): they are a static field")
     try:
-        e = np.asarray(edges, dtype=np.float64)
+        e = np.asarray(edges)
+        if e.dtype.kind not in "biuf" or e.dtype.kind == "b":
+            raise TypeError(e.dtype)
+        e = e.astype(np.float64)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a sequence of real numbers, got {edges!r}") from err
+        raise ValueError(f"{name} must be a sequence of real numbers, got {shown(edges)}") from err
     if e.ndim != 1 or e.size < 2:
         raise ValueError(f"{name} must be a 1-D sequence of at least 2 floats, got shape {e.shape}")
     if not np.all(np.isfinite(e)):

@@ -175,7 +175,7 @@ class OverconfidentGaussian(AbstractNature):
     overconfidence: float = 0.4
     phi: float = 0.9
     spread: float = 0.15
-    edges: tuple = eqx.field(static=True, default=uniform_edges(50))
+    edges: tuple = eqx.field(static=True, default=uniform_edges(50), converter=check_edges)
 
     def __check_init__(self):
         for name in ("scale", "overconfidence", "spread"):

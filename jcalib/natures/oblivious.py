@@ -17,7 +17,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._dtypes import float_dtype
-from .._validation import as_float_array, check_binary_labels, check_binary_probs, check_hyper, is_concrete
+from .._validation import as_float_array, check_binary_labels, check_binary_probs, check_finite, check_hyper, is_concrete
 from ..core.types import AbstractNature, Forecast
 
 __all__ = [
@@ -329,20 +329,23 @@ class Replay(_Clocked):
         if outcomes == "binary":
             arr = check_binary_labels(y, "y")
         else:
-            arr = as_float_array(y, "y")
-            if is_concrete(arr) and not bool(np.all(np.isfinite(np.asarray(arr)))):
-                raise ValueError("y contains NaN or infinite values")
+            arr = check_finite(as_float_array(y, "y"), "y")  # in the graph when traced
         if arr.ndim != 1 or arr.shape[0] < 1:
             raise ValueError(f"y must be a non-empty 1-D sequence, got shape {tuple(arr.shape)}")
         if x is not None:
-            x = jax.tree_util.tree_map(jnp.asarray, x)
-            for leaf in jax.tree_util.tree_leaves(x):
+            def context_leaf(leaf):
+                leaf = jnp.asarray(leaf) if isinstance(leaf, jax.Array) or not hasattr(leaf, "dtype") else leaf
+                if not (jnp.issubdtype(leaf.dtype, jnp.integer) or jnp.issubdtype(leaf.dtype, jnp.bool_)):
+                    leaf = as_float_array(leaf, "x")  # real numbers only: strings and complex refused
                 if leaf.ndim < 1 or leaf.shape[0] != arr.shape[0]:
                     raise ValueError(
                         f"every leaf of x needs the leading axis of y (length {arr.shape[0]}), got shape {tuple(leaf.shape)}"
                     )
-                if jnp.issubdtype(leaf.dtype, jnp.floating) and is_concrete(leaf) and not bool(np.all(np.isfinite(np.asarray(leaf)))):
-                    raise ValueError("x contains NaN or infinite values")
+                return check_finite(leaf, "x") if jnp.issubdtype(leaf.dtype, jnp.floating) else jnp.asarray(leaf)
+
+            if isinstance(x, (list, tuple)) and all(isinstance(v, (int, float, np.number)) for v in x):
+                x = np.asarray(x)  # a list of numbers is one context per round, not a pytree of scalars
+            x = jax.tree_util.tree_map(context_leaf, x)
         self.y = arr
         self.x = x
         self.outcomes = outcomes

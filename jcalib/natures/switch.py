@@ -21,8 +21,10 @@ import equinox as eqx
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Int, PRNGKeyArray
 
+from .._validation import shown
 from ..core.types import AbstractNature, Forecast
 
 __all__ = ["Switch", "SwitchState"]
@@ -71,7 +73,11 @@ class Switch(AbstractNature):
             if not isinstance(n, AbstractNature):
                 raise ValueError(f"every member must be an AbstractNature, got {type(n).__name__}")
         idx = self.index
-        if not isinstance(idx, jax.core.Tracer) and jnp.ndim(idx) == 0:
+        if not isinstance(idx, jax.core.Tracer):
+            if isinstance(idx, (bool, np.bool_)) or idx is None or not jnp.issubdtype(jnp.result_type(idx), jnp.integer):
+                raise ValueError(f"index must be an integer in [0, {len(self.natures)}), got {shown(idx)}")
+            if jnp.ndim(idx) != 0:
+                raise ValueError(f"index must be a scalar integer, got shape {jnp.shape(idx)}")
             i = int(idx)
             if not 0 <= i < len(self.natures):
                 raise ValueError(f"index must lie in [0, {len(self.natures)}), got {i}")

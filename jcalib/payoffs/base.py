@@ -64,7 +64,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._dtypes import float_dtype
-from .._validation import Custom, declare, RealArray, shown
+from .._validation import Custom, declare, Int, Real, RealArray, shown
 
 __all__ = [
     "AbstractExpectations",
@@ -431,9 +431,14 @@ class Recipe(AbstractPayoff):
     context_fn: Callable
     witness: Callable
     expect_witness: Callable
-    n_context: int = eqx.field(static=True)
-    n_witness: int = eqx.field(static=True)
-    bound_value: float = eqx.field(static=True)
+    n_context: int = eqx.field(static=True, converter=Int(1, 2**24, what="context coordinates").converter("n_context"))
+    n_witness: int = eqx.field(static=True, converter=Int(1, 2**24, what="witness coordinates").converter("n_witness"))
+    bound_value: float = eqx.field(static=True, converter=Real(0.0, static=True).converter("bound_value"))
+
+    def __check_init__(self):
+        for name in ("context_fn", "witness", "expect_witness"):
+            if not callable(getattr(self, name)):
+                raise ValueError(f"{name} must be callable, got {type(getattr(self, name)).__name__}")
 
     @property
     def dim(self) -> int:

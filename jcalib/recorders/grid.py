@@ -172,7 +172,9 @@ register_builtin_shorthand("summary", _summary_for)
 def summary_from_trajectory(traj: Trajectory, n_bins: int) -> GridSummary:
     """The :class:`GridSummary` of a recorded (unbatched) trajectory on the grid
     $\\{0, 1/n_{bins}, \\dots, 1\\}$."""
-    rec = GridCounts(check_positive_int(n_bins, "n_bins"))
+    if not isinstance(traj, Trajectory):
+        raise ValueError(f"traj must be a Trajectory (the result of play with record='full'), got {type(traj).__name__}")
+    rec = GridCounts(n_bins)
 
     def body(s, row):
         v, y, info = row

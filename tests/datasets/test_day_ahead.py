@@ -57,7 +57,7 @@ def test_marginal_scale_is_per_day_and_residual_scale_per_horizon():
 
 def test_bad_inputs_raise():
     d = _toy(n_days=10)
-    with pytest.raises(ValueError, match="unknown expert"):
+    with pytest.raises(ValueError, match="name must be one of"):
         run_day_ahead_expert("forest", d, days=2, key=jax.random.key(0))
     with pytest.raises(ValueError, match="strategy"):
         run_day_ahead_expert("hat", d, days=2, strategy="stacked", key=jax.random.key(0))

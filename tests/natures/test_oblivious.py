@@ -184,3 +184,21 @@ def test_stacked_hyperparameters_still_sweep():
     # concrete checks only: a sweep's stacked (traced) hyperparameters pass
     traj = jcalib.core.sweep(Constant(0.5), [Drifting(horizon=10.0), Drifting(horizon=20.0)], 5, key=jax.random.key(0), n_seeds=1)
     assert traj.y.shape[:2] == (2, 1)
+
+
+def test_replay_refuses_non_real_or_non_finite_contexts():
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import pytest
+
+    from jcalib.natures import Replay
+
+    with pytest.raises(ValueError, match="x must have a real floating dtype"):
+        Replay(jnp.array([0, 1]), np.array([0.5 + 1j, 0.2]))
+    with pytest.raises(Exception, match="x contains NaN or infinite values"):
+        jax.jit(lambda x: Replay(jnp.array([0, 1]), x).x)(jnp.array([0.5, -jnp.inf]))
+    with pytest.raises(Exception, match="y contains NaN or infinite values"):
+        jax.jit(lambda y: Replay(y, outcomes="real").y)(jnp.array([0.5, jnp.inf]))
+    assert Replay(jnp.array([0, 1]), jnp.array([1, 2])).x.dtype == jnp.int32  # integer contexts keep their dtype
+    assert Replay(jnp.array([0, 1]), [0.2, 0.7]).x.shape == (2,)  # a list of numbers is one context per round

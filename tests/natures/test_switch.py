@@ -86,3 +86,15 @@ def test_switch_over_natures_with_contexts():
 def test_contexts_from_some_members_only_raise():
     with pytest.raises(ValueError, match="every member"):
         jcalib.core.play(AlmostOneStepAhead(n_bins=4), Switch((Bernoulli(0.3), jcalib.natures.TwoLevelModel()), 0), 5, key=jax.random.key(0))
+
+
+def test_the_index_must_be_an_integer():
+    import numpy as np
+    import pytest
+
+    from jcalib.natures import Bernoulli, Switch
+
+    for index in (1.5, None, True):
+        with pytest.raises(ValueError, match="index must be an integer"):
+            Switch((Bernoulli(0.3), Bernoulli(0.5)), index=index)
+    assert int(Switch((Bernoulli(0.3), Bernoulli(0.5)), index=np.int64(1)).index) == 1
