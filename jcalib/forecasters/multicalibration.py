@@ -60,7 +60,7 @@ class OnlineMulticalibration(AbstractForecaster):
     Example:
         >>> import jax, jax.numpy as jnp, jcalib
         >>> y = (jnp.arange(400) % 3 == 0).astype(jnp.int32)
-        >>> x = jnp.stack([jnp.ones(400), (jnp.arange(400) % 3 == 0)], 1)   # all rows; every third
+        >>> x = jnp.stack([jnp.ones(400), jnp.where(jnp.arange(400) % 3 == 0, 1.0, 0.0)], 1)  # all; every third
         >>> f = OnlineMulticalibration(n_groups=2, n_bins=10)
         >>> traj = jcalib.core.play(f, jcalib.natures.Replay(y, x), 400, key=jax.random.key(0))
         >>> bool(jnp.abs(traj.forecast[-3:] - jnp.array([0.0, 0.0, 1.0])).max() < 0.2)

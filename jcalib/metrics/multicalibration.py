@@ -117,19 +117,35 @@ class SparseGroups(eqx.Module):
     sample in a handful of groups however many groups there are, so the per-(group, bin) sums
     cost $O(nk)$ (one segment sum) instead of the $O(nG)$ of a dense matrix.
 
+    With ``pattern``, ``ids`` holds the $P$ distinct membership patterns ``(P, k)`` and
+    ``pattern[i]`` says which one sample $i$ has: an attribute family has few patterns (one per
+    combination of attribute values), and the sums become one scatter of the $n$ samples into
+    their patterns' cells and a small one of the $P$ patterns into the groups,
+    $O(n + PkK)$. :meth:`from_dense` builds this form.
+
     Attributes:
-        ids: int32 group ids in $[-1, G)$, shape ``(n, k)``.
+        ids: int32 group ids in $[-1, G)$, shape ``(n, k)`` (or ``(P, k)`` with ``pattern``).
         n_groups: $G$ (static).
+        pattern: optional int32 pattern of each sample, shape ``(n,)``, in $[0, P)$.
 
     Examples:
         >>> import numpy as np
-        >>> s = SparseGroups.from_dense(np.array([[1, 0, 1], [0, 1, 0]], bool))
-        >>> s.ids.tolist(), s.n_groups
-        ([[0, 2], [1, -1]], 3)
+        >>> s = SparseGroups.from_dense(np.array([[1, 0, 1], [0, 1, 0], [1, 0, 1]], bool))
+        >>> s.ids.tolist(), s.pattern.tolist(), s.n_groups
+        ([[1, -1], [0, 2]], [1, 0, 1], 3)
     """
 
     ids: Int[Array, "n k"]
     n_groups: int = eqx.field(static=True)
+    pattern: Int[Array, " n"] | None = None
+
+    @property
+    def n_samples(self) -> int:
+        return (self.ids if self.pattern is None else self.pattern).shape[0]
+
+    def sample_ids(self) -> Int[Array, "n k"]:
+        """Each sample's group ids ``(n, k)`` (the patterns expanded)."""
+        return self.ids if self.pattern is None else self.ids[self.pattern]
 
     def __check_init__(self):
         check_static_int(self.n_groups, "n_groups", 1, 2**24)
@@ -140,6 +156,13 @@ class SparseGroups(eqx.Module):
             bad = (v < -1) | (v >= self.n_groups)
             if bad.any():
                 raise ValueError(f"ids must lie in [-1, n_groups={self.n_groups}) ({offending(v, bad)})")
+        if self.pattern is not None and not isinstance(self.pattern, jax.core.Tracer):
+            q = np.asarray(self.pattern)
+            if q.ndim != 1 or q.dtype.kind not in "iu":
+                raise ValueError(f"pattern must be a 1-D integer array (n,), got {shown(self.pattern)}")
+            bad = (q < 0) | (q >= np.shape(self.ids)[0])
+            if bad.any():
+                raise ValueError(f"pattern must index the rows of ids, [0, {np.shape(self.ids)[0]}) ({offending(q, bad)})")
 
     @classmethod
     def from_dense(cls, mask) -> "SparseGroups":
@@ -147,12 +170,16 @@ class SparseGroups(eqx.Module):
         m = np.asarray(mask, bool)
         if m.ndim != 2 or m.shape[1] == 0:
             raise ValueError(f"mask must be a boolean matrix (n, G) with G >= 1, got shape {m.shape}")
-        k = max(1, int(m.sum(1).max(initial=0)))
-        ids = np.full((m.shape[0], k), -1, np.int32)
-        rows, cols = np.nonzero(m)
+        packed = np.ascontiguousarray(np.packbits(m, axis=1))  # each row's memberships as bytes
+        _, first, pattern = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).reshape(-1),
+                                      return_index=True, return_inverse=True)
+        patterns = m[first]
+        k = max(1, int(patterns.sum(1).max(initial=0)))
+        ids = np.full((patterns.shape[0], k), -1, np.int32)
+        rows, cols = np.nonzero(patterns)
         slot = np.arange(rows.size) - np.searchsorted(rows, rows)
         ids[rows, slot] = cols
-        return cls(jnp.asarray(ids), m.shape[1])
+        return cls(jnp.asarray(ids), m.shape[1], jnp.asarray(pattern.reshape(-1).astype(np.int32)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -163,9 +190,9 @@ def _check_groups(value, name, bound):
     """A membership matrix ``(n, G)`` with entries in [0, 1] (bools become 0/1), or a callable."""
     probs = bound.get("probs")
     if isinstance(value, SparseGroups):
-        if probs is not None and value.ids.shape[0] != probs.shape[0]:
-            raise ValueError(f"mismatched lengths: {name}.ids must have one row per forecast ({probs.shape[0]}), "
-                             f"got {value.ids.shape[0]}")
+        if probs is not None and value.n_samples != probs.shape[0]:
+            raise ValueError(f"mismatched lengths: {name} must have one row per forecast ({probs.shape[0]}), "
+                             f"got {value.n_samples}")
         return value
     if callable(value) and not hasattr(value, "shape"):
         return value
@@ -290,17 +317,29 @@ def _group_table(g, cols, frac, values, n_cells: int):
 
 
 def _sparse_table(s: SparseGroups, cols, frac, values, n_cells: int):
-    """:func:`_group_table` for :class:`SparseGroups`: one segment sum over the $nk$ (sample,
-    group) pairs, $O(nk)$."""
+    """:func:`_group_table` for :class:`SparseGroups`: scatters of the (sample, group) pairs,
+    $O(nk)$, or with patterns of the samples into their patterns' cells and of the patterns'
+    cells into the groups, $O(n + P k\\,n_{cells})$."""
     G = s.n_groups
     ids = s.ids.astype(jnp.int32)
     valid = ids >= 0
 
+    def scatter_groups(ids, valid, c, v):
+        acc = jnp.zeros((G * n_cells, v.shape[1]), v.dtype)
+        for j in range(ids.shape[1]):  # one scatter of n rows per id column (k of them, static):
+            # faster on the CPU than one scatter of the n k pairs; padding ids fall out of bounds
+            key = jnp.where(valid[:, j], ids[:, j] * n_cells + c, G * n_cells)
+            acc = acc.at[key].add(v, mode="drop")
+        return acc
+
     def add(c, mult):
-        key = jnp.where(valid, ids * n_cells + c[:, None], G * n_cells)  # invalid pairs -> a dropped segment
         v = values if mult is None else values * mult[:, None]
-        vv = jnp.broadcast_to(v[:, None, :], ids.shape + (v.shape[1],)).reshape(-1, v.shape[1])
-        return jax.ops.segment_sum(vv, key.reshape(-1), num_segments=G * n_cells + 1)[:-1]
+        if s.pattern is not None:  # samples into their pattern's cells first: (P * n_cells, K)
+            P = ids.shape[0]
+            v = jnp.zeros((P * n_cells, v.shape[1]), v.dtype).at[s.pattern * n_cells + c].add(v)
+            c = jnp.tile(jnp.arange(n_cells, dtype=jnp.int32), P)
+            return scatter_groups(jnp.repeat(ids, n_cells, axis=0), jnp.repeat(valid, n_cells, axis=0), c, v)
+        return scatter_groups(ids, valid, c, v)
 
     if frac is None:
         t = add(cols.astype(jnp.int32), None)
@@ -525,8 +564,9 @@ def _mcgrad_sparse(p, y, w, s: SparseGroups):
     """:func:`_mcgrad_ecce` for :class:`SparseGroups`: the (sample, group) pairs sorted by group
     then forecast (one sort of int32 keys), a segmented cumulative sum: $O(nk\\log(nk))$."""
     G = s.n_groups
-    n, k = s.ids.shape
-    ids = s.ids.astype(jnp.int32).reshape(-1)
+    sid = s.sample_ids()
+    n, k = sid.shape
+    ids = sid.astype(jnp.int32).reshape(-1)
     by_p = jnp.argsort(p, stable=True).astype(jnp.int32)  # sample at each forecast rank
     rank = jnp.zeros((n,), jnp.int32).at[by_p].set(jnp.arange(n, dtype=jnp.int32))
     sample = jnp.repeat(jnp.arange(n, dtype=jnp.int32), k)
@@ -622,8 +662,8 @@ def mcgrad_multicalibration_error(
         >>> p = jnp.array([0.2, 0.4, 0.6, 0.8])
         >>> groups = jnp.ones((4, 1), bool)
         >>> r = mcgrad_multicalibration_error(p, jnp.array([0, 0, 1, 1]), groups)
-        >>> round(float(r.worst), 4)
-        0.7303
+        >>> round(float(r.worst), 4)   # Kuiper range 0.15, sigma sqrt(0.8) / 4
+        0.6708
 
     References:
         Guy, Haimovich, Linder, Okati, Perini, Tax, Tygert (2025), *Measuring

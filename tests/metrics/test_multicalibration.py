@@ -163,3 +163,15 @@ def test_sparse_groups_give_the_dense_values(x64):
         SparseGroups(jnp.array([[0, 5]]), 3)
     with pytest.raises(ValueError, match="one row per forecast"):
         multicalibration_error(p, y, SparseGroups(jnp.zeros((3, 1), jnp.int32), 2))
+
+
+def test_docstring_examples():
+    import doctest
+
+    import jcalib.forecasters.multicalibration as fm
+    import jcalib.metrics.multicalibration as mm
+    import jcalib.payoffs.multicalibration as pm
+    import jcalib.recalibration.multicalibration as rm
+
+    for module in (mm, rm, fm, pm):
+        assert doctest.testmod(module, raise_on_error=True).attempted >= 4
