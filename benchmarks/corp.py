@@ -1,8 +1,9 @@
 """CORP score decomposition with bootstrap intervals against a loop over model-diagnostics.
 
 ``jcalib.stats.score_decomposition(p, y, key=..., n_resamples=B)`` (one compiled call: the
-forecasts are sorted once, each resample is a count vector over them, and the PAV refits run
-as pooling rounds vmapped over ``--chunk`` resamples) against the loop a researcher would
+forecasts are sorted once and cut into segments that lie in one PAV block of every resample;
+each resample's draws are summed per segment and its PAV refit runs over the segments as
+pooling rounds, vmapped over ``--chunk`` resamples) against the loop a researcher would
 write: draw row indices with NumPy, call ``model_diagnostics.scoring.decompose`` on the
 resampled rows (scikit-learn's isotonic regression inside), B times. Both compute the Brier
 decomposition of B resamples of n rows; the loop is timed over ``--loop-iters`` resamples and

@@ -1,6 +1,7 @@
 r"""Isotonic regression for batches: pool-adjacent-violators by rounds, which ``vmap`` batches
-well (shared by the CORP decompositions in :mod:`jcalib.stats.corp` and the Venn–Abers
-predictors in :mod:`jcalib.recalibration.venn_abers`). It lives here, below both subpackages,
+well (shared by the CORP decompositions in :mod:`jcalib.stats.corp`, whose bootstrap runs it
+over segments of rows rather than rows, and the Venn–Abers predictors in
+:mod:`jcalib.recalibration.venn_abers`). It lives here, below both subpackages,
 under a public name of a private module."""
 
 from __future__ import annotations
