@@ -348,6 +348,8 @@ _CLASSES = _grid_classes()  # ((1001, 931), (1025, 1024), ..., (5121, 5120)): si
 _E0 = _CLASSES[0][0]  # the grid of every bandwidth >= 11/1024
 _FINE_E = tuple(E for E, _ in _CLASSES[1:])  # the finer grids of the bandwidths 2/1024 ... 10/1024
 _EMAX, _NMAX = _static_max(_MIN_SIGMA)  # the finest grid: (5121, 5120)
+# the one bisection bandwidth k/1024 of each finer grid (k = 10, 9, ..., 2)
+_FINE_K = tuple(next(k for k in range(2, 11) if max(2000, round(20 * 2**_REFINE / k)) // 2 + 1 == E) for E in _FINE_E)
 _SLOT = 32  # rows per slot of the first grid's layout
 
 
@@ -377,6 +379,7 @@ class _CountTables(NamedTuple):
     piece_b0: Array  # (9, EMAX - 1, 2)
     piece_ok: Array  # (9, EMAX - 1, 2)
     kspecs: Array  # the first grid's kernel spectra at the bandwidths k/1024, (1024, P/2 + 1)
+    fine_kspecs: tuple  # each finer grid's kernel spectrum at its one bandwidth, (P_c/2 + 1,)
 
 
 def smooth_ece_count_tables(p, resid, w) -> _CountTables:
@@ -422,7 +425,8 @@ def smooth_ece_count_tables(p, resid, w) -> _CountTables:
     piece_pos, piece_b0, piece_ok = lax.map(pieces, jnp.asarray(_FINE_E, jnp.int32))
     steps = 2**_REFINE
     kspecs = jax.vmap(lambda k: _kernel_spectrum(k / steps, dt))(jnp.arange(1, steps + 1, dtype=dt))
-    return _CountTables(rows, coef, cell, place, occupied, order, piece_pos, piece_b0, piece_ok, kspecs)
+    fine_kspecs = tuple(_kernel_spectrum(jnp.asarray(k / steps, dt), dt, E) for k, E in zip(_FINE_K, _FINE_E))
+    return _CountTables(rows, coef, cell, place, occupied, order, piece_pos, piece_b0, piece_ok, kspecs, fine_kspecs)
 
 
 def _counts_in_layout(counts, tables: _CountTables):
@@ -448,9 +452,8 @@ def _cells_spectrum(cells):
     return jnp.fft.rfft(jnp.concatenate([h, h[E - 2 : 0 : -1]]), axis=0)
 
 
-def _kernel_spectrum(sigma, dt):
-    """The conjugate rfft of the first grid's kernel at bandwidth sigma, placed for :func:`_class_value`."""
-    E = _E0
+def _kernel_spectrum(sigma, dt, E=_E0):
+    """The conjugate rfft of grid E's kernel at bandwidth sigma, placed for :func:`_class_value`."""
     P = 2 * (E - 1)
     # out[i] = sum_m ker[m] ext[i + E//2 + m] with ext the periodic extension: a circular
     # correlation with the kernel placed at offsets m + E//2 - (E - 1) (mod P)
@@ -477,13 +480,11 @@ def _cell_prefix(counts, tables: _CountTables):
     the finer grids' cells) keep float precision."""
     T, S = tables.rows.shape
     v = counts.reshape(T, S, 1) * tables.coef
-    # running sums by Hillis-Steele scans (log2 steps of shifted adds): within each slot, then
-    # over the slots, restarting at each new cell (the cells are sorted, so slots t - d and t
-    # share a cell exactly when every slot between them does)
-    inslot = v
-    for d in (1 << k for k in range((S - 1).bit_length())):
-        inslot = inslot + jnp.concatenate([jnp.zeros((T, d, 4), v.dtype), inslot[:, :-d]], axis=1)
+    inslot = jnp.cumsum(v, axis=1)
     total = inslot[:, -1]
+    # running sums over the slots that restart at each new cell, by a Hillis-Steele scan (log2
+    # steps of shifted adds; the cells are sorted, so slots t - d and t share a cell exactly
+    # when every slot between them does)
     acc = total
     for d in (1 << k for k in range((T - 1).bit_length())):
         same = jnp.concatenate([jnp.zeros((d,), bool), tables.cell[d:] == tables.cell[:-d]])
@@ -491,31 +492,33 @@ def _cell_prefix(counts, tables: _CountTables):
     return (inslot + (acc - total)[:, None]).reshape(T * S, 4), v.reshape(T * S, 4)
 
 
-def _fine_value(prefix, tables: _CountTables, sigma):
-    """smECE_sigma for a bandwidth of a finer grid (sigma < 11/1024), from :func:`_cell_prefix`.
+def _fine_value(prefix, tables: _CountTables, sigma, c: int):
+    """smECE_sigma on finer grid ``c`` (0 to 8: E = 1025 ... 5121; sigma its one bisection
+    bandwidth, 10/1024 ... 2/1024), from :func:`_cell_prefix`.
 
     Each fine cell's four masses are the sums over its (at most two) pieces; within a piece the
     fine grid's interpolation fraction is $x (E - 1)/(E_0 - 1) + (b_0 (E - 1) - b (E_0 - 1))/(E_0 - 1)$
     with $x$ the first grid's fraction and $b_0$, $b$ the two cells (the integer part exact), so
     the masses follow from the pieces' sums of $w$, $w x$, $w r$, $w r x$. Then relplot's
-    reflected convolution on a static buffer of the finest grid (:func:`_smooth_grid`)."""
+    reflected convolution as a periodic one on the grid's own length $2(E - 1)$."""
     q, v = prefix
     dt = q.dtype
-    E, N = _grid_sizes(sigma)
-    c = jnp.clip(jnp.searchsorted(jnp.asarray(_FINE_E, jnp.int32), E), 0, len(_FINE_E) - 1)
-    pp = tables.piece_pos[c]  # (EMAX - 1, 2, 2)
-    sums = jnp.where(tables.piece_ok[c][..., None], q[pp[..., 1]] - q[pp[..., 0]] + v[pp[..., 0]], 0)
+    E, Nmax = _CLASSES[c + 1]
+    pp = tables.piece_pos[c, : E - 1]  # (E - 1, 2, 2)
+    sums = jnp.where(tables.piece_ok[c, : E - 1][..., None], q[pp[..., 1]] - q[pp[..., 0]] + v[pp[..., 0]], 0)
     w0, wx = sums[..., 0] + sums[..., 1], sums[..., 1]
     r0, rx = sums[..., 2] + sums[..., 3], sums[..., 3]
-    b = jnp.arange(_EMAX - 1, dtype=jnp.int32)[:, None]
-    off = (tables.piece_b0[c] * (E - 1) - b * (_E0 - 1)).astype(dt) / (_E0 - 1)
-    rho = (E - 1).astype(dt) / (_E0 - 1)
+    b = jnp.arange(E - 1, dtype=jnp.int32)[:, None]
+    off = (tables.piece_b0[c, : E - 1] * (E - 1) - b * (_E0 - 1)).astype(dt) / (_E0 - 1)
+    rho = jnp.asarray((E - 1) / (_E0 - 1), dt)
     up = jnp.stack([jnp.sum(rho * wx + off * w0, axis=1), jnp.sum(rho * rx + off * r0, axis=1)], axis=-1)
     low = jnp.stack([jnp.sum(w0, axis=1), jnp.sum(r0, axis=1)], axis=-1) - up
     zero = jnp.zeros((1, 2), dt)
-    grid = jnp.concatenate([low, zero]) + jnp.concatenate([zero, up])  # point g: low[g] + up[g - 1]
-    out = _smooth_grid(grid, sigma, E, _EMAX)
-    return _grid_value(out[:, 0], out[:, 1], E, N, _NMAX)
+    h = jnp.concatenate([low, zero]) + jnp.concatenate([zero, up])  # point g: low[g] + up[g - 1]
+    spec = jnp.fft.rfft(jnp.concatenate([h, h[E - 2 : 0 : -1]]), axis=0)
+    out = jnp.fft.irfft(spec * tables.fine_kspecs[c][:, None], 2 * (E - 1), axis=0)[:E]
+    N = jnp.maximum(jnp.round(10.0 / sigma).astype(jnp.int32), 200)
+    return _grid_value(out[:, 0], out[:, 1], jnp.asarray(E, jnp.int32), N, Nmax)
 
 
 def _coarse(spec, sigma, tables: _CountTables):
@@ -542,22 +545,31 @@ def smooth_ece_coarse(spec0, tables: _CountTables):
 
 def smooth_ece_fine(counts, spec0, values, sigma, tables: _CountTables):
     """:func:`smooth_ece_coarse`'s ``(values, sigma)`` completed where the value is NaN: those
-    count vectors (``counts``, in the layout, ``(B, slots * 32)``) search again alone, on their
-    own grids (:func:`_fine_value`), one at a time under ``lax.map``, so each evaluates only
-    the grids its own search visits (at most four of the nine finer ones)."""
+    count vectors (``counts``, in the layout, ``(B, slots * 32)``) search again with the finer
+    grids (:func:`_fine_value`). Each finer grid is the grid of one bisection bandwidth, so it
+    is evaluated at most once in the search, batched over the resamples that reach it (a real
+    branch per grid and step)."""
     dt = tables.coef.dtype
+    B = spec0.shape[0]
+    redo = jnp.isnan(values)
+    prefix = jax.vmap(lambda m: _cell_prefix(m.astype(dt), tables))(counts)
+    fine_E = jnp.asarray(_FINE_E, jnp.int32)
 
-    def one(args):
-        m, sp, v, s = args
+    def value(s):
+        s = jnp.broadcast_to(s, (B,))
+        E = _grid_sizes(s)[0]
+        v = jax.vmap(lambda sp, si: _coarse(sp, si, tables))(spec0, s)
+        for c in range(len(_FINE_E)):
+            on_c = redo & (E == fine_E[c])
 
-        def search():
-            prefix = _cell_prefix(m.astype(dt), tables)
-            fine = lambda sp, s: _fine_value(prefix, tables, s)  # noqa: E731
-            return _bisect(lambda s: lax.cond(_grid_sizes(s)[0] == _E0, lambda sp, s: _coarse(sp, s, tables), fine, sp, s), dt)
+            def fine(v, c=c, on_c=on_c):
+                return jnp.where(on_c, jax.vmap(lambda q, r, si: _fine_value((q, r), tables, si, c))(*prefix, s), v)
 
-        return lax.cond(jnp.isnan(v), search, lambda: (v, s))
+            v = lax.cond(jnp.any(on_c), fine, lambda v: v, v)
+        return v
 
-    return lax.map(one, (counts, spec0, values, sigma))
+    v, sg = _bisect(value, dt)
+    return jnp.where(redo, v, values), jnp.where(redo, sg, sigma)
 
 
 def _values_of_spectra(spec0, tables: _CountTables, counts):
@@ -607,7 +619,7 @@ def smooth_ece_of_counts(counts, tables: _CountTables):
     :func:`jcalib.stats._multinomial.counts_by_position` with ``tables.place``). Equal to
     ``smooth_ece`` of the repeated rows to float round-off, at $O(n)$ multiply-adds per count
     vector and FFTs of length $2(E_0 - 1) = 2000$ batched over the rows; a row whose bandwidth
-    is below $11/1024$ also takes $O(n)$ prefix sums and one FFT of length 16384 per finer grid
+    is below $11/1024$ also takes $O(n)$ prefix sums and a pair of FFTs of that grid's length per finer grid
     its search visits (:func:`smooth_ece_fine`).
     """
     return _values_of_spectra(smooth_ece_counts_spectra(counts, tables), tables, lambda: counts)
