@@ -50,7 +50,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from .._grid import GRID_WHY, MAX_GRID, size_field
-from .._validation import check_hyper, check_positive_int, Custom, declare, Int, is_concrete, Real, RealArray
+from .._validation import check_hyper, check_positive_int, Custom, declare, in_graph, Int, is_concrete, Real, RealArray
 from ..core.types import Forecast, Mixture
 from .base import AbstractPayoff
 from .binary import BinaryCalibration, MixedBinaryCalibration, _tent_weights
@@ -202,7 +202,15 @@ class KakadeFoster(AbstractOracle):
         return Forecast(value, mix, cert)
 
 
-@declare(c=RealArray(ndim=1), q=RealArray(ndim=1, lo=0.0, hi=1.0, length_of="c"),
+def _distribution(q, name, bound):
+    q = RealArray(ndim=1, lo=0.0, hi=1.0, length_of="c").check(q, name, bound)
+    off = jnp.abs(jnp.sum(q) - 1) > 1e-4  # float32 round-off of a solver's distribution
+    if is_concrete(q) and bool(off):
+        raise ValueError(f"{name} must sum to 1 (a distribution over the actions), got a sum of {float(jnp.sum(q)):.6g}")
+    return in_graph(q, off, f"{name} must sum to 1 (a distribution over the actions)")
+
+
+@declare(c=RealArray(ndim=1), q=Custom(_distribution, "a distribution over the actions"),
          beta=Real(0.0, 1.0, open_lo=True, open_hi=True))
 def conformal_certificate(c, q, beta):
     r"""$\max_y \langle c, \pi(q, y)\rangle$ for :class:`ConformalPayoff`: exact, over every exceedance pattern.

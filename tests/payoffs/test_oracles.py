@@ -254,6 +254,8 @@ def test_the_public_kernels_check_their_inputs():
         payoffs.conformal_certificate(c, q, 1.5)
     with pytest.raises(ValueError, match="q must lie in"):
         payoffs.conformal_certificate(c, jnp.array([0.2, 0.3, 1.5]), 0.5)
+    with pytest.raises(ValueError, match="q must sum to 1"):
+        payoffs.conformal_certificate(c, jnp.array([0.2, 0.3, 0.6]), 0.5)
     with pytest.raises(ValueError, match="mismatched lengths: q"):
         payoffs.conformal_certificate(c, q[:2], 0.5)
     with pytest.raises(ValueError, match="n_steps must be"):
