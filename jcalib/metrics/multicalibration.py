@@ -61,7 +61,7 @@ from .._validation import (
     offending,
     shown,
 )
-from .binary import _bin_index
+from .binary import bin_index
 
 __all__ = [
     "MulticalibrationAudit",
@@ -186,7 +186,7 @@ class SparseGroups(eqx.Module):
 # Inputs
 
 
-def _check_groups(value, name, bound):
+def check_groups(value, name, bound):
     """A membership matrix ``(n, G)`` with entries in [0, 1] (bools become 0/1), or a callable."""
     probs = bound.get("probs")
     if isinstance(value, SparseGroups):
@@ -232,7 +232,7 @@ def _check_groups(value, name, bound):
     return arr
 
 
-GROUPS = Custom(_check_groups, "a membership matrix (n, G) in [0, 1], SparseGroups, or a function of the features")
+GROUPS = Custom(check_groups, "a membership matrix (n, G) in [0, 1], SparseGroups, or a function of the features")
 
 
 def _check_features(value, name, bound):
@@ -354,9 +354,10 @@ def _table(g, cols, frac, values, n_cells):
     return _group_table(g, cols, frac, values, n_cells)
 
 
-def _binned_tables(p, y, w, g, n_bins):
-    """Per (group, bin): weight and signed bias $\\sum w g (p - y)$, shapes ``(G, n_bins)``."""
-    idx = _bin_index(p, n_bins)
+def group_bin_tables(p, y, w, g, n_bins):
+    """Per (group, bin): weight and signed bias $\\sum w g (p - y)$, shapes ``(G, n_bins)``, of
+    checked inputs (shared with :class:`jcalib.recalibration.Multicalibration`; not exported)."""
+    idx = bin_index(p, n_bins)
     t = _table(g, idx, None, jnp.stack([w, w * (p - y)], axis=1), n_bins)
     return t[..., 0], t[..., 1]
 
@@ -395,7 +396,7 @@ def _summary(per, size, min_size):
 
 def _errors(p, y, w, g, method, n_bins, bandwidth):
     if method == "binned":
-        wb, bias = _binned_tables(p, y, w, g, n_bins)
+        wb, bias = group_bin_tables(p, y, w, g, n_bins)
         size = jnp.sum(wb, axis=1)
         per = jnp.sum(jnp.abs(bias), axis=1)
         return jnp.where(size > 0, per / jnp.where(size > 0, size, 1), 0.0), size

@@ -40,8 +40,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from .._validation import BINS, Custom, Int as IntSpec, Real, Weights, as_float_array, check_fields, declare
-from ..metrics.binary import _bin_index
-from ..metrics.multicalibration import _binned_tables, _check_groups
+from ..metrics.binary import bin_index
+from ..metrics.multicalibration import check_groups, group_bin_tables
 from .base import AbstractFittedRecalibrator, AbstractRecalibrator
 
 __all__ = ["FittedMulticalibration", "Multicalibration", "MulticalibrationHistory"]
@@ -99,7 +99,7 @@ def _groups_or_all(value, name, bound):
     if callable(value) and not hasattr(value, "shape"):
         raise TypeError(f"{name} must be a membership matrix (n, G); evaluate your group function on the "
                         "features first (groups=my_groups(X))")
-    g = _check_groups(value, name, bound)
+    g = check_groups(value, name, bound)
     return g
 
 
@@ -117,12 +117,12 @@ def _as_input_shape(q, probs):
 
 def _patch(p, g, group, b, delta, n_bins):
     """One patch: $p_i \\leftarrow \\Pi_{[0,1]}(p_i + g_{i,group}\\,\\Delta)$ where $b(p_i) = b$."""
-    hit = (_bin_index(p, n_bins) == jnp.asarray(b, jnp.int32)).astype(p.dtype) * g[:, group]
+    hit = (bin_index(p, n_bins) == jnp.asarray(b, jnp.int32)).astype(p.dtype) * g[:, group]
     return jnp.clip(p + hit * delta, 0.0, 1.0)
 
 
 def _worst(p, y, w, g, n_bins):
-    wb, bias = _binned_tables(p, y, w, g, n_bins)
+    wb, bias = group_bin_tables(p, y, w, g, n_bins)
     size = jnp.sum(wb, axis=1)
     per = jnp.where(size > 0, jnp.sum(jnp.abs(bias), axis=1) / jnp.where(size > 0, size, 1), 0.0)
     return jnp.max(per)
@@ -162,7 +162,7 @@ class FittedMulticalibration(AbstractFittedRecalibrator):
                                  "memberships (n, G) for the new samples")
             g = jnp.ones((p.shape[0], 1), p.dtype)
         else:
-            g = _check_groups(groups, "groups", {"probs": p})
+            g = check_groups(groups, "groups", {"probs": p})
             if g.shape[1] != self.n_groups:
                 raise ValueError(f"groups must have {self.n_groups} columns (the groups seen in fit), got {g.shape[1]}")
         g = g.astype(p.dtype)
@@ -266,7 +266,7 @@ def _fit_impl(p, y, g, w, val, alpha, n_bins, max_rounds, validate):
 
     def round_(carry, _):
         q, stopped = carry
-        wb, bias = _binned_tables(q, y, w_fit, g, n_bins)  # bias = sum w g (q - y)
+        wb, bias = group_bin_tables(q, y, w_fit, g, n_bins)  # bias = sum w g (q - y)
         size = jnp.sum(wb, axis=1, keepdims=True)
         delta = jnp.where(wb > 0, -bias / jnp.where(wb > 0, wb, 1), 0.0)  # mean (y - q) of the cell
         big_enough = wb >= alpha * size / n_bins

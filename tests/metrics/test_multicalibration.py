@@ -60,7 +60,7 @@ def test_parity_with_multicalibration_package(x64):
     bins: our per-(group, bin) biases divided by cell weights are the same numbers."""
     from multicalibration.HJZ.utils import calculate_average_labels, calculate_calibration_errors, discretize_values
 
-    from jcalib.metrics.multicalibration import _binned_tables
+    from jcalib.metrics.multicalibration import group_bin_tables
 
     p, y, g = _data(n=2000, G=5)
     n_bins = 10
@@ -69,7 +69,7 @@ def test_parity_with_multicalibration_package(x64):
     avg, _ = calculate_average_labels(y[:, None].astype(float), bins, subgroups, n_bins)
     errs = calculate_calibration_errors(avg, p[:, None], bins, subgroups)[:, :, 0, 0]  # (bins, groups)
     if True:  # float64 (the x64 fixture)
-        wb, bias = _binned_tables(jnp.asarray(p), jnp.asarray(y, jnp.float64), jnp.ones(2000), jnp.asarray(g, jnp.float64), n_bins)
+        wb, bias = group_bin_tables(jnp.asarray(p), jnp.asarray(y, jnp.float64), jnp.ones(2000), jnp.asarray(g, jnp.float64), n_bins)
         ours = np.where(np.asarray(wb) > 0, np.asarray(bias) / np.maximum(np.asarray(wb), 1), 0.0).T
     np.testing.assert_allclose(ours, errs, atol=1e-12)
 
