@@ -14,8 +14,12 @@ $(VENV)/.installed-core: $(VENV)/bin/activate pyproject.toml
 	$(PIP) install --quiet -e ".[experiments]"
 	touch $@
 
+# mcgrad is a parity peer for its multicalibration metric only (mcgrad.metrics needs NumPy, pandas,
+# SciPy, scikit-learn and psutil, all in the test extra); its declared dependencies pull in torch and
+# some 3 GB of CUDA wheels through ax-platform, so it is installed without them.
 $(VENV)/.installed-test: $(VENV)/bin/activate pyproject.toml
 	$(PIP) install --quiet -e ".[test,experiments,data,river,docs]"
+	$(PIP) install --quiet --no-deps "mcgrad>=0.1.5"
 	touch $@
 
 $(VENV)/.installed-docs: $(VENV)/bin/activate pyproject.toml
