@@ -251,28 +251,27 @@ def _segment_size(n_segments, n):
     return min(-(-s // step) * step, n)
 
 
-def _resampled_components(score_fn, xs, ys, ws, seg, key, size):
+def _resampled_components(score_fn, rows, seg, key, size):
     r"""(score, MCB, DSC, UNC) of one bootstrap resample, from its sums over segments.
 
-    The rows are drawn as row indices (the same draws as a count vector over the rows); each
-    segment gets its resampled weight $W_s$ and weighted outcome sum $Y_s$, PAV runs over the
-    segments, and, the outcomes being 0 or 1, a block of mean $r$ scores
+    ``rows`` holds each sorted row's weight $w_i$, $w_i y_i$ and weighted score $w_i S(x_i, y_i)$
+    (one gather a draw). The rows are drawn as row indices (the same draws as a count vector
+    over the rows); each segment gets its resampled weight $W_s$ and weighted outcome sum $Y_s$,
+    PAV runs over the segments, and, the outcomes being 0 or 1, a block of mean $r$ scores
     $Y_s S(r, 1) + (W_s - Y_s) S(r, 0)$ on segment $s$."""
-    n = xs.shape[0]
+    n = rows.shape[0]
     idx = jax.random.randint(key, (n,), 0, n)
-    s = seg[idx]
-    w = ws[idx]
-    W = jnp.zeros((size,), xs.dtype).at[s].add(w)
-    WY = jnp.zeros((size,), xs.dtype).at[s].add(w * ys[idx])
+    s, drawn = seg[idx], rows[idx]
+    W = jnp.zeros((size,), rows.dtype).at[s].add(drawn[:, 0])
+    WY = jnp.zeros((size,), rows.dtype).at[s].add(drawn[:, 1])
     total, total_y = jnp.sum(W), jnp.sum(WY)
-    scores = jnp.where(w > 0, w * score_fn(xs[idx], ys[idx]), 0)  # weight 0 counts 0, even where infinite
 
     def weighted(r, a, b):  # a S(r, 1) + b S(r, 0), a term of weight 0 counting 0
         one, zero = jnp.ones_like(r), jnp.zeros_like(r)
         return jnp.where(a > 0, a * score_fn(r, one), 0) + jnp.where(b > 0, b * score_fn(r, zero), 0)
 
     recal = pav_by_rounds(jnp.where(W > 0, WY / jnp.where(W > 0, W, 1), 0), W)
-    s_all = jnp.sum(scores) / total
+    s_all = jnp.sum(drawn[:, 2]) / total
     s_rc = jnp.sum(weighted(recal, WY, W - WY)) / total
     s_mg = weighted(total_y / total, total_y, total - total_y) / total
     return jnp.stack([s_all, s_all - s_rc, s_mg - s_rc, s_mg])
@@ -284,8 +283,9 @@ def _score_decomposition(xs, ys, ws, gid, seg, key, *, score, n_resamples, chunk
     est = _binary_decomposition(score_fn, xs, ys, gid, ws)
     if key is None:
         return est, None
-    res = _chunked_map(lambda k: _resampled_components(score_fn, xs, ys, ws, seg, k, size), key, n_resamples,
-                       chunk)
+    # per row, once: weight, weighted outcome, weighted score (weight 0 counts 0, even where infinite)
+    rows = jnp.stack([ws, ws * ys, jnp.where(ws > 0, ws * score_fn(xs, ys), 0)], axis=-1)
+    res = _chunked_map(lambda k: _resampled_components(score_fn, rows, seg, k, size), key, n_resamples, chunk)
     return est, res
 
 
