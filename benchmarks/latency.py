@@ -5,8 +5,8 @@ Each entry point runs in a fresh process (an empty persistent compilation cache 
 same shapes, timed, with JAX's own counters (``jax.monitoring``) for the first call: XLA
 compilations (``/jax/core/compile/backend_compile_duration`` events) and their seconds, jaxpr
 traces and their seconds, and persistent-cache hits. ``demo`` and ``demo_tiny`` run the command
-line (``python -m jcalib.cli demo``) as a whole; ``demo_warm`` runs it twice on one cache folder
-and reports the second run.
+line (``python -m jcalib.cli demo``) as a whole; ``demo_warm`` and ``demo_tiny_warm`` run it twice
+on one cache folder and report the second run (and the first's time).
 
 With ``--old PATH`` (a source tree of an earlier commit, e.g. a ``git worktree``), every entry
 point runs in the old tree and the new one in alternating fresh processes (``PYTHONPATH``), and
@@ -203,7 +203,7 @@ DEMOS = {
 QUICK = ["binned_ece", "smooth_ece", "spiegelhalter_test", "bootstrap_percentile", "TemperatureScaling",
          "play_aosa", "sweep_aosa", "demo_tiny"]
 DEFAULT = [*ENTRY_POINTS, "demo_tiny"]
-ALL = [*ENTRY_POINTS, *DEMOS, "demo_warm"]
+ALL = [*ENTRY_POINTS, *DEMOS, "demo_tiny_warm", "demo_warm"]
 
 # ---- the child: one entry point in this process -------------------------------------------------
 
@@ -333,12 +333,13 @@ def _run(name: str, tree: Path, cache: str, by_program: bool, timeout: float) ->
 
 
 def _measure(name, tree, by_program, timeout, keep_cache: str | None):
-    """One measurement; ``demo_warm`` runs the demo twice on one folder and keeps the second."""
+    """One measurement; ``demo_warm`` (``demo_tiny_warm``) runs the demo twice on one folder and
+    keeps the second."""
     with tempfile.TemporaryDirectory(prefix="jcalib-xla-") as fresh:
         cache = keep_cache or fresh
-        if name == "demo_warm":
-            cold = _run("demo", tree, cache, False, timeout)
-            warm = _run("demo", tree, cache, by_program, timeout)
+        if name.endswith("_warm"):
+            cold = _run(name.removesuffix("_warm"), tree, cache, False, timeout)
+            warm = _run(name.removesuffix("_warm"), tree, cache, by_program, timeout)
             warm["cold_first_s"] = cold.get("first_s", float("nan"))
             return warm
         return _run(name, tree, cache, by_program, timeout)
