@@ -325,8 +325,10 @@ def _dist_use(d):
 
 E["distributions.PiecewiseConstant"] = ex(distributions.PiecewiseConstant, lambda: {"probs": D4, "edges": E4}, use=_dist_use,
                                           kinds={"probs": K("simplex"), "edges": K("object")}, unpaired=("probs",), no_length=True)
-E["distributions.Gaussian"] = ex(distributions.Gaussian, lambda: {"loc": 0.5, "scale": 0.2}, use=_dist_use,
-                                 kinds={"scale": K("float", lo=0.0)})
+E["distributions.Gaussian"] = ex(distributions.Gaussian, lambda: {"loc": 0.5, "scale": 0.2},
+                                 use=lambda d: (d.cdf(jnp.asarray(0.3, jnp.result_type(float))), d.mean()),
+                                 kinds={"scale": K("float", lo=0.0)},
+                                 also_valid=(("loc", "list"), ("scale", "list")))  # array-like parameters: a list is a batch
 E["distributions.MixtureDistribution"] = Ex(lambda weights: distributions.MixtureDistribution(
     distributions.PiecewiseConstant(jnp.asarray(np.stack([D4, D4[::-1]]), jnp.result_type(float)), E4), weights),
     lambda: {"weights": np.array([0.3, 0.7])}, use=_dist_use, kinds={"weights": K("simplex")}, no_length=True)
@@ -471,8 +473,8 @@ for _n in ("accuracy", "classwise_ece", "confidence_ece", "l2_error", "nll", "to
            "low_degree_calibration_error", "max_classwise_calibration_error", "projected_smooth_calibration_error",
            "subset_smooth_calibration_error"):
     E[f"metrics.{_n}"] = multiclass(getattr(metrics, _n), kinds={"order": K("float", lo=1.0), "eps": K("float", lo=0.0, hi=0.5)})
-E["metrics.full_smooth_calibration_error"] = E["metrics.full_smooth_calibration_error"]._replace(
-    jit=False, why="linear programs solved on the host: refused under jit")
+for _n in ("full_smooth_calibration_error", "projected_smooth_calibration_error"):
+    E[f"metrics.{_n}"] = E[f"metrics.{_n}"]._replace(jit=False, why="linear programs solved on the host: refused under jit")
 E["metrics.one_hot"] = ex(metrics.one_hot, {"labels": YM, "n_classes": 3})
 E["metrics.lipschitz_correlation"] = ex(metrics.lipschitz_correlation, {"t": P, "r": Y - P}, jit=False,
                                        why="a linear program on the host: refused under jit", kinds={"t": K("prob"), "r": K("real"),
