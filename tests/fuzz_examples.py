@@ -421,10 +421,10 @@ E["metrics.partition_search"] = Ex(lambda probs, residual, weights, key: metrics
     lambda: {"probs": PM, "residual": _RES, "weights": W / W.sum(), "key": KEY()}, kinds={"residual": K("real")})
 E["metrics.partition_weights"] = Ex(metrics.partition_weights, lambda: {"w": np.array([[1.0, 0.0, -1.0], [0.0, 1.0, 0.5]]), "probs": PM},
                                     kinds={"w": K("real")}, unpaired=("w",))
-for _n in ("ace", "mce", "brier", "ece", "log_loss", "smooth_calibration_error", "smooth_ece", "binned_ece"):
+for _n in ("ace", "mce", "brier", "smooth_calibration_error", "smooth_ece", "binned_ece"):
     E[f"metrics.{_n}"] = binary(getattr(metrics, _n), kinds={"eps": K("float", lo=0.0, hi=1.0)})
-E["metrics.log_loss"] = binary(metrics.log_loss, {"eps": 1e-6}, kinds={"eps": K("float", lo=0.0, hi=0.5)})
 E["metrics.ece"] = binary(metrics.ece)
+E["metrics.log_loss"] = binary(metrics.log_loss, {"eps": 1e-6}, kinds={"eps": K("float", lo=0.0, hi=0.5)})
 E["metrics.bin_index"] = ex(metrics.bin_index, {"probs": P, "n_bins": 10}, also_valid=(("probs", "extra axis"),))  # elementwise
 E["metrics.quantile_bin_index"] = ex(metrics.quantile_bin_index, {"probs": P, "n_bins": 3, "sample_weight": W})
 E["metrics.ece_from_counts"] = ex(metrics.ece_from_counts, {"counts": np.array([3, 2, 1, 4, 5]), "ones": np.array([1, 1, 0, 2, 5]), "n_bins": 4},
