@@ -213,7 +213,7 @@ _RESAMPLES = Int(1, 2**20, bytes_per=8, what="its resampled components")
 _CHUNK = Int(1, 2**16)
 
 
-def _segments(xs, ys, ws, gid):
+def _segments(xs, ys, gid):
     r"""Segment id of each sorted row and the number of segments: the runs of tie groups that lie
     in one PAV block of **every** bootstrap resample, so a resample's PAV runs over segments.
 
@@ -237,13 +237,13 @@ def _prepare(probs, labels, w):
     order = jnp.argsort(probs)
     xs, ys, ws = probs[order], labels[order], w[order]
     gid = _tie_ids(xs)
-    seg, n_segments = _segments(xs, ys, ws, gid)
+    seg, n_segments = _segments(xs, ys, gid)
     return xs, ys, ws, gid, seg, n_segments
 
 
 def _segment_size(n_segments, n):
-    """A static size for the segments: their number rounded up to an eighth of its power of two
-    (a few compiled sizes over all data sets), or ``n`` when the number is traced."""
+    """A static size for the segments: their number rounded up to a multiple of an eighth of the
+    power of two below it (a few compiled sizes over all data sets), or ``n`` when the number is traced."""
     if isinstance(n_segments, jax.core.Tracer):
         return n
     s = int(n_segments)
