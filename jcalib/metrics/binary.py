@@ -365,10 +365,10 @@ def binned_ece(
         Bayesian binning*; Guo, Pleiss, Sun, Weinberger (2017), *On calibration of modern
         neural networks*; paper 000 §2 for the unnormalised sequence form.
     """
-    return _binned_ece(probs, labels, sample_weight, n_bins, strategy, order)
+    return binned_ece_kernel(probs, labels, sample_weight, n_bins, strategy, order)
 
 
-def _binned_ece(probs, labels, w, n_bins, strategy, p):
+def binned_ece_kernel(probs, labels, w, n_bins, strategy, p):
     """:func:`binned_ece` of checked inputs (the per-class loops of the multi-class ECEs call it
     with weights that may be zero for a class never predicted)."""
     w, wb, bias = _binned(probs, labels.astype(probs.dtype), w.astype(probs.dtype), n_bins, strategy)
@@ -623,7 +623,7 @@ def log_loss(
     return -jnp.sum(w * ll) / jnp.sum(w)
 
 
-def _grid_counts(value, name, bound):
+def grid_counts_arg(value, name, bound):
     """Per-grid-point counts (``counts`` then ``ones``) checked together once both are bound."""
     if name == "counts":
         return value
@@ -632,8 +632,8 @@ def _grid_counts(value, name, bound):
     return ones
 
 
-@declare(n_bins=BINS, counts=Custom(_grid_counts, "rounds per grid point, shape (n_bins + 1,)"),
-         ones=Custom(_grid_counts, "rounds with y = 1 per grid point, 0 <= ones <= counts"))
+@declare(n_bins=BINS, counts=Custom(grid_counts_arg, "rounds per grid point, shape (n_bins + 1,)"),
+         ones=Custom(grid_counts_arg, "rounds with y = 1 per grid point, 0 <= ones <= counts"))
 def ece_from_counts(
     counts: Int[Array, " n_bins+1"],
     ones: Int[Array, " n_bins+1"],

@@ -57,7 +57,7 @@ from jaxtyping import Array, Float, Int
 from scipy.optimize import linprog
 
 from .._validation import BINS, BinaryLabels, BinaryProbs, Bool, Custom, Integer, Optional, Real, Weights, declare
-from .binary import _grid_counts
+from .binary import grid_counts_arg
 
 __all__ = [
     "CalibratedWitness",
@@ -120,8 +120,8 @@ class CalibrationDistance(NamedTuple):
 # atoms
 
 
-@declare(n_bins=BINS, counts=Custom(_grid_counts, "rounds per grid point, shape (n_bins + 1,)"),
-         ones=Custom(_grid_counts, "rounds with y = 1 per grid point, 0 <= ones <= counts"))
+@declare(n_bins=BINS, counts=Custom(grid_counts_arg, "rounds per grid point, shape (n_bins + 1,)"),
+         ones=Custom(grid_counts_arg, "rounds with y = 1 per grid point, 0 <= ones <= counts"))
 def atoms_from_counts(
     counts: Int[Array, " n_bins+1"],
     ones: Int[Array, " n_bins+1"],

@@ -49,7 +49,7 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from .._validation import BINS, ClassLabels, Integer, Optional, Real, declare, multiclass_inputs
-from .binary import ORDER, STRATEGY, _binned_ece, warn_if_float32_changes_log_clip, warn_if_float32_moves_bins
+from .binary import ORDER, STRATEGY, binned_ece_kernel, warn_if_float32_changes_log_clip, warn_if_float32_moves_bins
 
 __all__ = [
     "one_hot",
@@ -215,7 +215,7 @@ def confidence_ece(
 def _confidence_ece(v, y, w, n_bins, strategy, p):
     conf = jnp.max(v, axis=1)
     correct = (jnp.argmax(v, axis=1).astype(y.dtype) == y).astype(jnp.int32)
-    return _binned_ece(conf, correct, w, n_bins, strategy, p)
+    return binned_ece_kernel(conf, correct, w, n_bins, strategy, p)
 
 
 @declare(_warn_top_bins, **_BINNED)
@@ -280,7 +280,7 @@ def _top_label_ece(v, y, w, n_bins, strategy, p):
     def per_class(ell):
         w_ell = w * (pred == ell).astype(w.dtype)
         total = jnp.sum(w_ell)
-        ece_ell = _binned_ece(conf, correct, w_ell, n_bins, strategy, p)
+        ece_ell = binned_ece_kernel(conf, correct, w_ell, n_bins, strategy, p)
         # classes never predicted have W_ℓ = 0 and an undefined (0/0) ECE_ℓ: they contribute 0
         return jnp.where(total > 0, total * ece_ell**p, 0.0)
 
@@ -344,7 +344,7 @@ def _classwise_ece(v, y, w, n_bins, strategy, p):
 
     def per_class(ell):
         hit = (y == ell).astype(jnp.int32)
-        return _binned_ece(v[:, ell], hit, w, n_bins, strategy, p)
+        return binned_ece_kernel(v[:, ell], hit, w, n_bins, strategy, p)
 
     eces = lax.map(per_class, jnp.arange(n_classes, dtype=jnp.int32), batch_size=min(n_classes, _CLASS_BATCH))
     return jnp.mean(eces)
