@@ -442,7 +442,7 @@ def _ensemble_inputs(ensemble, y, member_weights, estimator, axis):
         raise ValueError(f"estimator must be 'standard' or 'fair', got {estimator!r}")
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise ValueError(f"axis must be an integer, got {type(axis).__name__} {axis!r}")
-    x = _real(as_float_array(ensemble, "ensemble"), "ensemble")
+    x = RealArray(ndim=None, nonempty=False).check(ensemble, "ensemble", {})  # an empty member axis is named below
     if x.ndim == 0:
         raise ValueError("ensemble needs a member axis, got a scalar")
     if not -x.ndim <= axis < x.ndim:

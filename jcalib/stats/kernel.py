@@ -65,7 +65,7 @@ def _vectors(probs, labels, sample_weight):
         P, y = probs, labels
         R = jax.nn.one_hot(y, P.shape[1], dtype=P.dtype) - P
     else:
-        p, y = probs, labels
+        p, y = probs, labels.astype(probs.dtype)  # the consistency resamples pass int32 outcomes
         P = jnp.stack([1 - p, p], axis=1)
         R = jnp.stack([p - y, y - p], axis=1)
         y = y.astype(jnp.int32)
