@@ -21,6 +21,8 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Float
 
+from ._validation import as_int
+
 __all__ = [
     "DEFAULT_TILE",
     "GaussianKernel",
@@ -55,10 +57,10 @@ class MultinomialKernel(eqx.Module):
         degree: $d \ge 0$ (static).
     """
 
-    degree: int = eqx.field(static=True)
+    degree: int = eqx.field(static=True, converter=as_int)
 
     def __check_init__(self):
-        if isinstance(self.degree, bool) or not isinstance(self.degree, (int, np.integer)) or self.degree < 0:
+        if isinstance(self.degree, bool) or not isinstance(self.degree, int) or self.degree < 0:
             raise ValueError(f"degree must be a non-negative integer, got {self.degree!r}")
 
     @property

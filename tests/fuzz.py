@@ -401,17 +401,27 @@ def cases_of(target: str) -> list[Case]:
                 continue
             valid = m.valid or (p, m.name) in ex.also_valid
             out.append(Case(target, p, m.name, "plain", valid, m.isolate or ex.isolate))
-            if ex.jit and m.jit and _is_traced_array(v) and p not in ex.static:
+            if ex.jit and m.jit and _is_traced_array(v) and p not in ex.static and (
+                    ex.jit_values or not _value_mutation(v, m)):
                 out.append(Case(target, p, m.name, "jit", valid, ex.isolate))
         if traced and kinds[p].name in ("int", "float") and not isinstance(v, bool):
             out.append(Case(target, p, TRACED, "jit", True, ex.isolate))
     n = ex.n if ex.n is not None else max((_leading(v) or 0 for v in kwargs.values()), default=0)
     if n and sum(_leading(v) == n for p, v in kwargs.items() if p not in ex.unpaired) >= 1 and not ex.no_length:
-        for name, valid in (("empty", False), ("length 1", ex.min_length <= 1)):
+        for name, valid in (("empty", ("*", "empty") in ex.also_valid), ("length 1", ex.min_length <= 1)):
             out.append(Case(target, "*", name, "plain", valid, ex.isolate))
             if traced:
                 out.append(Case(target, "*", name, "jit", valid, ex.isolate))
     return out
+
+
+def _value_mutation(v, m) -> bool:
+    """Whether mutation ``m`` changes only the values of array ``v`` (same shape, numeric)."""
+    try:
+        mv = np.asarray(m.value(v))
+    except Exception:  # noqa: BLE001 - not an array mutation
+        return False
+    return mv.shape == np.shape(v) and mv.dtype.kind in "biuf"
 
 
 def _scalar_of(fn, param):

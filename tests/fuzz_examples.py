@@ -66,6 +66,7 @@ class Ex(NamedTuple):
     no_length: bool = False
     min_length: int = 1  # fewer samples than this is invalid (a test statistic needs two)
     also_valid: tuple = ()  # (param, mutation) pairs that are valid here (an elementwise map takes any shape)
+    jit_values: bool = True  # False: values are documented as checked on plain calls only (not in the graph)
     aliases: dict = {}  # the name an error may use for a parameter (scikit-learn's X is the probabilities)
     why: str = ""
 
@@ -225,7 +226,9 @@ def _fitted_entry(cls):
 def _score_rule(rule_cls, fields=None):
     def score(probs, y, **settings):
         return rule_cls(**settings)(probs, y)
-    return ex(score, {"probs": P, "y": Y, **(fields or {})}, defaults=False)
+    # scoring rules run inside the forecasters' and payoffs' inner loops: their values are checked
+    # on plain calls only, as the concepts page documents ("Input checks")
+    return ex(score, {"probs": P, "y": Y, **(fields or {})}, defaults=False, jit_values=False)
 
 
 # ---------------------------------------------------------------------------------- tables
@@ -299,7 +302,8 @@ def _lagged():
 
 E["datasets.run_expert"] = Ex(lambda name, horizon, warmup, n_bins, key: datasets.run_expert(
     name, _lagged(), horizon=horizon, warmup=warmup, n_bins=n_bins, key=key, progress=False),
-    lambda: {"name": "marginal", "horizon": 8, "warmup": 40, "n_bins": 10, "key": KEY()}, jit=False)
+    lambda: {"name": "marginal", "horizon": 8, "warmup": 40, "n_bins": 10, "key": KEY()}, jit=False,
+    also_valid=(("warmup", "None"),))  # warmup=None is the documented default
 E["datasets.run_day_ahead_expert"] = Ex(lambda name, days, warmup_days, day_length, n_bins, key: datasets.run_day_ahead_expert(
     name, _lagged(), days=days, warmup_days=warmup_days, day_length=day_length, n_bins=n_bins, key=key, progress=False),
     lambda: {"name": "marginal", "days": 2, "warmup_days": 4, "day_length": 4, "n_bins": 10, "key": KEY()}, jit=False)
@@ -425,7 +429,8 @@ for _n in ("ace", "mce", "brier", "smooth_calibration_error", "smooth_ece", "bin
     E[f"metrics.{_n}"] = binary(getattr(metrics, _n), kinds={"eps": K("float", lo=0.0, hi=1.0)})
 E["metrics.ece"] = binary(metrics.ece)
 E["metrics.log_loss"] = binary(metrics.log_loss, {"eps": 1e-6}, kinds={"eps": K("float", lo=0.0, hi=0.5)})
-E["metrics.bin_index"] = ex(metrics.bin_index, {"probs": P, "n_bins": 10}, also_valid=(("probs", "extra axis"),))  # elementwise
+E["metrics.bin_index"] = ex(metrics.bin_index, {"probs": P, "n_bins": 10},
+                           also_valid=(("probs", "extra axis"), ("*", "empty")))  # elementwise: any shape, empty too
 E["metrics.quantile_bin_index"] = ex(metrics.quantile_bin_index, {"probs": P, "n_bins": 3, "sample_weight": W})
 E["metrics.ece_from_counts"] = ex(metrics.ece_from_counts, {"counts": np.array([3, 2, 1, 4, 5]), "ones": np.array([1, 1, 0, 2, 5]), "n_bins": 4},
                                   kinds={"counts": K("count"), "ones": K("count")}, no_length=True)
@@ -500,7 +505,7 @@ E["metrics.pinball_loss"] = ex(metrics.pinball_loss, {"quantiles": np.stack([YR 
                                                       "levels": np.array([0.1, 0.5, 0.9]), "sample_weight": W},
                                kinds={"levels": K("prob"), "y": K("real")}, unpaired=("levels",))
 E["metrics.pit"] = ex(lambda probs, y: metrics.pit(distributions.PiecewiseConstant(probs, E4), y),
-                      {"probs": np.tile(D4, (N, 1)), "y": U}, kinds={"y": K("prob")})
+                      {"probs": np.tile(D4, (N, 1)), "y": U}, kinds={"y": K("real")})  # an outcome beyond the support is valid
 E["metrics.pit_histogram"] = ex(metrics.pit_histogram, {"pit_values": U, "sample_weight": W})
 E["metrics.pit_uniformity"] = ex(metrics.pit_uniformity, {"pit_values": U})
 E["metrics.qce_calibrated_expectation"] = ex(metrics.qce_calibrated_expectation, {"T": 100, "levels": np.array([0.1, 0.5, 0.9])},
@@ -672,7 +677,7 @@ E["scoring.Spherical"] = _score_rule(scoring.Spherical)
 E["scoring.LogScore"] = _score_rule(scoring.LogScore, {"clip": 1e-4})
 E["scoring.LogScore"] = E["scoring.LogScore"]._replace(kinds={"clip": K("float", lo=0.0, hi=0.5)})
 E["scoring.crps"] = ex(lambda probs, y: scoring.crps(distributions.PiecewiseConstant(probs, E4), y), {"probs": np.tile(D4, (N, 1)), "y": U},
-                       kinds={"y": K("prob")})
+                       kinds={"y": K("real")})  # an outcome beyond the support is a valid outcome
 _ENS = YR[:, None] + np.array([-0.5, 0.0, 0.3, 1.0])
 E["scoring.crps_ensemble"] = ex(scoring.crps_ensemble, {"ensemble": _ENS, "y": YR, "member_weights": np.ones_like(_ENS)},
                                 kinds={"member_weights": K("weight")}, fixed=("axis",))
@@ -700,7 +705,7 @@ for _n in ("BootstrapResult", "CalibrationCurve", "CalibrationTestResult", "SKCE
 E["stats.bootstrap"] = ex(lambda probs, labels, key, n_resamples, level, sample_weight: stats.bootstrap(
     metrics.brier, probs, labels, key=key, n_resamples=n_resamples, level=level, sample_weight=sample_weight),
     {"probs": P, "labels": Y, "key": KEY(), "n_resamples": 8, "level": 0.9, "sample_weight": W},
-    kinds={"level": K("float", lo=0.0, hi=1.0)}, defaults=False)
+    kinds={"level": K("float", lo=0.0, hi=1.0)}, defaults=False, aliases={"probs": "arrays[0]", "labels": "arrays[1]"})
 E["stats.paired_bootstrap"] = ex(lambda probs_a, probs_b, labels, key, n_resamples, level: stats.paired_bootstrap(
     metrics.brier, probs_a, probs_b, labels, key=key, n_resamples=n_resamples, level=level),
     {"probs_a": P, "probs_b": P[::-1].copy(), "labels": Y, "key": KEY(), "n_resamples": 8, "level": 0.9},
@@ -719,7 +724,7 @@ E["stats.skce_interval"] = multiclass(stats.skce_interval, {"tile": 4}, kinds={"
 E["stats.skce_test"] = multiclass(stats.skce_test, {"key": KEY(), "tile": 4, "n_resamples": 8}, kinds={"level": K("float", lo=0.0, hi=1.0)},
                                   min_length=2)
 E["stats.smooth_calibration_curve"] = binary(stats.smooth_calibration_curve, {"key": KEY(), "n_resamples": 4, "n_points": 16},
-                                             kinds={"level": K("float", lo=0.0, hi=1.0)})
+                                             kinds={"level": K("float", lo=0.0, hi=1.0)}, min_length=2)  # a bootstrap band needs two rows
 E["stats.ucme"] = multiclass(stats.ucme, {"test_probs": PM[:3], "test_labels": YM[:3]}, unpaired=("test_probs", "test_labels"))
 
 
@@ -815,7 +820,8 @@ if _get(recalibration, "VennAbers"):
     E["recalibration.cross_venn_abers"] = Ex(lambda probs: recalibration.cross_venn_abers(
         jax.vmap(lambda m: recalibration.VennAbers().fit(jnp.asarray(PB), jnp.asarray(Y), sample_weight=m))(
             jnp.asarray(np.array([[1.0, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]]))), probs),
-        lambda: {"probs": np.stack([PB, PB])}, kinds={"probs": K("simplex")}, no_length=True)
+        lambda: {"probs": np.stack([PB, PB])}, kinds={"probs": K("simplex")}, no_length=True,
+        also_valid=(("probs", "1-D"),))  # binary predictions (n,) without a fold axis are documented
 if _get(stats, "corp_curve"):
     E["stats.score_decomposition"] = binary(stats.score_decomposition, {"key": KEY(), "n_resamples": 8, "chunk": 4},
                                              kinds={"level": K("float", lo=0.0, hi=1.0)})

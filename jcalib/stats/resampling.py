@@ -57,7 +57,7 @@ from jax import lax
 from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, Float
 
-from .._validation import check_binary_inputs, check_key, check_positive_int, check_weights, shown
+from .._validation import check_binary_inputs, check_binary_probs, check_key, check_positive_int, check_weights, shown
 from ..metrics.smooth import (
     smooth_ece, smooth_ece_coarse, smooth_ece_count_tables, smooth_ece_counts_spectra, smooth_ece_draws_spectra,
     smooth_ece_fine, smooth_ece_of_counts, smooth_ece_of_draws,
@@ -96,7 +96,11 @@ def _check_key(key):
 
 
 def _check_level(level) -> float:
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+    if isinstance(level, jax.core.Tracer):
+        raise TypeError("level must be a static Python float in (0, 1), not a traced value (pass it outside jit)")
+    if isinstance(level, np.ndarray) and level.ndim == 0:
+        level = level.item()
+    if isinstance(level, (bool, np.bool_)) or not isinstance(level, (int, float, np.integer, np.floating)) or not 0 < level < 1:
         raise ValueError(f"level must be a number in (0, 1), got {shown(level)}")
     return float(level)
 
@@ -376,7 +380,11 @@ def _check_arrays(arrays, sample_weight):
         raise ValueError("bootstrap needs at least one array to resample")
     arrs = []
     for i, a in enumerate(arrays):
-        a = a if isinstance(a, jax.Array) else jnp.asarray(a)
+        if not isinstance(a, jax.Array):
+            a = np.asarray(a)
+            if a.dtype.kind not in "biuf":
+                raise ValueError(f"arrays[{i}] must be a numeric array, got dtype {a.dtype}")
+            a = jnp.asarray(a)
         if a.ndim == 0:
             raise ValueError(f"arrays[{i}] must have a leading axis of rows, got a scalar")
         arrs.append(a)
@@ -519,12 +527,11 @@ def paired_bootstrap(
     """
     if not callable(metric):
         raise TypeError(f"metric must be callable, got {type(metric).__name__}")
-    pa, pb = jnp.asarray(probs_a), jnp.asarray(probs_b)
+    pa, pb = check_binary_probs(probs_a, "probs_a"), check_binary_probs(probs_b, "probs_b")
     if pa.shape != pb.shape:
         raise ValueError(f"probs_a and probs_b must have one shape, got {pa.shape} and {pb.shape}")
-    if pa.ndim == 1:  # validates both forecasters and the labels once, here
+    if pa.ndim == 1:  # validates the labels and weights once, here
         check_binary_inputs(pa, labels, sample_weight)
-        check_binary_inputs(pb, labels, sample_weight)
     return bootstrap(
         _Difference(metric), pa, pb, labels, key=key, n_resamples=n_resamples, level=level,
         method=method, sample_weight=sample_weight, chunk=chunk,
