@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import abc
 import operator
 
 import equinox as eqx
@@ -514,11 +515,12 @@ def check_static_int(value, name: str, lo: int | None = None, hi: int | None = N
     return n
 
 
-class Spec:
+class Spec(abc.ABC):
     """The rule for one argument (a base class: subclasses implement :meth:`check`)."""
 
-    def check(self, value, name: str, bound: dict):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def check(self, value, name: str, bound: dict):
+        """``value`` checked and converted; ``bound`` holds the arguments declared before it."""
 
     def converter(self, name: str):
         """This spec as an ``eqx.field(converter=...)`` for a module field called ``name``."""
