@@ -186,6 +186,17 @@ class SparseGroups(eqx.Module):
 # Inputs
 
 
+def _check_group_shape(arr, name, probs) -> None:
+    """A membership matrix is 2-D (n samples, G groups), one row per forecast, at least one group."""
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n samples, G groups), got shape {tuple(arr.shape)}")
+    if probs is not None and arr.shape[0] != probs.shape[0]:
+        raise ValueError(f"mismatched lengths: {name} must have one row per forecast ({probs.shape[0]}), "
+                         f"got {arr.shape[0]}")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name} has no columns; at least one group is needed, got shape {tuple(arr.shape)}")
+
+
 def check_groups(value, name, bound):
     """A membership matrix ``(n, G)`` with entries in [0, 1] (bools become 0/1), or a callable."""
     probs = bound.get("probs")
@@ -203,26 +214,14 @@ def check_groups(value, name, bound):
             raise TypeError(f"{name} must be a membership matrix (n, G) or a function of the features, "
                             f"got {shown(value)}")
         if arr.dtype.kind == "b":  # kept as booleans (1 byte each); blocks are cast where they are used
-            if arr.ndim != 2:
-                raise ValueError(f"{name} must be 2-D (n samples, G groups), got shape {tuple(arr.shape)}")
-            if probs is not None and arr.shape[0] != probs.shape[0]:
-                raise ValueError(f"mismatched lengths: {name} must have one row per forecast ({probs.shape[0]}), "
-                                 f"got {arr.shape[0]}")
-            if arr.shape[1] == 0:
-                raise ValueError(f"{name} has no columns; at least one group is needed, got shape {tuple(arr.shape)}")
+            _check_group_shape(arr, name, probs)
             return jnp.asarray(arr)
     elif arr.dtype == jnp.bool_:
         return arr
     arr = as_float_array(arr, name)
     if probs is not None and jnp.issubdtype(probs.dtype, jnp.floating):
         arr = arr.astype(probs.dtype)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n samples, G groups), got shape {tuple(arr.shape)}")
-    if probs is not None and arr.shape[0] != probs.shape[0]:
-        raise ValueError(f"mismatched lengths: {name} must have one row per forecast ({probs.shape[0]}), "
-                         f"got {arr.shape[0]}")
-    if arr.shape[1] == 0:
-        raise ValueError(f"{name} has no columns; at least one group is needed, got shape {tuple(arr.shape)}")
+    _check_group_shape(arr, name, probs)
     if isinstance(arr, jax.core.Tracer):
         return in_graph(arr, ~jnp.all((arr >= 0) & (arr <= 1)), f"{name} must hold memberships in [0, 1]")
     v = np.asarray(arr)
