@@ -400,10 +400,10 @@ def cases_of(target: str) -> list[Case]:
             except Exception:  # noqa: BLE001 - the mutation does not apply to this value (a 1-D simplex has no "1-D")
                 continue
             valid = m.valid or (p, m.name) in ex.also_valid
-            out.append(Case(target, p, m.name, "plain", valid, m.isolate or ex.isolate))
+            out.append(Case(target, p, m.name, "plain", valid or (p, m.name, "plain") in ex.also_valid, m.isolate or ex.isolate))
             if ex.jit and m.jit and _is_traced_array(v) and p not in ex.static and (
                     ex.jit_values or not _value_mutation(v, m)):
-                out.append(Case(target, p, m.name, "jit", valid, ex.isolate))
+                out.append(Case(target, p, m.name, "jit", valid or (p, m.name, "jit") in ex.also_valid, ex.isolate))
         if traced and kinds[p].name in ("int", "float") and not isinstance(v, bool):
             out.append(Case(target, p, TRACED, "jit", True, ex.isolate))
     n = ex.n if ex.n is not None else max((_leading(v) or 0 for v in kwargs.values()), default=0)

@@ -65,7 +65,7 @@ class Ex(NamedTuple):
     n: int | None = None
     no_length: bool = False
     min_length: int = 1  # fewer samples than this is invalid (a test statistic needs two)
-    also_valid: tuple = ()  # (param, mutation) pairs that are valid here (an elementwise map takes any shape)
+    also_valid: tuple = ()  # (param, mutation[, mode]) valid here (an elementwise map takes any shape)
     jit_values: bool = True  # False: values are documented as checked on plain calls only (not in the graph)
     aliases: dict = {}  # the name an error may use for a parameter (scikit-learn's X is the probabilities)
     why: str = ""
@@ -433,7 +433,8 @@ E["metrics.bin_index"] = ex(metrics.bin_index, {"probs": P, "n_bins": 10},
                            also_valid=(("probs", "extra axis"), ("*", "empty")))  # elementwise: any shape, empty too
 E["metrics.quantile_bin_index"] = ex(metrics.quantile_bin_index, {"probs": P, "n_bins": 3, "sample_weight": W})
 E["metrics.ece_from_counts"] = ex(metrics.ece_from_counts, {"counts": np.array([3, 2, 1, 4, 5]), "ones": np.array([1, 1, 0, 2, 5]), "n_bins": 4},
-                                  kinds={"counts": K("count"), "ones": K("count")}, no_length=True)
+                                  kinds={"counts": K("count"), "ones": K("count")}, no_length=True,
+                                  also_valid=(("counts", "fraction"), ("ones", "fraction")))  # weighted counts are documented
 E["metrics.atoms_from_counts"] = ex(metrics.atoms_from_counts, {"counts": np.array([3, 2, 1, 4, 5]), "ones": np.array([1, 1, 0, 2, 5]), "n_bins": 4},
                                     kinds={"counts": K("count"), "ones": K("count")}, no_length=True)
 E["metrics.lp_calibration_error"] = binary(metrics.lp_calibration_error, {"epsilon": 0.5, "n_bins": 10},  # 0.5: exact in float32
@@ -499,7 +500,8 @@ E["metrics.central_interval_coverage"] = ex(metrics.central_interval_coverage, {
                                             kinds={"level": K("float", lo=0.0, hi=1.0)})
 E["metrics.crps_score"] = ex(lambda probs, y, sample_weight: metrics.crps_score(
     distributions.PiecewiseConstant(probs, E4), y, sample_weight=sample_weight),
-    {"probs": np.tile(D4, (N, 1)), "y": U, "sample_weight": W}, kinds={"y": K("prob")})
+    {"probs": np.tile(D4, (N, 1)), "y": U, "sample_weight": W}, kinds={"y": K("real")},  # beyond the support is valid
+    aliases={"probs": "dist"})  # the masses reach crps_score as its argument dist
 E["metrics.miscalibration_area"] = ex(metrics.miscalibration_area, {"pit_values": U, "sample_weight": W})
 E["metrics.pinball_loss"] = ex(metrics.pinball_loss, {"quantiles": np.stack([YR - 1, YR, YR + 1], 1), "y": YR,
                                                       "levels": np.array([0.1, 0.5, 0.9]), "sample_weight": W},
@@ -680,10 +682,12 @@ E["scoring.crps"] = ex(lambda probs, y: scoring.crps(distributions.PiecewiseCons
                        kinds={"y": K("real")})  # an outcome beyond the support is a valid outcome
 _ENS = YR[:, None] + np.array([-0.5, 0.0, 0.3, 1.0])
 E["scoring.crps_ensemble"] = ex(scoring.crps_ensemble, {"ensemble": _ENS, "y": YR, "member_weights": np.ones_like(_ENS)},
-                                kinds={"member_weights": K("weight")}, fixed=("axis",))
+                                kinds={"member_weights": K("weight")}, fixed=("axis",),
+                                also_valid=(("y", "extra axis"),))  # y broadcasts against the batch (documented)
 E["scoring.twcrps_ensemble"] = ex(scoring.twcrps_ensemble, {"ensemble": _ENS, "y": YR, "lower": -1.0, "upper": 1.5}, fixed=("axis",),
                                   kinds={"lower": K("float_inf"), "upper": K("float_inf")})
-E["scoring.crps_beta"] = ex(scoring.crps_beta, {"a": 2.0, "b": 3.0, "y": U}, kinds={"a": K("float", lo=0.0), "b": K("float", lo=0.0), "y": K("prob")})
+E["scoring.crps_beta"] = ex(scoring.crps_beta, {"a": 2.0, "b": 3.0, "y": U},  # an outcome beyond [0, 1] is a valid outcome
+                           kinds={"a": K("float", lo=0.0), "b": K("float", lo=0.0), "y": K("real")})
 E["scoring.crps_gamma"] = ex(scoring.crps_gamma, {"shape": 2.0, "rate": 1.5, "y": np.abs(YR)},
                              kinds={"shape": K("float", lo=0.0), "rate": K("float", lo=0.0)})
 E["scoring.crps_poisson"] = ex(scoring.crps_poisson, {"mean": 3.0, "y": np.array([0.0, 1.0, 4.0, 2.0, 3.0, 5.0])}, kinds={"mean": K("float", lo=0.0)})
@@ -691,7 +695,9 @@ E["scoring.crps_t"] = ex(scoring.crps_t, {"df": 4.0, "loc": 0.5, "scale": 1.2, "
                          kinds={"df": K("float", lo=1.0), "scale": K("float", lo=0.0)})
 E["scoring.interval_score"] = ex(scoring.interval_score, {"lower": YR - 1, "upper": YR + 1, "y": YR, "alpha": 0.2},
                                  kinds={"alpha": K("float", lo=0.0, hi=1.0)})
-E["scoring.pinball"] = ex(scoring.pinball, {"pred": YR + 0.1, "y": YR, "alpha": 0.3}, kinds={"alpha": K("float", lo=0.0, hi=1.0)})
+# pinball runs inside the quantile payoffs' rounds: its values are checked on plain calls only (documented)
+E["scoring.pinball"] = ex(scoring.pinball, {"pred": YR + 0.1, "y": YR, "alpha": 0.3}, kinds={"alpha": K("float", lo=0.0, hi=1.0)},
+                          also_valid=tuple((a, v, "jit") for a in ("pred", "y") for v in ("nan", "inf", "-inf")))
 E["scoring.rps"] = ex(scoring.rps, {"probs": PM, "labels": YM})
 E["scoring.squared_error"] = ex(scoring.squared_error, {"pred": YR + 0.1, "y": YR})
 E["scoring.weighted_interval_score"] = ex(scoring.weighted_interval_score, {
@@ -714,7 +720,8 @@ E["stats.consistency_test"] = ex(lambda probs, labels, key, n_resamples, sample_
     metrics.brier, probs, labels, key=key, n_resamples=n_resamples, sample_weight=sample_weight),
     {"probs": P, "labels": Y, "key": KEY(), "n_resamples": 8, "sample_weight": W}, defaults=False)
 E["stats.calibration_curve"] = binary(stats.calibration_curve, {"n_bins": 4}, kinds={"level": K("float", lo=0.0, hi=1.0)})
-E["stats.cme_test"] = multiclass(stats.cme_test, {"key": KEY(), "n_test": 2}, kinds={"level": K("float", lo=0.0, hi=1.0)})
+E["stats.cme_test"] = multiclass(stats.cme_test, {"key": KEY(), "n_test": 2}, kinds={"level": K("float", lo=0.0, hi=1.0)},
+                                min_length=2)  # a test statistic needs two rows
 for _n in ("ks_calibration_error", "ks_test", "kuiper_calibration_error", "kuiper_test", "spiegelhalter_test"):
     E[f"stats.{_n}"] = binary(getattr(stats, _n))
 E["stats.pit_uniformity_test"] = ex(stats.pit_uniformity_test, {"pit_values": U})
@@ -824,9 +831,11 @@ if _get(recalibration, "VennAbers"):
         also_valid=(("probs", "1-D"),))  # binary predictions (n,) without a fold axis are documented
 if _get(stats, "corp_curve"):
     E["stats.score_decomposition"] = binary(stats.score_decomposition, {"key": KEY(), "n_resamples": 8, "chunk": 4},
-                                             kinds={"level": K("float", lo=0.0, hi=1.0)})
+                                             kinds={"level": K("float", lo=0.0, hi=1.0)},
+                                             also_valid=(("key", "None"),))  # key=None: no intervals (documented)
     E["stats.corp_curve"] = binary(stats.corp_curve, {"key": KEY(), "n_resamples": 8, "chunk": 4},
-                                   kinds={"level": K("float", lo=0.0, hi=1.0)})
+                                   kinds={"level": K("float", lo=0.0, hi=1.0)},
+                                   also_valid=(("key", "None"),))  # key=None: the PAV curve alone (documented)
     E["stats.quantile_score_decomposition"] = ex(stats.quantile_score_decomposition,
                                                  {"quantiles": YR, "y": YR[::-1].copy(), "levels": np.array([0.5]), "key": KEY(),
                                                   "n_resamples": 4},

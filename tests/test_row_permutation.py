@@ -223,6 +223,16 @@ REGISTRY: dict[str, Case | tuple[Case, ...]] = {
         invariant(binary, lambda f, d: f(d.p, d.y, key=_KEY, n_resamples=8, n_points=21), lambda r: (r.t, r.curve, r.density, r.bandwidth)),
     ),
     "stats.spiegelhalter_test": invariant(binary, lambda f, d: f(d.p, d.y, sample_weight=d.w)),
+    "stats.score_decomposition": invariant(
+        binary, lambda f, d: f(d.p, d.y, sample_weight=d.w), lambda r: (r.score, r.miscalibration, r.discrimination, r.uncertainty)),
+    "stats.quantile_score_decomposition": invariant(
+        binary, lambda f, d: f(np.stack([d.q * 0.5, d.q], 1), d.p, np.array([0.25, 0.75])),
+        lambda r: (r.score, r.miscalibration, r.discrimination, r.uncertainty)),
+    "stats.corp_curve": invariant(binary, lambda f, d: f(d.p, d.y, sample_weight=d.w), lambda r: (r.forecasts, r.recalibrated)),
+    # the groups are a function of each row's forecast, so they move with the rows
+    "metrics.multicalibration_error": invariant(
+        binary, lambda f, d: f(d.p, d.y, np.stack([d.p > 0.3, d.p < 0.7], 1), n_bins=4, sample_weight=d.w),
+        lambda r: (r.per_group, r.group_size, r.worst)),
     "stats.ucme": invariant(multiclass, lambda f, d: f(d.P, d.y, test_probs=_TEST_P, test_labels=_TEST_Y, sample_weight=d.w)),
     # jcalib.metrics: binary forecasts
     "metrics.ace": (
@@ -315,6 +325,9 @@ NOT_ROW_STATISTICS: dict[str, str] = {
     "metrics.partition_weights": "a row-wise map (each row's cell weights), no aggregate over rows",
     "metrics.decision_objective": "the objective of given cell weights; decision_calibration_error covers it",
     "metrics.GaussianKernel": "a kernel (settings), no rows",
+    "metrics.mcgrad_multicalibration_error": "ECCE's running sums go over the rows sorted by forecast, tied forecasts in row order (as mcgrad's do)",
+    "metrics.SparseGroups": "group memberships (each row's group ids), no statistic; multicalibration_error covers them",
+    "metrics.multicalibration_audit": "the p-value resamples rows with the key; multicalibration_error covers its statistic",
     "metrics.LaplacianKernel": "a kernel (settings), no rows",
     "metrics.MultinomialKernel": "a kernel (settings), no rows",
     "metrics.PartitionSearch": "search settings, no rows",

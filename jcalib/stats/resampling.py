@@ -57,7 +57,7 @@ from jax import lax
 from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, Float
 
-from .._validation import check_binary_inputs, check_binary_probs, check_key, check_positive_int, check_weights, shown
+from .._validation import check_binary_inputs, check_binary_probs, check_key, check_static_int, check_weights, shown
 from ..metrics.smooth import (
     smooth_ece, smooth_ece_coarse, smooth_ece_count_tables, smooth_ece_counts_spectra, smooth_ece_draws_spectra,
     smooth_ece_fine, smooth_ece_of_counts, smooth_ece_of_draws,
@@ -463,8 +463,9 @@ def bootstrap(
     if not callable(statistic):
         raise TypeError(f"statistic must be callable, got {type(statistic).__name__}")
     arrs, w = _check_arrays(arrays, sample_weight)
-    n_resamples = check_positive_int(n_resamples, "n_resamples")
-    chunk = check_positive_int(chunk, "chunk")
+    n_resamples = check_static_int(n_resamples, "n_resamples", 1, 2**24, bytes_per=4,
+                                   what="the resampled statistics")
+    chunk = check_static_int(chunk, "chunk", 1, 2**20)
     level = _check_level(level)
     if method not in ("percentile", "bca"):
         raise ValueError(f"method must be 'percentile' or 'bca', got {shown(method)}")
