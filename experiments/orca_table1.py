@@ -71,7 +71,7 @@ LABELS = {
 }
 METHODS = ("expert", "isotonic", "orca")
 
-#: Paper 002, Table 1 (L437–449): (QCE, SMAPE) per series, expert and method.
+#: Paper 002, Table 1: (QCE, SMAPE) per series, expert and method.
 PAPER = {
     ("sgt", "expert"): {"wind": (0.163, 0.403), "sunspots": (0.100, 0.505)},
     ("sgt", "isotonic"): {"wind": (0.246, 0.554), "sunspots": (0.242, 1.081)},
