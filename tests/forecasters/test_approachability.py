@@ -269,7 +269,7 @@ def test_tradeoff_beta_one_half_ci():
 @pytest.mark.slow
 @pytest.mark.parametrize("beta", [1 / 3, 0.4, 0.45, 0.5])
 def test_tradeoff_slopes_long(beta):
-    """The reconstructed trade-off (SPEC §2) is an upper bound: slopes (calibration, regret) no
+    """The reconstructed trade-off (Okoroafor, Kleinberg, Sun 2024) is an upper bound: slopes (calibration, regret) no
     worse than (-(1-beta)/2, -beta) + 0.05. Measured against the adaptive adversaries (see the
     tutorial) the regret slope is about -beta, but the calibration slope is steeper than
     -(1-beta)/2 for beta > 1/3 (about -beta up to beta = 0.45, about -0.4 at beta = 1/2): the

@@ -96,7 +96,7 @@ def test_proposition_4_1_with_certificates(x64):
 
 
 def test_conformal_ball_is_not_one_over_m():
-    # SPEC §3 says the corrected oracle certifies ⟨π̄, π⟩ <= ε‖π̄‖ for any ε > 1/M. An adversarial
+    # Marx, Kuleshov, Ermon et al. says the corrected oracle certifies ⟨π̄, π⟩ <= ε‖π̄‖ for any ε > 1/M. An adversarial
     # path (seed 0 above) reaches π̄ = (-a, -a, -a, b, ..., b) with only a negative-to-positive
     # bracket: there the LP optimum itself is 0.148‖π̄‖ > ‖π̄‖/8, and the oracle attains it
     from scipy.optimize import linprog
@@ -166,7 +166,7 @@ def test_conformance_interval():
 def test_theorem_5_2_per_cell_recalibration(x64):
     # App. D: one Algorithm-1 instance per cell of the expert's forecast. Calibration holds in
     # every cell (Theorem 4.3 per cell) and the Brier regret against the expert is at most
-    # 2Bε + C/√T; the constants below are measured, not taken from the proof (SPEC §3).
+    # 2Bε + C/√T; the constants below are measured, not taken from the proof (Marx, Kuleshov, Ermon et al.).
     n_cells, m, T = 8, 16, 20_000
     inner = BlackwellForecaster.from_oracle(KakadeFoster(m))
     f = Partitioned(inner, n_cells, UniformCells(n_cells))

@@ -1,5 +1,5 @@
 """Foster's (1999) randomised forecaster: parity of its mixed strategy with a plain reference,
-draws that follow it, and expected ECE/T = O(T^(-1/3)) with k ~ T^(1/3) (SPEC §1)."""
+draws that follow it, and expected ECE/T = O(T^(-1/3)) with k ~ T^(1/3) (Arunachaleswaran et al. 2024)."""
 
 import jax
 import jax.numpy as jnp

@@ -1,4 +1,4 @@
-"""Gupta–Ramdas interval forecasts (SPEC §1, reconstructed): parity with a plain reference,
+"""Gupta–Ramdas interval forecasts (Arunachaleswaran et al. 2024, reconstructed): parity with a plain reference,
 |D_j| <= 1 on arbitrary sequences and adaptive natures, the judged endpoints are One-Step-Ahead's,
 and the scored midpoints sit 1/(2m) from them."""
 

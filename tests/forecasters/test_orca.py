@@ -53,7 +53,7 @@ def test_gradients_are_non_zero_where_point_masses_give_none(x64):
     assert float(jnp.linalg.norm(g)) > 1e-3
     exact = eqx.tree_at(lambda m: m.temperature, f, 0.0)
     assert float(jnp.linalg.norm(jax.grad(lambda t: exact.objective(t, c, None))(theta))) > 1e-3
-    # the trap of SPEC §3: with point-mass natures (y at bin midpoints) the quantile block is
+    # the trap of Marx, Kuleshov, Ermon et al.: with point-mass natures (y at bin midpoints) the quantile block is
     # piecewise constant in θ, and so is every component's value: zero gradient
     mids = jnp.asarray((np.asarray(E10[:-1]) + np.asarray(E10[1:])) / 2)
 

@@ -132,7 +132,7 @@ def test_interval_ends_meet_on_calibrated_input():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_lower_distance_matches_dense_lp(seed):
-    """The dense LP of SPEC.md §1 over a grid U (every k/q, q <= T, and every k/400) is the same
+    """The dense LP of Arunachaleswaran et al. (2024) over a grid U (every k/q, q <= T, and every k/400) is the same
     LP with u restricted to U. Restricting can only raise the value, by at most W * spacing(U)
     (move each unit of mass to the nearer grid point on each side, keeping the ratio)."""
     rng = np.random.default_rng(seed)

@@ -33,7 +33,7 @@ def test_qce_and_frequencies_match_reference(x64, seed):
 
 
 def test_qce_of_calibrated_forecaster_matches_its_expectation(x64):
-    # T i.i.d. uniform PIT values: E[QCE] = Σ q(1-q)/T = 16.665/T (SPEC §3). Mean over 400 runs.
+    # T i.i.d. uniform PIT values: E[QCE] = Σ q(1-q)/T = 16.665/T (Marx, Kuleshov, Ermon et al.). Mean over 400 runs.
     T = 500
     u = jax.random.uniform(jax.random.key(0), (400, T), jnp.float64)
     q = jax.vmap(R.quantile_calibration_error)(u)

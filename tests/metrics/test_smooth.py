@@ -1,5 +1,5 @@
 """Tests of jcalib.metrics.smooth: smCE against a dense LP, smECE against the relplot package,
-the relation 1/2 lower <= smCE <= 2 lower (Błasiok et al. 2023; SPEC.md §6), conformance
+the relation 1/2 lower <= smCE <= 2 lower (Błasiok et al. 2023), conformance
 (jit, vmap, no retrace, gradients), weights as multiplicities, and input validation."""
 
 import doctest

@@ -46,7 +46,7 @@ def binned_ece(p, y, n_bins=15, strategy="uniform", w=None, power=1) -> float:
 
 
 def lp_calibration_error(p, y, epsilon, power=1, w=None) -> float:
-    """Paper 001 Definition 1 as in SPEC.md §2: buckets of width eps compared at midpoints."""
+    """Paper 001 Definition 1 as in Okoroafor, Kleinberg, Sun (2024): buckets of width eps compared at midpoints."""
     p, y, w = np.asarray(p, float), np.asarray(y, float), _w(p, w)
     K = round(1 / epsilon)
     b = exact_bin(p, K)  # k/K <= p < (k+1)/K in exact arithmetic, the last bucket closed
@@ -99,7 +99,7 @@ def farey_grid(n: int, extra: int = 0) -> np.ndarray:
 
 
 def lower_distance_lp(p, y, w=None, U=None) -> float:
-    """Dense LP of SPEC.md §1: min sum pi_iu |p_i - u| s.t. sum_u pi_iu = w_i,
+    """Dense LP of Arunachaleswaran et al. (2024): min sum pi_iu |p_i - u| s.t. sum_u pi_iu = w_i,
     sum_i pi_iu (y_i - u) = 0 for every u in U, pi >= 0."""
     p, y, w = np.asarray(p, float), np.asarray(y, float), _w(p, w)
     if U is None:

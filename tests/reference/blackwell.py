@@ -1,4 +1,4 @@
-"""Slow NumPy reference of Algorithm 1 (paper 002, L259–270) with the Kakade–Foster oracle."""
+"""Slow NumPy reference of Algorithm 1 of Marx, Kuleshov, Ermon et al. with the Kakade–Foster oracle."""
 
 import numpy as np
 from reference.payoffs import binary_payoff, tent, tent_root

@@ -132,7 +132,7 @@ def interpolate(V, p):
 
 
 def gupta_ramdas(y, m: int):
-    """Gupta–Ramdas interval forecasts on the points {0, 1/m, ..., 1} (SPEC §1, reconstructed).
+    """Gupta–Ramdas interval forecasts on the points {0, 1/m, ..., 1} (Arunachaleswaran et al. 2024, reconstructed).
 
     Returns:
         (midpoints, judged, deficits_history): the scored midpoints (T,), the judged endpoints
