@@ -235,6 +235,8 @@ def smooth_ece_at_bandwidth(
     if p.ndim != 1 or r.ndim != 1:
         raise ValueError(f"probs and residuals must be 1-D, got shapes {tuple(p.shape)} and {tuple(r.shape)}")
     n = check_same_length(probs=p, residuals=r)
+    if n == 0:
+        raise ValueError("probs and residuals are empty; the smooth ECE needs at least one forecast")
     w = check_weights(sample_weight, n, positive_total=True)
     w = jnp.ones_like(p) if w is None else w.astype(p.dtype)
     check_hyper(sigma, "sigma", _MIN_SIGMA)

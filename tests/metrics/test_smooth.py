@@ -248,3 +248,13 @@ def test_bad_input_raises(name, p, y, w, msg):
 
 def test_docstring_examples():
     assert doctest.testmod(smooth_module, raise_on_error=True).attempted > 0
+
+
+def test_smooth_ece_at_bandwidth_refuses_empty_input():
+    import jax.numpy as jnp
+    import pytest
+
+    from jcalib.metrics import smooth_ece_at_bandwidth
+
+    with pytest.raises(ValueError, match="empty"):
+        smooth_ece_at_bandwidth(jnp.zeros(0), jnp.zeros(0), 0.1)
