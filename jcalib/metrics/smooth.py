@@ -307,7 +307,9 @@ def _bisect(value, dt):
     def body(_, carry):
         start, end, vstart = carry
         mid = (start + end) / 2
-        vm = value(jnp.maximum(mid, _MIN_SIGMA))  # below 2^-9 the value is not used
+        # below 10^-3 the value is not used (too small whatever it is): evaluated at 1 instead,
+        # on the first grid, so that no finer grid is built for it
+        vm = value(jnp.where(mid < _SIGMA_EPS, one, mid))
         small = too_small(mid, vm)
         return jnp.where(small, start, mid), jnp.where(small, mid, end), jnp.where(small, vstart, vm)
 
@@ -353,6 +355,17 @@ _EMAX, _NMAX = _static_max(_MIN_SIGMA)  # the finest grid: (5121, 5120)
 # the one bisection bandwidth k/1024 of each finer grid (k = 10, 9, ..., 2)
 _FINE_K = tuple(next(k for k in range(2, 11) if max(2000, round(20 * 2**_REFINE / k)) // 2 + 1 == E) for E in _FINE_E)
 _SLOT = 32  # rows per slot of the first grid's layout
+_FINE_SLOT = 8  # rows per slot of the finer grids' layouts
+
+
+class _FineTables(NamedTuple):
+    """The finer grids' layouts (see :class:`_CountTables`): grid ``c`` (0 to 8: $E = 1025, ...,
+    5121$) in rows ``[c, : n // _FINE_SLOT + E]`` of each array."""
+
+    pos: Array  # (9, slots, _FINE_SLOT): position in the first grid's layout of the row at each place (0: none)
+    coef: Array  # (9, slots, _FINE_SLOT, 4): its four masses on grid c's two neighbours (0: none)
+    cell: Array  # (9, slots): the cell of grid c of each slot (sorted)
+    kspecs: tuple  # each finer grid's kernel spectrum at its one bisection bandwidth, (P_c/2 + 1,)
 
 
 class _CountTables(NamedTuple):
@@ -364,11 +377,11 @@ class _CountTables(NamedTuple):
     ``rows[t, s]`` puts on its two grid neighbours (weight and weighted residual, each split by
     the interpolation fraction $x$), ``cell[t]`` the cell of slot ``t``.
 
-    A finer grid's cell (there are nine, $E = 1025, \\dots, 5121$) is narrower than a cell of the
-    first grid, so its rows are at most two *pieces*, runs of consecutive rows inside one cell of
-    the first grid: ``piece_pos[c, b, j]`` holds the layout positions of the first and last row
-    of piece $j$ of cell $b$ of fine grid $c$, ``piece_b0`` the first grid's cell it lies in,
-    ``piece_ok`` whether it has rows (cells beyond a grid's own $E - 1$ have none).
+    The nine finer grids ($E = 1025, ..., 5121$, one per bisection bandwidth $2/1024, ...,
+    10/1024$) have layouts of their own, in ``fine`` (``None`` until built:
+    :func:`smooth_ece_fine_tables`): the same cut into slots of ``_FINE_SLOT`` rows per cell of
+    that grid, each place holding the row's position in the first grid's layout, so that a
+    count vector in that layout is gathered, multiplied and reduced per slot in one fused loop.
     """
 
     rows: Array  # (slots, 32) sorted row at each position (n: none)
@@ -377,58 +390,74 @@ class _CountTables(NamedTuple):
     place: Array  # flat position of each sorted forecast in the layout, (n,)
     occupied: Array  # which positions of the layout hold a forecast, (slots * 32,)
     order: Array  # the row of each sorted forecast, (n,)
-    piece_pos: Array  # (9, EMAX - 1, 2, 2)
-    piece_b0: Array  # (9, EMAX - 1, 2)
-    piece_ok: Array  # (9, EMAX - 1, 2)
     kspecs: Array  # the first grid's kernel spectra at the bandwidths k/1024, (1024, P/2 + 1)
-    fine_kspecs: tuple  # each finer grid's kernel spectrum at its one bandwidth, (P_c/2 + 1,)
+    fine: _FineTables | None = None
 
 
-def smooth_ece_count_tables(p, resid, w) -> _CountTables:
-    """Layouts of forecasts ``p`` with residuals ``resid`` and weights ``w`` (traceable, O(n log n))."""
+def _slot_layout(ps, E, S: int, cells: int):
+    """Sorted forecasts ``ps`` cut into slots of ``S`` rows per cell of grid E (traced E allowed,
+    at most ``cells + 1`` points): (slot, place in slot, cell, fraction) of each row."""
+    n = ps.shape[0]
+    dt = ps.dtype
+    Em1 = (jnp.asarray(E, jnp.int32) - 1).astype(dt)
+    b = jnp.clip(jnp.floor(ps * Em1).astype(jnp.int32), 0, E - 2)  # as _reflected_smooth splits
+    frac = ps * Em1 - b.astype(dt)
+    size = jax.ops.segment_sum(jnp.ones((n,), jnp.int32), b, num_segments=cells, indices_are_sorted=True)
+    first = jnp.cumsum(size) - size
+    n_slots = -(-size // S)
+    slot0 = jnp.cumsum(n_slots) - n_slots
+    k = jnp.arange(n, dtype=jnp.int32) - first[b]
+    return slot0[b] + k // S, k % S, b, frac
+
+
+def _four_masses(frac, vw, vr):
+    return jnp.stack([(1 - frac) * vw, frac * vw, (1 - frac) * vr, frac * vr], axis=1)
+
+
+def smooth_ece_count_tables(p, resid, w, *, fine: bool = True) -> _CountTables:
+    """Layouts of forecasts ``p`` with residuals ``resid`` and weights ``w`` (traceable, O(n log n));
+    the finer grids' too unless ``fine=False`` (:func:`smooth_ece_fine_tables` adds them later)."""
     n = p.shape[0]
     order = jnp.argsort(p)
     ps, vw = p[order], w[order]
     vr = vw * resid[order]
     dt = p.dtype
     E = _E0
-    b = jnp.clip(jnp.floor(ps * jnp.asarray(E - 1, dt)).astype(jnp.int32), 0, E - 2)  # as _reflected_smooth splits
-    frac = ps * jnp.asarray(E - 1, dt) - b.astype(dt)
-    size = jax.ops.segment_sum(jnp.ones((n,), jnp.int32), b, num_segments=E - 1, indices_are_sorted=True)
-    first = jnp.cumsum(size) - size
-    n_slots = -(-size // _SLOT)
-    slot0 = jnp.cumsum(n_slots) - n_slots
-    k = jnp.arange(n, dtype=jnp.int32) - first[b]
-    slot, pos = slot0[b] + k // _SLOT, k % _SLOT
     T = n // _SLOT + E  # static bound on the slots: each cell wastes less than one
+    slot, pos, b, frac = _slot_layout(ps, E, _SLOT, E - 1)
     rows = jnp.full((T, _SLOT), n, jnp.int32).at[slot, pos].set(jnp.arange(n, dtype=jnp.int32))
-    a = jnp.stack([(1 - frac) * vw, frac * vw, (1 - frac) * vr, frac * vr], axis=1)
-    coef = jnp.concatenate([a, jnp.zeros((1, 4), dt)])[rows]
+    coef = jnp.concatenate([_four_masses(frac, vw, vr), jnp.zeros((1, 4), dt)])[rows]
     cell = jnp.full((T,), E - 2, jnp.int32).at[slot].set(b)  # unused slots last: sorted
     place = slot * _SLOT + pos
     occupied = jnp.zeros((T * _SLOT,), bool).at[place].set(True)
-
-    last = jnp.asarray(n - 1, jnp.int32)
-
-    def pieces(Ec):  # one program for the nine grids: cells beyond a grid's own E - 1 stay empty
-        bc = jnp.clip(jnp.floor(ps * (Ec - 1).astype(dt)).astype(jnp.int32), 0, Ec - 2)
-        # a fine cell's rows are [start, end); its first piece ends where the first grid's cell changes
-        size = jax.ops.segment_sum(jnp.ones((n,), jnp.int32), bc, num_segments=_EMAX - 1, indices_are_sorted=True)
-        end = jnp.cumsum(size).astype(jnp.int32)
-        start = end - size
-        b0_start = b[jnp.minimum(start, last)]
-        same = (b == b0_start[bc]).astype(jnp.int32)
-        split = start + jax.ops.segment_sum(same, bc, num_segments=_EMAX - 1, indices_are_sorted=True)
-        lo = jnp.stack([start, split], axis=-1)  # first row of each piece
-        hi = jnp.stack([split, end], axis=-1) - 1  # last row
-        pos = jnp.stack([place[jnp.clip(lo, 0, last)], place[jnp.clip(hi, 0, last)]], axis=-1)
-        return pos, jnp.stack([b0_start, b[jnp.minimum(split, last)]], axis=-1), hi >= lo
-
-    piece_pos, piece_b0, piece_ok = lax.map(pieces, jnp.asarray(_FINE_E, jnp.int32))
     steps = 2**_REFINE
     kspecs = jax.vmap(lambda k: _kernel_spectrum(k / steps, dt))(jnp.arange(1, steps + 1, dtype=dt))
-    fine_kspecs = tuple(_kernel_spectrum(jnp.asarray(k / steps, dt), dt, E) for k, E in zip(_FINE_K, _FINE_E))
-    return _CountTables(rows, coef, cell, place, occupied, order, piece_pos, piece_b0, piece_ok, kspecs, fine_kspecs)
+    tables = _CountTables(rows, coef, cell, place, occupied, order, kspecs)
+    return smooth_ece_fine_tables(p, resid, w, tables) if fine else tables
+
+
+def smooth_ece_fine_tables(p, resid, w, tables: _CountTables) -> _CountTables:
+    """``tables`` (of the same ``p``, ``resid``, ``w``) with the finer grids' layouts
+    (:class:`_FineTables`), built in one program for the nine grids (traceable)."""
+    n = p.shape[0]
+    order = tables.order
+    ps, vw = p[order], w[order]
+    vr = vw * resid[order]
+    dt = p.dtype
+    S = _FINE_SLOT
+    T = n // S + _EMAX  # the finest grid's bound; grid c uses its first n // S + E_c slots
+
+    def layout(Ec):
+        slot, pos, b, frac = _slot_layout(ps, Ec, S, _EMAX - 1)
+        where = jnp.zeros((T, S), jnp.int32).at[slot, pos].set(tables.place)
+        coef = jnp.zeros((T, S, 4), dt).at[slot, pos].set(_four_masses(frac, vw, vr))
+        cell = jnp.full((T,), Ec - 2, jnp.int32).at[slot].set(b)  # unused slots last: sorted
+        return where, coef, cell
+
+    where, coef, cell = lax.map(layout, jnp.asarray(_FINE_E, jnp.int32))
+    steps = 2**_REFINE
+    kspecs = tuple(_kernel_spectrum(jnp.asarray(k / steps, dt), dt, E) for k, E in zip(_FINE_K, _FINE_E))
+    return tables._replace(fine=_FineTables(where, coef, cell, kspecs))
 
 
 def _counts_in_layout(counts, tables: _CountTables):
@@ -474,51 +503,18 @@ def _class_value(spec, sigma, kspec):
     return _grid_value(out[:, 0], out[:, 1], jnp.asarray(E, jnp.int32), N, Nmax)
 
 
-def _cell_prefix(counts, tables: _CountTables):
-    """Sums of ``counts`` times the layout's four coefficients over each row and the rows before
-    it **in its cell of the first grid** (inclusive), and per row, both ``(slots * 32, 4)``.
-
-    Sums within a cell stay as small as the cell's mass, so differences of them (the pieces of
-    the finer grids' cells) keep float precision."""
-    T, S = tables.rows.shape
-    v = counts.reshape(T, S, 1) * tables.coef
-    inslot = jnp.cumsum(v, axis=1)
-    total = inslot[:, -1]
-    # running sums over the slots that restart at each new cell, by a Hillis-Steele scan (log2
-    # steps of shifted adds; the cells are sorted, so slots t - d and t share a cell exactly
-    # when every slot between them does)
-    acc = total
-    for d in (1 << k for k in range((T - 1).bit_length())):
-        same = jnp.concatenate([jnp.zeros((d,), bool), tables.cell[d:] == tables.cell[:-d]])
-        acc = acc + jnp.where(same[:, None], jnp.concatenate([jnp.zeros((d, 4), v.dtype), acc[:-d]]), 0)
-    return (inslot + (acc - total)[:, None]).reshape(T * S, 4), v.reshape(T * S, 4)
-
-
-def _fine_value(prefix, tables: _CountTables, sigma, c: int):
+def _fine_value(counts, tables: _CountTables, sigma, c: int):
     """smECE_sigma on finer grid ``c`` (0 to 8: E = 1025 ... 5121; sigma its one bisection
-    bandwidth, 10/1024 ... 2/1024), from :func:`_cell_prefix`.
-
-    Each fine cell's four masses are the sums over its (at most two) pieces; within a piece the
-    fine grid's interpolation fraction is $x (E - 1)/(E_0 - 1) + (b_0 (E - 1) - b (E_0 - 1))/(E_0 - 1)$
-    with $x$ the first grid's fraction and $b_0$, $b$ the two cells (the integer part exact), so
-    the masses follow from the pieces' sums of $w$, $w x$, $w r$, $w r x$. Then relplot's
-    reflected convolution as a periodic one on the grid's own length $2(E - 1)$."""
-    q, v = prefix
-    dt = q.dtype
+    bandwidth, 10/1024 ... 2/1024) of a count vector in the first grid's layout: its layout
+    (:class:`_FineTables`) gathered, multiplied and reduced per slot, summed per cell, then
+    relplot's reflected convolution as a periodic one on the grid's own length $2(E - 1)$."""
+    ft = tables.fine
     E, Nmax = _CLASSES[c + 1]
-    pp = tables.piece_pos[c, : E - 1]  # (E - 1, 2, 2)
-    sums = jnp.where(tables.piece_ok[c, : E - 1][..., None], q[pp[..., 1]] - q[pp[..., 0]] + v[pp[..., 0]], 0)
-    w0, wx = sums[..., 0] + sums[..., 1], sums[..., 1]
-    r0, rx = sums[..., 2] + sums[..., 3], sums[..., 3]
-    b = jnp.arange(E - 1, dtype=jnp.int32)[:, None]
-    off = (tables.piece_b0[c, : E - 1] * (E - 1) - b * (_E0 - 1)).astype(dt) / (_E0 - 1)
-    rho = jnp.asarray((E - 1) / (_E0 - 1), dt)
-    up = jnp.stack([jnp.sum(rho * wx + off * w0, axis=1), jnp.sum(rho * rx + off * r0, axis=1)], axis=-1)
-    low = jnp.stack([jnp.sum(w0, axis=1), jnp.sum(r0, axis=1)], axis=-1) - up
-    zero = jnp.zeros((1, 2), dt)
-    h = jnp.concatenate([low, zero]) + jnp.concatenate([zero, up])  # point g: low[g] + up[g - 1]
-    spec = jnp.fft.rfft(jnp.concatenate([h, h[E - 2 : 0 : -1]]), axis=0)
-    out = jnp.fft.irfft(spec * tables.fine_kspecs[c][:, None], 2 * (E - 1), axis=0)[:E]
+    T = ft.pos.shape[1] - _EMAX + E  # n // _FINE_SLOT + E slots
+    M = counts[ft.pos[c, :T]]  # (T, S)
+    sums = jnp.sum(M[:, :, None] * ft.coef[c, :T], axis=1)  # (T, 4): one fused gather-multiply-reduce
+    spec = _cells_spectrum(jax.ops.segment_sum(sums, ft.cell[c, :T], num_segments=E, indices_are_sorted=True))
+    out = jnp.fft.irfft(spec * ft.kspecs[c][:, None], 2 * (E - 1), axis=0)[:E]
     N = jnp.maximum(jnp.round(10.0 / sigma).astype(jnp.int32), 200)
     return _grid_value(out[:, 0], out[:, 1], jnp.asarray(E, jnp.int32), N, Nmax)
 
@@ -554,7 +550,7 @@ def smooth_ece_fine(counts, spec0, values, sigma, tables: _CountTables):
     dt = tables.coef.dtype
     B = spec0.shape[0]
     redo = jnp.isnan(values)
-    prefix = jax.vmap(lambda m: _cell_prefix(m.astype(dt), tables))(counts)
+    counts = counts.astype(dt)
     fine_E = jnp.asarray(_FINE_E, jnp.int32)
 
     def value(s):
@@ -565,7 +561,7 @@ def smooth_ece_fine(counts, spec0, values, sigma, tables: _CountTables):
             on_c = redo & (E == fine_E[c])
 
             def fine(v, c=c, on_c=on_c):
-                return jnp.where(on_c, jax.vmap(lambda q, r, si: _fine_value((q, r), tables, si, c))(*prefix, s), v)
+                return jnp.where(on_c, jax.vmap(lambda m, si: _fine_value(m, tables, si, c))(counts, s), v)
 
             v = lax.cond(jnp.any(on_c), fine, lambda v: v, v)
         return v

@@ -60,7 +60,7 @@ from jaxtyping import Array, Float
 from .._validation import check_binary_inputs, check_binary_probs, check_key, check_static_int, check_weights, shown
 from ..metrics.smooth import (
     smooth_ece, smooth_ece_coarse, smooth_ece_count_tables, smooth_ece_counts_spectra, smooth_ece_draws_spectra,
-    smooth_ece_fine, smooth_ece_of_counts, smooth_ece_of_draws,
+    smooth_ece_fine, smooth_ece_fine_tables, smooth_ece_of_counts, smooth_ece_of_draws,
 )
 from ._multinomial import counts_by_position, multinomial_draws, poisson_table
 
@@ -191,9 +191,14 @@ def _poisson_table(n: int):
     return poisson_table(n)
 
 
+@functools.partial(jax.jit, static_argnames="fine")
+def _smooth_tables(p, y, w, fine: bool):
+    return smooth_ece_count_tables(p, p - y.astype(p.dtype), w.astype(p.dtype), fine=fine)
+
+
 @jax.jit
-def _smooth_tables(p, y, w):
-    return smooth_ece_count_tables(p, p - y.astype(p.dtype), w.astype(p.dtype))
+def _smooth_fine_tables(p, y, w, tables):
+    return smooth_ece_fine_tables(p, p - y.astype(p.dtype), w.astype(p.dtype), tables)
 
 
 def _smooth_draws(tables, k_res, start, chunk: int):
@@ -238,11 +243,12 @@ def _smooth_fine(counts, spec0, values, sigma, tables):
     return smooth_ece_fine(counts, spec0, values, sigma, tables)[0]
 
 
-def _smooth_chunks(tables, k_res, groups, chunk: int, traced: bool):
+def _smooth_chunks(tables, k_res, groups, chunk: int, traced: bool, fine_tables):
     """``(resample(start), delete(start))``: the chunk functions of the fast path.
 
-    Concrete inputs: the first grid's program runs every chunk, and the finer grids' program
-    (:func:`_smooth_fine`) is compiled and run only when a chunk has a value that needs it."""
+    Concrete inputs: the first grid's program runs every chunk, and the finer grids' layouts
+    (``fine_tables()``) and program (:func:`_smooth_fine`) are compiled and run only when a
+    chunk has a value that needs them. Traced inputs: ``tables`` has the finer grids' layouts."""
     if traced:  # one graph, inside the caller's: the finer grids behind a real branch
         def resample(start):
             draws = _smooth_draws(tables, k_res, start, chunk)
@@ -253,16 +259,23 @@ def _smooth_chunks(tables, k_res, groups, chunk: int, traced: bool):
 
         return resample, delete
 
+    built = []
+
+    def with_fine():
+        if not built:
+            built.append(fine_tables())
+        return built[0]
+
     def resample(start):
         (v, sigma), spec0, draws = _smooth_resample_chunk(tables, k_res, start, chunk)
         if np.isnan(np.asarray(v)).any():
-            v = _smooth_fine(_smooth_draw_counts_jit(tables, draws), spec0, v, sigma, tables)
+            v = _smooth_fine(_smooth_draw_counts_jit(tables, draws), spec0, v, sigma, with_fine())
         return v
 
     def delete(start):
         (v, sigma), spec0 = _smooth_jackknife_chunk(tables, groups, start, chunk)
         if np.isnan(np.asarray(v)).any():
-            v = _smooth_fine(_smooth_group_counts_jit(tables, groups, start, chunk), spec0, v, sigma, tables)
+            v = _smooth_fine(_smooth_group_counts_jit(tables, groups, start, chunk), spec0, v, sigma, with_fine())
         return v
 
     return resample, delete
@@ -362,9 +375,11 @@ def _bootstrap(statistic, arrs, w, key, n_resamples, level, method, chunk):
     G, m = _groups(n)
     order = _jackknife_order(k_jack, n, G) if method == "bca" else None
     if fast:  # smooth_ece itself validated the inputs (at the boundary, or in the graph)
-        tables = _smooth_tables(arrs[0], arrs[1], jnp.ones_like(arrs[0]) if w is None else w)
+        ws = jnp.ones_like(arrs[0]) if w is None else w
+        tables = _smooth_tables(arrs[0], arrs[1], ws, fine=traced)
         groups = _smooth_groups(tables, order, G, m) if method == "bca" else None
-        draw, delete = _smooth_chunks(tables, k_res, groups, chunk, traced)
+        fine_tables = lambda: _smooth_fine_tables(arrs[0], arrs[1], ws, tables)  # noqa: E731
+        draw, delete = _smooth_chunks(tables, k_res, groups, chunk, traced, fine_tables)
     else:
         draw = lambda s: _resample_chunk(statistic, arrs, w, k_res, s, chunk)  # noqa: E731
         delete = lambda s: _jackknife_chunk(statistic, arrs, w, order, s, chunk, m)  # noqa: E731

@@ -31,8 +31,11 @@ def _jackknife(statistic, p, y, key, chunk=64):
     G, m = R._groups(n)
     order = R._jackknife_order(jax.random.split(key)[1], n, G)
     if statistic is smooth_ece:
-        tables = R._smooth_tables(jnp.asarray(p), jnp.asarray(y), jnp.ones(n, jnp.asarray(p).dtype))
-        _, delete = R._smooth_chunks(tables, None, R._smooth_groups(tables, order, G, m), chunk, False)
+        pj, yj = jnp.asarray(p), jnp.asarray(y)
+        w = jnp.ones(n, pj.dtype)
+        tables = R._smooth_tables(pj, yj, w, fine=False)
+        fine = lambda: R._smooth_fine_tables(pj, yj, w, tables)  # noqa: E731
+        _, delete = R._smooth_chunks(tables, None, R._smooth_groups(tables, order, G, m), chunk, False, fine)
     else:
         arrays = (jnp.asarray(p), jnp.asarray(y))
         delete = lambda s: R._jackknife_chunk(statistic, arrays, None, order, s, chunk, m)  # noqa: E731
