@@ -3,9 +3,11 @@ r"""Smooth calibration error (exact LP) and smooth ECE (Błasiok–Nakkiran 2023
 Both are **normalised** (divided by the total weight), pure ``jax.numpy``, jit- and vmap-able
 (no Python branching on values; the bandwidth search is a fixed 10-step bisection).
 
-Input checks: concrete inputs at the Python boundary (``ValueError`` naming the argument);
-under ``jit``/``vmap``/``grad``, probabilities in [0, 1] (no NaN), labels in {0, 1} and non-negative finite weights are checked in the graph
-with ``eqx.error_if`` unless ``jcalib.config.checks(False)`` was in force at trace time.
+Input checks: each public function declares its inputs (``jcalib._validation.declare``):
+concrete inputs are checked at the Python boundary (``ValueError`` naming the argument); under
+``jit``/``vmap``/``grad``, probabilities in [0, 1] (no NaN), labels in {0, 1}, non-negative
+finite weights with a positive total and the bandwidth are checked in the graph with
+``eqx.error_if`` unless ``jcalib.config.checks(False)`` was in force at trace time.
 """
 
 from __future__ import annotations
@@ -19,15 +21,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-from .._validation import (
-    as_float_array,
-    check_binary_inputs,
-    check_binary_probs,
-    check_finite,
-    check_hyper,
-    check_same_length,
-    check_weights,
-)
+from .._validation import BinaryProbs, Bool, Real, RealArray, Weights, binary_inputs, declare
 from ._groups import group_sums
 
 __all__ = ["smooth_calibration_error", "smooth_ece", "smooth_ece_at_bandwidth"]
@@ -37,6 +31,7 @@ __all__ = ["smooth_calibration_error", "smooth_ece", "smooth_ece_at_bandwidth"]
 # smCE
 
 
+@declare(**binary_inputs())
 def smooth_calibration_error(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
@@ -86,8 +81,7 @@ def smooth_calibration_error(
         2\,\underline{\mathrm{dCE}}$); Hu, Jambulapati, Tian, Yang (2024), *Testing calibration
         in nearly-linear time* (the LP and its flow form).
     """
-    p, y, w = check_binary_inputs(probs, labels, sample_weight)
-    return _smce(p, y, w)
+    return _smce(probs, labels, sample_weight)  # checked by the declaration: float labels, weights filled
 
 
 @jax.jit
@@ -211,6 +205,8 @@ def _grid_value(dens_grid, resid_grid, E, N, Nmax):
     return jnp.sum(jnp.where(mask, jnp.abs(ys / dens) * dens, 0)) / jnp.sum(jnp.where(mask, dens, 0))
 
 
+@declare(probs=BinaryProbs(), residuals=RealArray(length_of="probs"), sigma=Real(_MIN_SIGMA),
+         sample_weight=Weights(length_of="probs", fill=True))
 def smooth_ece_at_bandwidth(
     probs: Float[Array, " n"],
     residuals: Float[Array, " n"],
@@ -230,19 +226,10 @@ def smooth_ece_at_bandwidth(
     one length, and a finite scalar $\sigma \ge 2^{-9}$ (concrete values at the boundary; traced
     arrays in the graph, see :mod:`jcalib.config`).
     """
-    p = check_binary_probs(probs, "probs")
-    r = check_finite(as_float_array(residuals, "residuals"), "residuals")
-    if p.ndim != 1 or r.ndim != 1:
-        raise ValueError(f"probs and residuals must be 1-D, got shapes {tuple(p.shape)} and {tuple(r.shape)}")
-    n = check_same_length(probs=p, residuals=r)
-    if n == 0:
-        raise ValueError("probs and residuals are empty; the smooth ECE needs at least one forecast")
-    w = check_weights(sample_weight, n, positive_total=True)
-    w = jnp.ones_like(p) if w is None else w.astype(p.dtype)
-    check_hyper(sigma, "sigma", _MIN_SIGMA)
-    return _smece_sigma(p, r, w, sigma, *_static_max(_MIN_SIGMA))
+    return _smece_sigma(probs, residuals, sample_weight, sigma, *_static_max(_MIN_SIGMA))
 
 
+@declare(**binary_inputs(), return_bandwidth=Bool())
 def smooth_ece(
     probs: Float[Array, " n"],
     labels: Int[Array, " n"],
@@ -283,8 +270,7 @@ def smooth_ece(
         smoothing* (smECE, reflected kernel, fixed-point bandwidth);
         the ``relplot`` package (``relplot.metrics.smECE``).
     """
-    p, y, w = check_binary_inputs(probs, labels, sample_weight)
-    val, sigma = _smooth_ece(p, y, w)
+    val, sigma = _smooth_ece(probs, labels, sample_weight)  # checked by the declaration
     return (val, sigma) if return_bandwidth else val
 
 

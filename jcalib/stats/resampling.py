@@ -57,7 +57,9 @@ from jax import lax
 from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, Float
 
-from .._validation import check_binary_inputs, check_binary_probs, check_key, check_static_int, check_weights, shown
+from .._validation import (
+    BinaryLabels, BinaryProbs, Choice, ClassLabels, Custom, Int, Key, Real, SimplexProbs, Weights, check_weights, declare,
+)
 from ..metrics.smooth import (
     smooth_ece, smooth_ece_coarse, smooth_ece_count_tables, smooth_ece_counts_spectra, smooth_ece_draws_spectra,
     smooth_ece_fine, smooth_ece_fine_tables, smooth_ece_of_counts, smooth_ece_of_draws,
@@ -85,24 +87,76 @@ class BootstrapResult(NamedTuple):
     resamples: Array
 
 
-def _check_key(key):
-    """A single PRNG key: :func:`jcalib._validation.check_key` (the library's one ``TypeError``
-    for an int, ``None``…), and one key, not a batch of them."""
-    key = check_key(key)
-    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
-    if (typed and key.shape != ()) or (not typed and key.shape != (2,)):
-        raise ValueError(f"key must be a single PRNG key, got shape {key.shape}")
-    return key
+def _callable(fn, name, bound):
+    if not callable(fn):
+        raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+    return fn
 
 
-def _check_level(level) -> float:
-    if isinstance(level, jax.core.Tracer):
-        raise TypeError("level must be a static Python float in (0, 1), not a traced value (pass it outside jit)")
-    if isinstance(level, np.ndarray) and level.ndim == 0:
-        level = level.item()
-    if isinstance(level, (bool, np.bool_)) or not isinstance(level, (int, float, np.integer, np.floating)) or not 0 < level < 1:
-        raise ValueError(f"level must be a number in (0, 1), got {shown(level)}")
-    return float(level)
+def _check_arrays(arrays, name, bound):
+    """The arrays to resample: numeric, each with a leading axis, one length n >= 2."""
+    if not arrays:
+        raise ValueError("bootstrap needs at least one array to resample")
+    arrs = []
+    for i, a in enumerate(arrays):
+        if not isinstance(a, jax.Array):
+            try:
+                a = np.asarray(a)
+            except (TypeError, ValueError) as e:  # ragged nesting, opaque objects
+                raise ValueError(f"{name}[{i}] must be a numeric array, got {type(a).__name__}") from e
+            if a.dtype.kind not in "biuf":
+                raise ValueError(f"{name}[{i}] must be a numeric array, got dtype {a.dtype}")
+            a = jnp.asarray(a)
+        elif not (jnp.issubdtype(a.dtype, jnp.number) or a.dtype == jnp.bool_):
+            raise ValueError(f"{name}[{i}] must be a numeric array, got dtype {a.dtype}")
+        if a.ndim == 0:
+            raise ValueError(f"{name}[{i}] must have a leading axis of rows, got a scalar")
+        arrs.append(a)
+    n = arrs[0].shape[0]
+    if any(a.shape[0] != n for a in arrs):
+        raise ValueError(f"{name} must share their leading axis, got lengths {[a.shape[0] for a in arrs]}")
+    if n < 2:
+        raise ValueError(f"bootstrap needs at least 2 rows, got {n} in {name}[0]")
+    return tuple(arrs)
+
+
+def _check_row_weights(w, name, bound):
+    """Optional non-negative finite row weights, shape ``(n,)`` (their total is the statistic's concern)."""
+    return check_weights(w, bound["arrays"][0].shape[0], name)
+
+
+def _probs_b(value, name, bound):
+    """The second forecaster's predictions: as the first's, and of their shape."""
+    pb = _forecasts(value, name, bound)
+    pa = bound["probs_a"]
+    if pb.shape != pa.shape:
+        raise ValueError(f"probs_a and probs_b must have one shape, got {tuple(pa.shape)} and {tuple(pb.shape)}")
+    return pb
+
+
+def _forecasts(value, name, bound):
+    """Binary forecasts ``(n,)`` in [0, 1] or rows on the simplex ``(n, C)``, by the input's ndim, n >= 2."""
+    ndim = np.ndim(value)
+    if ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D (binary forecasts) or 2-D (rows on the simplex), "
+                         f"got shape {np.shape(value)}")
+    probs = (SimplexProbs() if ndim == 2 else BinaryProbs()).check(value, name, bound)
+    if probs.shape[0] < 2:
+        raise ValueError(f"bootstrap needs at least 2 rows, got {probs.shape[0]} in {name}")
+    return probs
+
+
+def _paired_labels(value, name, bound):
+    """0/1 labels of binary forecasts, or class labels in ``[0, C)`` of simplex rows, as long as ``probs_a``."""
+    if bound["probs_a"].ndim == 1:
+        return BinaryLabels(length_of="probs_a").check(value, name, bound)
+    return ClassLabels(classes_of="probs_a", length_of="probs_a").check(value, name, bound)
+
+
+_N_RESAMPLES = Int(2, 2**24, bytes_per=4, what="the resampled statistics")
+_LEVEL = Real(0, 1, open_lo=True, open_hi=True, static=True)  # a confidence level: static under jit
+_METHOD = Choice("percentile", "bca")
+_CHUNK = Int(1, 2**20, what="resamples per compiled chunk")
 
 
 def _call(statistic, arrays, w):
@@ -390,27 +444,10 @@ def _bootstrap(statistic, arrs, w, key, n_resamples, level, method, chunk):
     return BootstrapResult(theta, low, high, res[:n_resamples] if traced else jax.device_put(res[:n_resamples]))
 
 
-def _check_arrays(arrays, sample_weight):
-    if not arrays:
-        raise ValueError("bootstrap needs at least one array to resample")
-    arrs = []
-    for i, a in enumerate(arrays):
-        if not isinstance(a, jax.Array):
-            a = np.asarray(a)
-            if a.dtype.kind not in "biuf":
-                raise ValueError(f"arrays[{i}] must be a numeric array, got dtype {a.dtype}")
-            a = jnp.asarray(a)
-        if a.ndim == 0:
-            raise ValueError(f"arrays[{i}] must have a leading axis of rows, got a scalar")
-        arrs.append(a)
-    n = arrs[0].shape[0]
-    if any(a.shape[0] != n for a in arrs):
-        raise ValueError(f"arrays must share their leading axis, got lengths {[a.shape[0] for a in arrs]}")
-    if n < 2:
-        raise ValueError(f"bootstrap needs at least 2 rows, got {n}")
-    return tuple(arrs), check_weights(sample_weight, n)
-
-
+@declare(statistic=Custom(_callable, "a function of the arrays"),
+         arrays=Custom(_check_arrays, "numeric arrays sharing a leading axis of n >= 2 rows"), key=Key(single=True),
+         n_resamples=_N_RESAMPLES, level=_LEVEL, method=_METHOD,
+         sample_weight=Custom(_check_row_weights, "optional non-negative row weights (n,)"), chunk=_CHUNK)
 def bootstrap(
     statistic: Callable[..., Array],
     *arrays: Array,
@@ -475,19 +512,9 @@ def bootstrap(
         Efron (1979), *Bootstrap methods: another look at the jackknife*; Efron (1987), *Better
         bootstrap confidence intervals* (BCa); Efron, Tibshirani (1993), §13–14.
     """
-    if not callable(statistic):
-        raise TypeError(f"statistic must be callable, got {type(statistic).__name__}")
-    arrs, w = _check_arrays(arrays, sample_weight)
-    n_resamples = check_static_int(n_resamples, "n_resamples", 1, 2**24, bytes_per=4,
-                                   what="the resampled statistics")
-    chunk = check_static_int(chunk, "chunk", 1, 2**20)
-    level = _check_level(level)
-    if method not in ("percentile", "bca"):
-        raise ValueError(f"method must be 'percentile' or 'bca', got {shown(method)}")
-    if n_resamples < 2:
-        raise ValueError(f"n_resamples must be at least 2, got {shown(n_resamples)}")
-    key = _check_key(key)
-    return _bootstrap(statistic, arrs, w, key, n_resamples, jnp.asarray(level, jnp.result_type(float)), method, chunk)
+    # checked by the declaration: arrays a tuple of arrays, level a Python float
+    level = jnp.asarray(level, jnp.result_type(float))
+    return _bootstrap(statistic, arrays, sample_weight, key, n_resamples, level, method, chunk)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -502,6 +529,12 @@ class _Difference:
         return self.metric(probs_a, labels, sample_weight=sample_weight) - self.metric(probs_b, labels, sample_weight=sample_weight)
 
 
+@declare(metric=Custom(_callable, "a metric m(probs, labels[, sample_weight=...])"),
+         probs_a=Custom(_forecasts, "binary forecasts (n,) or simplex rows (n, C)"),
+         probs_b=Custom(_probs_b, "predictions of the shape of probs_a"),
+         labels=Custom(_paired_labels, "0/1 labels, or class labels in [0, C)"), key=Key(single=True),
+         n_resamples=_N_RESAMPLES, level=_LEVEL, method=_METHOD, sample_weight=Weights(length_of="probs_a"),
+         chunk=_CHUNK)
 def paired_bootstrap(
     metric: Callable[..., Array],
     probs_a: Array,
@@ -541,14 +574,7 @@ def paired_bootstrap(
         >>> r.resamples.shape
         (200,)
     """
-    if not callable(metric):
-        raise TypeError(f"metric must be callable, got {type(metric).__name__}")
-    pa, pb = check_binary_probs(probs_a, "probs_a"), check_binary_probs(probs_b, "probs_b")
-    if pa.shape != pb.shape:
-        raise ValueError(f"probs_a and probs_b must have one shape, got {pa.shape} and {pb.shape}")
-    if pa.ndim == 1:  # validates the labels and weights once, here
-        check_binary_inputs(pa, labels, sample_weight)
-    return bootstrap(
-        _Difference(metric), pa, pb, labels, key=key, n_resamples=n_resamples, level=level,
-        method=method, sample_weight=sample_weight, chunk=chunk,
-    )
+    # checked by the declaration (the metric checks its inputs again under its own names)
+    arrays = (probs_a, probs_b, labels)
+    level = jnp.asarray(level, jnp.result_type(float))
+    return _bootstrap(_Difference(metric), arrays, sample_weight, key, n_resamples, level, method, chunk)
