@@ -18,7 +18,7 @@ import math
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -33,9 +33,11 @@ from . import metrics as M
 from . import natures as N
 from . import plots
 from ._cache import enable_compilation_cache
+from ._padded import padded
 from ._validation import check_int, check_key, check_positive_int
 from .core import sweep
-from .recorders import forecast_grid
+from .core.loop import chunk_length
+from .recorders import GridCounts, forecast_grid
 
 __all__ = ["Run", "main", "report", "study"]
 
@@ -83,7 +85,8 @@ def _natures(T: int, key) -> dict:
 
 
 def _compiler_options(forecaster, T: int) -> dict:
-    """XLA options for one (forecaster, T) sweep: compiling dominates the demo's runs.
+    """XLA options for one forecaster's sweeps, ``T`` the largest horizon (one program serves
+    every horizon): compiling dominates the demo's runs.
 
     A sweep at T <= 1000 runs for well under 0.1 s but compiles for 1.5-3 s. Grid forecasters
     there compile without LLVM optimisation (``xla_backend_optimization_level=0``): about half
@@ -107,27 +110,87 @@ def _distance(values, labels, weights, n_bins):
 # one compiled program per history shape instead of one per operation of an eager vmap
 _batched_ece = jax.jit(jax.vmap(jax.vmap(M.ece)))
 
+_PADDED = (F.AlmostOneStepAhead, F.FosterRandomized, F.GuptaRamdas, N.MaxCalibrationError, N.RandomMixture)
+"""The classes whose grid :func:`_like` pads to the largest horizon's (``jcalib._padded``)."""
 
-def _job(fname, forecaster, natures: dict, T: int, key, n_seeds: int, distance_seeds: int):
+
+def _like(module, like):
+    """``module`` (for one horizon) in the shapes of ``like`` (the same player for the largest
+    horizon), so that one compiled program serves both: a grid padded to ``like``'s with its
+    size traced, a replayed sequence padded with zeros to ``like``'s length (rounds past the
+    horizon never read it). Anything else is returned as it is (a player whose shapes do not
+    depend on the horizon, or one this cannot pad: it then compiles its own program)."""
+    if like is None or type(module) is not type(like):
+        return module
+    if isinstance(module, _PADDED) and like.n_bins >= module.n_bins:
+        return padded(module, like.n_bins)
+    if isinstance(module, N.Replay) and module.x is None and module.y.shape[0] < like.y.shape[0]:
+        y = np.asarray(module.y)
+        return N.Replay(np.concatenate([y, np.zeros(like.y.shape[0] - y.shape[0], y.dtype)]),
+                        outcomes=module.outcomes)
+    return module
+
+
+def _grid_ece(counts, ones, m: int):
+    """:meth:`GridSummary.ece` on host arrays, in the default float dtype (NumPy: no small
+    compiled programs per grid size)."""
+    fdt = np.dtype(jax.numpy.result_type(float))
+    grid = (np.arange(m + 1) / m).astype(fdt)
+    return np.abs(counts.astype(fdt) * grid - ones.astype(fdt)).sum(-1, dtype=fdt)
+
+
+def _atoms(counts, ones, m: int):
+    """:func:`jcalib.metrics.atoms_from_counts` on host arrays (NumPy) and the distance's grid
+    argument (None: the atoms are on the grid already)."""
+    grid = (np.arange(m + 1) / m).astype(np.dtype(jax.numpy.result_type(float)))
+    labels = np.concatenate([np.ones(m + 1, np.int32), np.zeros(m + 1, np.int32)])
+    return np.concatenate([grid, grid]), labels, np.concatenate([ones, counts - ones]), None
+
+
+def _job(fname, forecaster, natures: dict, T: int, key, n_seeds: int, distance_seeds: int, *,
+         chunk: int | None = None, like=None, t_max: int | None = None, keep=()):
     """One forecaster against every nature in one compiled sweep (over a ``Switch`` of them).
 
-    Returns the runs (distances NaN) and, for the seeds to certify, the arguments of
-    :func:`_distance`.
+    ``like`` (the forecaster of the largest horizon ``t_max``) and ``chunk`` fix the
+    program's shapes, so that every horizon's sweep runs the same compiled program (the
+    natures come padded alike, see :func:`_like`).
+
+    Returns the runs (distances NaN), for the seeds to certify the arguments of
+    :func:`_distance`, and at ``t_max`` the first seed's forecasts and outcomes against the
+    natures named in ``keep`` (``{nature: (p, y)}``).
     """
     m = forecast_grid(forecaster)
+    t_max = T if t_max is None else t_max
+    forecaster = _like(forecaster, like)
     batch = N.Switch.all_of(list(natures.values()))
-    kw = dict(key=key, n_seeds=n_seeds, progress=False, compiler_options=_compiler_options(forecaster, T))
+    kw = dict(key=key, n_seeds=n_seeds, progress=False, chunk=chunk,
+              compiler_options=_compiler_options(forecaster, t_max))
     if m is not None:  # a grid forecaster: its GridSummary is all the metrics need (memory O(m))
-        s = sweep(forecaster, batch, T, record="summary", **kw)
-        ece, cert = np.asarray(s.ece(), float), np.asarray(s.certificate(), float)
-        counts, ones = np.asarray(s.counts), np.asarray(s.ones)
-        atoms = lambda ni, si: (*(np.asarray(a) for a in M.atoms_from_counts(counts[ni, si], ones[ni, si], m)), None)  # noqa: E731
+        # its counts on the padded grid when the forecaster is padded; cut back to the first m + 1
+        recorder = GridCounts(m) if like is None or forecast_grid(like) < m else padded(GridCounts(m), forecast_grid(like))
+        s = sweep(forecaster, batch, T, record=recorder, **kw)
+        cut = lambda a: np.asarray(a)[..., : m + 1]  # noqa: E731
+        counts, ones, info_counts, info_ones = cut(s.counts), cut(s.ones), cut(s.info_counts), cut(s.info_ones)
+        ece = np.asarray(_grid_ece(counts, ones, m), float)
+        # GridSummary.certificate: sum_t |p_t - p~_t| + ECE(p~), NaN without look-ahead values
+        fdt = np.dtype(jax.numpy.result_type(float))
+        steps = np.asarray(s.info_steps).astype(fdt) / fdt.type(m)
+        cert = np.where(info_counts.sum(-1) > 0, steps + _grid_ece(info_counts, info_ones, m), np.nan).astype(float)
+        atoms = lambda ni, si: _atoms(counts[ni, si], ones[ni, si], m)  # noqa: E731
+
+        def first_run(ni):  # seed 0's forecasts and outcomes, as a multiset (the rounds' order is lost)
+            grid, o, c = _atoms(counts[ni, 0], ones[ni, 0], m)[0][: m + 1], ones[ni, 0], counts[ni, 0]
+            return (np.concatenate([np.repeat(grid, o), np.repeat(grid, c - o)]),
+                    np.concatenate([np.ones(o.sum(), np.int32), np.zeros((c - o).sum(), np.int32)]))
     else:
         traj = sweep(forecaster, batch, T, **kw)
         ece = np.asarray(_batched_ece(traj.forecast, traj.y), float)
         cert = np.full(ece.shape, np.nan)
         p, y = np.asarray(traj.forecast), np.asarray(traj.y)
         atoms = lambda ni, si: (p[ni, si], y[ni, si], None, _DISTANCE_BINS)  # noqa: E731
+        first_run = lambda ni: (p[ni, 0], y[ni, 0])  # noqa: E731
+    # the largest horizon's first seed, for the reliability diagrams
+    samples = {nname: first_run(ni) for ni, nname in enumerate(natures) if nname in keep} if T == t_max else {}
     runs, tasks = [], []
     nan = float("nan")
     for ni, nname in enumerate(natures):
@@ -135,7 +198,7 @@ def _job(fname, forecaster, natures: dict, T: int, key, n_seeds: int, distance_s
             if si < distance_seeds:
                 tasks.append(atoms(ni, si))
             runs.append(Run(fname, nname, si, T, float(ece[ni, si]), nan, nan, float(cert[ni, si]), F.aosa_bound(T)))
-    return runs, tasks
+    return runs, tasks, samples
 
 
 def study(
@@ -176,21 +239,53 @@ def study(
         One :class:`Run` per (forecaster, nature, seed, T), grouped by ``T`` in the order of
         ``Ts``, then by forecaster, nature and seed.
     """
+    return _study(Ts, n_seeds, key=key, distance_seeds=distance_seeds, forecasters_for=forecasters_for,
+                  natures_for=natures_for, threads=threads, distance_map=distance_map, progress=progress)[0]
+
+
+def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, threads, distance_map, progress,
+           keep=frozenset()):
+    """:func:`study`, and the largest horizon's first seed of each (forecaster, nature) pair in
+    ``keep``: its forecasts and outcomes (``{(forecaster, nature): (p, y)}``; a grid
+    forecaster's in no particular order, rebuilt from its counts)."""
     Ts = [check_positive_int(T, "T") for T in Ts]
     n_seeds = check_positive_int(n_seeds, "n_seeds")
     distance_seeds = check_int(distance_seeds, "distance_seeds", minimum=0)
     k_natures, k_play = jax.random.split(check_key(key))
     natures = {T: natures_for(T, jax.random.fold_in(k_natures, T)) for T in Ts}
-    jobs = [(T, fname, f) for T in Ts for fname, f in forecasters_for(T).items()]
+    forecasters = {T: forecasters_for(T) for T in Ts}
+    # every horizon's sweeps in the shapes of the largest horizon's: one program per forecaster
+    t_max = max(Ts)
+    chunk = chunk_length(t_max, None)
+    like_n, like_f = natures[t_max], forecasters[t_max]
+    natures = {T: {k: _like(n, like_n.get(k)) for k, n in natures[T].items()} for T in Ts}
+    jobs = [(T, fname, f) for T in Ts for fname, f in forecasters[T].items()]
+    # a forecaster's horizons run one after another in one thread: the first compiles the program
+    # (or reads it from the persistent cache), the others reuse it
+    by_name: dict = {}
+    for i, (T, fname, f) in enumerate(jobs):
+        by_name.setdefault(fname, []).append(i)
+
+    def play_all(idx):
+        return [_job(jobs[i][1], jobs[i][2], natures[jobs[i][0]], jobs[i][0], jax.random.fold_in(k_play, i), n_seeds,
+                     distance_seeds, chunk=chunk, like=like_f.get(jobs[i][1]), t_max=t_max,
+                     keep={n for f, n in keep if f == jobs[i][1]}) for i in idx]
+
+    results = [None] * len(jobs)
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        futures = [pool.submit(_job, fname, f, natures[T], T, jax.random.fold_in(k_play, i), n_seeds, distance_seeds)
-                   for i, (T, fname, f) in enumerate(jobs)]
-        results = [fut.result() for fut in tqdm(futures, desc="forecaster x T", disable=not progress, leave=False)]
-    runs = [r for job_runs, _ in results for r in job_runs]
+        futures = {pool.submit(play_all, idx): idx for idx in by_name.values()}
+        bar = tqdm(total=len(jobs), desc="forecaster x T", disable=not progress, leave=False)
+        for fut in as_completed(futures):
+            for i, r in zip(futures[fut], fut.result()):
+                results[i] = r
+            bar.update(len(futures[fut]))
+        bar.close()
+    runs = [r for job_runs, _, _ in results for r in job_runs]
+    samples = {(jobs[i][1], nname): pair for i, (_, _, sample) in enumerate(results) for nname, pair in sample.items()}
     # which run each task certifies: the first distance_seeds seeds of every (job, nature)
     where, args = [], []
     offset = 0
-    for job_runs, tasks in results:
+    for job_runs, tasks, _ in results:
         idx = [offset + i for i, r in enumerate(job_runs) if r.seed_index < distance_seeds]
         where += idx
         args += tasks
@@ -200,7 +295,7 @@ def study(
                     disable=not progress, leave=False)
         for k, (lo, hi) in zip(where, done):
             runs[k] = dataclasses.replace(runs[k], dist_lower=lo, dist_upper=hi)
-    return runs
+    return runs, samples
 
 
 def _fmt(x: float) -> str:
@@ -327,21 +422,29 @@ def _reliability_natures(T):
             "Max calibration error": N.MaxCalibrationError(n_bins=F.AlmostOneStepAhead.for_horizon(T).n_bins)}
 
 
-def _reliability(out_dir, T, key) -> str:
+def _reliability(out_dir, T, key, samples=None) -> str:
     """Reliability diagrams of AOSA, Foster and the running frequency against the Markov chain
-    and the calibration-error maximiser: one panel per (nature, forecaster)."""
+    and the calibration-error maximiser: one panel per (nature, forecaster).
+
+    ``samples`` (``{(forecaster, nature): (p, y)}``, the study's first seed at ``T``) supplies
+    the runs it has; a missing one is played here with ``key`` (a sweep of its own)."""
     import matplotlib.pyplot as plt
 
     natures = _reliability_natures(T)
     fig, axes = plt.subplots(len(natures), len(_RELIABILITY_FORECASTERS), figsize=(9, 6.9), sharex=True, sharey=True)
     for j, fname in enumerate(_RELIABILITY_FORECASTERS):
-        f = F.binary_suite(T)[fname]
-        # both natures in one compiled sweep (a Switch gives every member the same keys)
-        traj = sweep(f, N.Switch.all_of(list(natures.values())), T, key=key, progress=False)
-        p, y = np.asarray(traj.forecast).reshape(len(natures), T), np.asarray(traj.y).reshape(len(natures), T)
+        have = samples or {}
+        if all((fname, n) in have for n in natures):
+            pairs = [have[fname, n] for n in natures]
+        else:
+            f = F.binary_suite(T)[fname]
+            # both natures in one compiled sweep (a Switch gives every member the same keys)
+            traj = sweep(f, N.Switch.all_of(list(natures.values())), T, key=key, progress=False)
+            p, y = np.asarray(traj.forecast).reshape(len(natures), T), np.asarray(traj.y).reshape(len(natures), T)
+            pairs = list(zip(p, y))
         for i, nname in enumerate(natures):
             ax = axes[i, j]
-            plots.reliability_diagram(p[i], y[i], n_bins=10, ax=ax, color=f"C{j}")
+            plots.reliability_diagram(*pairs[i], n_bins=10, ax=ax, color=f"C{j}")
             ax.set_title(f"{fname} vs {nname}", fontsize="small")
             ax.set(xlabel="", ylabel="")
     fig.supxlabel("forecast", fontsize="small")
@@ -357,9 +460,14 @@ def _demo(args) -> int:
     t0 = time.perf_counter()
     key = jax.random.key(args.seed)
     k_study, k_rel = jax.random.split(key)
-    runs = study(args.T, args.seeds, key=k_study, distance_seeds=args.distance_seeds, progress=not args.no_progress)
+    # the reliability diagrams show the study's own runs at the largest horizon (its first seed):
+    # no sweeps, nor programs, of their own
+    keep = {(f, n) for f in _RELIABILITY_FORECASTERS for n in _reliability_natures(max(args.T))}
+    runs, samples = _study(args.T, args.seeds, key=k_study, distance_seeds=args.distance_seeds,
+                           forecasters_for=F.binary_suite, natures_for=_natures, threads=2, distance_map=map,
+                           progress=not args.no_progress, keep=keep)
     paths = report(runs, args.out, title="jcalib demo: online calibration, paper 000")
-    paths["reliability"] = _reliability(args.out, max(args.T), k_rel)
+    paths["reliability"] = _reliability(args.out, max(args.T), k_rel, samples)
     print(Path(paths["summary"]).read_text())
     print(f"{len(runs)} runs in {time.perf_counter() - t0:.0f} s; wrote:")
     for k, v in paths.items():

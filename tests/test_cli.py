@@ -130,3 +130,38 @@ def test_study_compiles_each_forecaster_once():
     finally:
         jax.monitoring.unregister_event_duration_listener(listen)
     assert len(compiled) == 2, compiled
+
+
+def test_study_compiles_each_forecaster_once_across_horizons():
+    """Horizons whose grids differ (m = ceil(sqrt T) for AOSA and the adaptive natures, Foster's
+    and Gupta-Ramdas' own rules, a replayed sequence of length T) still share one compiled chunk
+    per forecaster: the grids are padded to the largest horizon's with their size traced. Counted
+    as traces of the chunk (a program read back from the persistent cache is still traced)."""
+    import jax.monitoring
+
+    from jcalib.forecasters import binary_suite
+
+    traced = []
+
+    def listen(event, duration, **kw):
+        if event == "/jax/core/compile/jaxpr_trace_duration" and kw.get("fun_name") == "_chunk_body":
+            traced.append(1)
+
+    names = ("AOSA", "Foster", "Gupta-Ramdas")
+    jax.clear_caches()
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        runs = cli.study([30, 100, 170], 2, key=jax.random.key(0), distance_seeds=0,
+                         forecasters_for=lambda T: {k: v for k, v in binary_suite(T).items() if k in names})
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert len(traced) == len(names), traced
+    assert len(runs) == 3 * len(names) * 12 * 2
+    # the shortest horizon's numbers are those of a study of that horizon alone (its jobs and
+    # natures draw with the same keys; there the grids are not padded past their own size)
+    alone = cli.study([30], 2, key=jax.random.key(0), distance_seeds=0,
+                      forecasters_for=lambda T: {k: v for k, v in binary_suite(T).items() if k in names})
+    short = [r for r in runs if r.T == 30]
+    assert [(r.forecaster, r.nature, r.seed_index) for r in alone] == [(r.forecaster, r.nature, r.seed_index) for r in short]
+    np.testing.assert_array_equal([r.ece for r in alone], [r.ece for r in short])
+    np.testing.assert_array_equal([r.certificate for r in alone], [r.certificate for r in short])

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import threading
 from typing import Any, Sequence
 
 import jax
@@ -224,9 +225,16 @@ def sweep(
                   (F if f_seq else None, N, shard.n_local), options)
     else:  # the same program on equal shares of the seeds (padded with seed 0), side by side
         keys = split_keys(shard.keys, parts)
+        # the other shares start once the first share's first call has compiled the program: started
+        # together, each thread would miss jit's cache and compile the same program again
+        compiled = threading.Event()
         with concurrent.futures.ThreadPoolExecutor(parts) as pool:
-            outs = [pool.submit(run, fb, nb, recorder, k, T, chunk, progress if i == 0 else False, None,
-                                (F if f_seq else None, N, k.shape[0]), options) for i, k in enumerate(keys)]
+            outs = []
+            for i, k in enumerate(keys):
+                outs.append(pool.submit(run, fb, nb, recorder, k, T, chunk, progress if i == 0 else False, None,
+                                        (F if f_seq else None, N, k.shape[0]), options, compiled if i == 0 else None))
+                if i == 0:
+                    compiled.wait()
             outs = [o.result() for o in outs]
         axis = int(f_seq) + int(n_seq)  # the seed axis of run's outputs
         cut = (slice(None),) * axis + (slice(0, shard.n_local),)  # without the padding

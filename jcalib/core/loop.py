@@ -246,9 +246,20 @@ def _open_checkpoint(path, forecaster, nature, recorder, keys, T, layout, carry,
 
 
 def run(forecaster, nature, recorder: AbstractRecorder, keys, T: int, chunk: int, progress, checkpoint, layout,
-        compiler_options: tuple = ()):
+        compiler_options: tuple = (), compiled=None):
     """``ceil(T / chunk)`` calls of one compiled chunk of ``chunk`` rounds (the first also
-    initialises), then finalise. ``layout`` is the batch layout (:mod:`jcalib.core.batching`)."""
+    initialises), then finalise. ``layout`` is the batch layout (:mod:`jcalib.core.batching`).
+    ``compiled`` (a ``threading.Event``, optional) is set once the first call has returned (the
+    program is compiled and in jit's cache; its work may still run), or when the run fails."""
+    try:
+        return _run(forecaster, nature, recorder, keys, T, chunk, progress, checkpoint, layout, compiler_options,
+                    compiled)
+    finally:
+        if compiled is not None:
+            compiled.set()
+
+
+def _run(forecaster, nature, recorder, keys, T, chunk, progress, checkpoint, layout, compiler_options, compiled):
     chunk_fn = _chunk_with(compiler_options)
     n_batch = sum(a is not None for a in layout)
     round_axis = n_batch
@@ -271,6 +282,8 @@ def run(forecaster, nature, recorder: AbstractRecorder, keys, T: int, chunk: int
         carry, outs = chunk_fn(forecaster, nature, recorder, keys, carry, jnp.asarray(fresh), jnp.asarray(t, jnp.int32),
                                jnp.asarray(n, jnp.int32), chunk, layout)
         fresh = False
+        if compiled is not None:
+            compiled.set()
         # the buffer holds `chunk` rows; a last partial chunk filled the first n
         piece = _first_rows(outs, n, round_axis) if jax.tree_util.tree_leaves(outs) else None
         if piece is not None and t == start:

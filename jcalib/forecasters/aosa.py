@@ -30,6 +30,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._grid import GRID_WHY, MAX_GRID, grid_points, lookahead_update, sign_change_index, size_field, table_size
+from .._padded import grid_value, scale, sign_change_below, table_bins
 from ..core.keys import check_horizon
 from .._validation import check_binary_labels, check_positive_int
 from ..core.types import AbstractForecaster, Forecast
@@ -150,21 +151,23 @@ class AlmostOneStepAhead(AbstractForecaster):
         return 1 if self.tie == "high" else 0
 
     def init(self, key: PRNGKeyArray) -> AOSAState:
-        return AOSAState(beta=jnp.zeros((self.n_bins + 1,), jnp.int32))
+        # the table is sized for max_bins in the padded variant (jcalib._padded); entries past m stay 0
+        return AOSAState(beta=jnp.zeros((table_bins(self) + 1,), jnp.int32))
 
     def predict(self, state: AOSAState, x, key: PRNGKeyArray) -> Forecast:
-        i = sign_change_index(state.beta)
-        v = grid_points(self.n_bins)[i + self._offset]
+        i = sign_change_below(state.beta, self.n_bins)
+        v = grid_value(self, i + self._offset)
         return Forecast(v, v)
 
     def _lower_index(self, forecast: Forecast) -> Int[Array, ""]:
         # Recover i from p_t = (i + offset)/m instead of searching again (exact for m < 2^22).
-        return jnp.round(forecast.value * self.n_bins).astype(jnp.int32) - self._offset
+        v = jnp.asarray(forecast.value)
+        return jnp.round(v * scale(self.n_bins, v.dtype)).astype(jnp.int32) - self._offset
 
     def info(self, state: AOSAState, x, forecast: Forecast, y) -> Float[Array, ""]:
         """The look-ahead forecast $\\tilde p_t = (i_t + y_t)/m$."""
         j = self._lower_index(forecast) + jnp.asarray(y, jnp.int32)
-        return grid_points(self.n_bins)[j]
+        return grid_value(self, j)
 
     def update(self, state: AOSAState, x, forecast: Forecast, y) -> AOSAState:
         return AOSAState(beta=lookahead_update(state.beta, self._lower_index(forecast), y, self.n_bins))

@@ -20,7 +20,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Int, PRNGKeyArray
 
-from .._grid import GRID_WHY, MAX_GRID, grid_points, sign_change_index, size_field
+from .._grid import GRID_WHY, MAX_GRID, size_field
+from .._padded import grid_value, scale, sign_change_below, table_bins
 from ..core.keys import check_horizon
 from .._validation import check_positive_int
 from ..core.types import AbstractForecaster, Forecast, Mixture
@@ -96,20 +97,22 @@ class FosterRandomized(AbstractForecaster):
         return self.n_bins
 
     def init(self, key: PRNGKeyArray) -> FosterState:
-        return FosterState(err=jnp.zeros((self.n_bins + 1,), jnp.int32))
+        # the table is sized for max_bins in the padded variant (jcalib._padded); entries past k stay 0
+        return FosterState(err=jnp.zeros((table_bins(self) + 1,), jnp.int32))
 
     def predict(self, state: FosterState, x, key: PRNGKeyArray) -> Forecast:
         fdt = jnp.result_type(float)
         k = self.n_bins
-        i = sign_change_index(-state.err)  # E_i >= 0 >= E_{i+1}
+        i = sign_change_below(-state.err, k)  # E_i >= 0 >= E_{i+1}
         lo, hi = state.err[i], -state.err[i + 1]  # both >= 0
         den = lo + hi
         w = jnp.where(den > 0, hi.astype(fdt) / jnp.maximum(den, 1).astype(fdt), 1.0)
-        support = grid_points(k)[jnp.stack([i, i + 1])]
+        support = grid_value(self, jnp.stack([i, i + 1]))
         draw_low = jax.random.bernoulli(key, w)
         value = jnp.where(draw_low, support[0], support[1])
         return Forecast(value, Mixture(support=support, probs=jnp.stack([w, 1.0 - w])))
 
     def update(self, state: FosterState, x, forecast: Forecast, y) -> FosterState:
-        j = jnp.round(forecast.value * self.n_bins).astype(jnp.int32)
+        v = jnp.asarray(forecast.value)
+        j = jnp.round(v * scale(self.n_bins, v.dtype)).astype(jnp.int32)
         return FosterState(err=state.err.at[j].add(self.n_bins * jnp.asarray(y, jnp.int32) - j))

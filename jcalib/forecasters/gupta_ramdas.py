@@ -31,7 +31,8 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._grid import GRID_WHY, MAX_GRID, grid_points, lookahead_update, sign_change_index, size_field
+from .._grid import GRID_WHY, MAX_GRID, lookahead_update, size_field
+from .._padded import grid_value, scale, sign_change_below, table_bins
 from ..core.keys import check_horizon
 from .._validation import check_positive_int
 from ..core.types import AbstractForecaster, Forecast
@@ -84,6 +85,7 @@ class GuptaRamdas(AbstractForecaster):
     """
 
     outcome_space = "binary"
+    grid_factor = 2  # scored midpoints lie on the grid of 2m (jcalib._padded.grid_value)
 
     n_bins: int = size_field("n_bins", what="its per-grid-point state", hi=MAX_GRID, why=GRID_WHY)
 
@@ -97,7 +99,8 @@ class GuptaRamdas(AbstractForecaster):
         return cls(n_bins=max(1, math.ceil(math.sqrt(T / 2))))
 
     def init(self, key: PRNGKeyArray) -> GuptaRamdasState:
-        return GuptaRamdasState(beta=jnp.zeros((self.n_bins + 1,), jnp.int32))
+        # the table is sized for max_bins in the padded variant (jcalib._padded); entries past m stay 0
+        return GuptaRamdasState(beta=jnp.zeros((table_bins(self) + 1,), jnp.int32))
 
     @property
     def value_grid(self) -> int:
@@ -105,18 +108,19 @@ class GuptaRamdas(AbstractForecaster):
         return 2 * self.n_bins
 
     def predict(self, state: GuptaRamdasState, x, key: PRNGKeyArray) -> Forecast:
-        i = sign_change_index(state.beta)  # beta_i <= 0 <= beta_{i+1}, i.e. D_i >= 0 >= D_{i+1}
-        v = grid_points(2 * self.n_bins)[2 * i + 1]
+        i = sign_change_below(state.beta, self.n_bins)  # beta_i <= 0 <= beta_{i+1}, i.e. D_i >= 0 >= D_{i+1}
+        v = grid_value(self, 2 * i + 1, 2)
         return Forecast(v, v)
 
     def _lower_index(self, forecast: Forecast) -> Int[Array, ""]:
         # value = (2i + 1)/(2m), so i = floor(value * m), exact for m < 2^22
-        return jnp.floor(forecast.value * self.n_bins).astype(jnp.int32)
+        v = jnp.asarray(forecast.value)
+        return jnp.floor(v * scale(self.n_bins, v.dtype)).astype(jnp.int32)
 
     def info(self, state: GuptaRamdasState, x, forecast: Forecast, y) -> Float[Array, ""]:
         """The judged endpoint $\\tilde p_t = (i_t + y_t)/m$."""
         j = self._lower_index(forecast) + jnp.asarray(y, jnp.int32)
-        return grid_points(self.n_bins)[j]
+        return grid_value(self, j)
 
     def update(self, state: GuptaRamdasState, x, forecast: Forecast, y) -> GuptaRamdasState:
         # m D_j += m y - j is AOSA's beta_j += j - m y

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._grid import GRID_WHY, MAX_GRID, size_field
+from .._padded import scale, table_bins
 from .._validation import as_float_array, check_hyper, check_positive_int, is_concrete
 from ..core.types import AbstractNature, Forecast, as_mixture
 from .oblivious import _check_scalar_prob
@@ -61,8 +62,32 @@ class BiasState(NamedTuple):
     bias: Float[Array, " n+1"]
 
 
-def _bucket(p, n_bins: int):
-    return jnp.clip(jnp.round(p * n_bins), 0, n_bins).astype(jnp.int32)
+def _bucket(p, n_bins):
+    # n_bins is traced in the padded variant (jcalib._padded): the same product, cast first
+    k = scale(n_bins, p.dtype)
+    return jnp.clip(jnp.round(p * k), 0, k).astype(jnp.int32)
+
+
+def _max_error_outcome(state: BiasState, public, n_bins) -> Int[Array, ""]:
+    g = _max_error_gains(state, public, n_bins)
+    return (g[1] > g[0]).astype(jnp.int32)
+
+
+def _max_error_gains(state: BiasState, public, n_bins) -> Float[Array, " 2"]:
+    mix = as_mixture(public)
+    fdt = state.bias.dtype
+    s = jnp.asarray(mix.support, fdt)
+    w = jnp.asarray(mix.probs, fdt)
+    b = state.bias[_bucket(s, n_bins)]
+    g0 = jnp.sum(w * (jnp.abs(b + s) - jnp.abs(b)))
+    g1 = jnp.sum(w * (jnp.abs(b + s - 1.0) - jnp.abs(b)))
+    return jnp.stack([g0, g1])
+
+
+def _max_error_update(state: BiasState, forecast: Forecast, y, n_bins) -> BiasState:
+    fdt = state.bias.dtype
+    p = jnp.asarray(forecast.value, fdt)
+    return BiasState(bias=state.bias.at[_bucket(p, n_bins)].add(p - jnp.asarray(y, fdt)))
 
 
 class MaxCalibrationError(AbstractNature):
@@ -90,27 +115,18 @@ class MaxCalibrationError(AbstractNature):
         check_positive_int(self.n_bins, "n_bins")
 
     def init(self, key: PRNGKeyArray) -> BiasState:
-        return BiasState(bias=jnp.zeros((self.n_bins + 1,), jnp.result_type(float)))
+        # sized for max_bins in the padded variant (jcalib._padded); buckets past n stay 0
+        return BiasState(bias=jnp.zeros((table_bins(self) + 1,), jnp.result_type(float)))
 
     def gains(self, state: BiasState, public) -> Float[Array, " 2"]:
         """Expected increase of $\\sum_k |b_k|$ for $y = 0$ and $y = 1$."""
-        mix = as_mixture(public)
-        fdt = state.bias.dtype
-        s = jnp.asarray(mix.support, fdt)
-        w = jnp.asarray(mix.probs, fdt)
-        b = state.bias[_bucket(s, self.n_bins)]
-        g0 = jnp.sum(w * (jnp.abs(b + s) - jnp.abs(b)))
-        g1 = jnp.sum(w * (jnp.abs(b + s - 1.0) - jnp.abs(b)))
-        return jnp.stack([g0, g1])
+        return _max_error_gains(state, public, self.n_bins)
 
     def outcome(self, state: BiasState, x, public, key: PRNGKeyArray) -> Int[Array, ""]:
-        g = self.gains(state, public)
-        return (g[1] > g[0]).astype(jnp.int32)
+        return _max_error_outcome(state, public, self.n_bins)
 
     def update(self, state: BiasState, x, forecast: Forecast, y, key: PRNGKeyArray) -> BiasState:
-        fdt = state.bias.dtype
-        p = jnp.asarray(forecast.value, fdt)
-        return BiasState(bias=state.bias.at[_bucket(p, self.n_bins)].add(p - jnp.asarray(y, fdt)))
+        return _max_error_update(state, forecast, y, self.n_bins)
 
 
 class RandomMixture(AbstractNature):
@@ -149,12 +165,9 @@ class RandomMixture(AbstractNature):
     def _raw_weights(self):
         return (self.contrarian, self.max_error, self.bernoulli)
 
-    @property
-    def _max_error(self) -> MaxCalibrationError:
-        return MaxCalibrationError(n_bins=self.n_bins)
-
     def init(self, key: PRNGKeyArray) -> BiasState:
-        return self._max_error.init(key)
+        # sized for max_bins in the padded variant (jcalib._padded); buckets past n stay 0
+        return BiasState(bias=jnp.zeros((table_bins(self) + 1,), jnp.result_type(float)))
 
     def outcome(self, state: BiasState, x, public, key: PRNGKeyArray) -> Int[Array, ""]:
         fdt = state.bias.dtype
@@ -163,11 +176,11 @@ class RandomMixture(AbstractNature):
         u = jax.random.uniform(key, (), fdt) * c[2]
         mode = jnp.sum((u >= c[:2]).astype(jnp.int32))  # 0, 1 or 2; zero-weight modes never drawn
         y_c = Contrarian().outcome(None, x, public, key)
-        y_m = self._max_error.outcome(state, x, public, key)
+        y_m = _max_error_outcome(state, public, self.n_bins)
         # one uniform draw serves both choices: given mode 2, (u - c_1)/w_2 is uniform on [0, 1)
         v = (u - c[1]) / jnp.where(w[2] > 0, w[2], 1.0)
         y_b = (v < jnp.asarray(self.rate, fdt)).astype(jnp.int32)
         return jnp.stack([y_c, y_m, y_b])[mode]
 
     def update(self, state: BiasState, x, forecast: Forecast, y, key: PRNGKeyArray) -> BiasState:
-        return self._max_error.update(state, x, forecast, y, key)
+        return _max_error_update(state, forecast, y, self.n_bins)

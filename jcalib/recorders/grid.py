@@ -19,6 +19,7 @@ from jaxtyping import Array, Float, Int
 
 from .._dtypes import float_dtype
 from .._grid import GRID_WHY, MAX_GRID, grid_index, off_grid, size_field
+from .._padded import table_bins
 from .._validation import check_positive_int
 from .base import AbstractRecorder, Round, register_builtin_shorthand
 from ..core.types import AbstractForecaster, Trajectory
@@ -78,6 +79,26 @@ def _grid_ece(counts, ones):
     return jnp.abs(counts * grid - ones).sum(-1)
 
 
+def _float_bins(p, m):
+    # a traced m (the padded variant, jcalib._padded) as a float of the dtype that grid_index
+    # scales p in: the same product m * p as with a static m
+    if isinstance(m, int):
+        return m
+    p = jnp.asarray(p)
+    dt = float_dtype()
+    if jnp.issubdtype(p.dtype, jnp.floating):
+        dt = jnp.promote_types(dt, p.dtype)
+    return jnp.asarray(m).astype(dt)
+
+
+def _grid_index(p, m):
+    return grid_index(p, _float_bins(p, m))
+
+
+def _off_grid(p, m):
+    return off_grid(p, _float_bins(p, m))
+
+
 def _binary_outcome(y):
     dt = jnp.result_type(y)
     if not (jnp.issubdtype(dt, jnp.integer) or dt == jnp.bool_):
@@ -114,21 +135,22 @@ class GridCounts(AbstractRecorder):
 
     def init(self) -> _GridState:
         zero = jnp.zeros((), jnp.int32)
-        return _GridState(jnp.zeros((4 * (self.n_bins + 1),), jnp.int32), zero, zero)
+        # sized for max_bins in the padded variant (jcalib._padded): its counts past m stay 0
+        return _GridState(jnp.zeros((4 * (table_bins(self) + 1),), jnp.int32), zero, zero)
 
     def step(self, s: _GridState, rnd: Round):
         m = self.n_bins
         y = _binary_outcome(rnd.y)
-        i, off = grid_index(rnd.forecast.value, m), off_grid(rnd.forecast.value, m)
+        i, off = _grid_index(rnd.forecast.value, m), _off_grid(rnd.forecast.value, m)
         s = s._replace(off_grid=s.off_grid + off.astype(jnp.int32))
         if rnd.info is None:
             return s._replace(hist=s.hist.at[2 * i + y].add(1)), None
-        j = grid_index(rnd.info, m)
-        codes = jnp.stack([2 * i + y, 2 * (m + 1) + 2 * j + y])
+        j = _grid_index(rnd.info, m)
+        codes = jnp.stack([2 * i + y, 2 * (table_bins(self) + 1) + 2 * j + y])
         return s._replace(hist=s.hist.at[codes].add(1), info_steps=s.info_steps + jnp.abs(i - j)), None
 
     def finalise(self, s: _GridState, outs) -> GridSummary:
-        h = s.hist.reshape(s.hist.shape[:-1] + (2, self.n_bins + 1, 2))
+        h = s.hist.reshape(s.hist.shape[:-1] + (2, table_bins(self) + 1, 2))
         counts, info_counts = h[..., 0, :, :].sum(-1), h[..., 1, :, :].sum(-1)
         return GridSummary(counts, h[..., 0, :, 1], s.off_grid, info_counts, h[..., 1, :, 1], s.info_steps, counts.sum(-1))
 
