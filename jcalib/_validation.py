@@ -343,7 +343,10 @@ def check_key(key, name: str = "key", *, optional: bool = False) -> jax.Array:
 def check_float_scalar(value, name: str, dtype, *, positive: bool = False, non_negative: bool = False) -> jax.Array:
     """A float hyperparameter as a 0-d array of ``dtype``, so that jit traces it (one compilation
     for every value) instead of baking it in as a constant. Tracers pass through unchecked;
-    concrete values must be finite, and > 0 (``positive``) or >= 0 (``non_negative``)."""
+    concrete values must be finite, and > 0 (``positive``) or >= 0 (``non_negative``); a bool
+    is refused."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a real number, got the bool {value!r}")
     arr = as_float_array(value, name)
     if arr.ndim != 0:
         raise ValueError(f"{name} must be a scalar, got shape {tuple(arr.shape)}")
@@ -446,12 +449,22 @@ def check_grid_counts(counts, ones, n_bins):
     counts, ones = jnp.asarray(counts), jnp.asarray(ones)
     if counts.shape != (m + 1,) or ones.shape != (m + 1,):
         raise ValueError(f"counts and ones must have shape ({m + 1},), got {counts.shape} and {ones.shape}")
+    if counts.dtype != ones.dtype:  # one dtype for both (integer counts with float ones: the float)
+        kinds = (counts.dtype.kind, ones.dtype.kind)
+        if "f" in kinds:
+            dt = max((d for d in (counts.dtype, ones.dtype) if d.kind == "f"), key=lambda d: d.itemsize)
+        else:
+            dt = max((counts.dtype, ones.dtype), key=lambda d: d.itemsize)
+        counts, ones = counts.astype(dt), ones.astype(dt)
     c, o = _values(counts), _values(ones)
     if c is not None and o is not None:
         if not (np.all(np.isfinite(c)) and np.all(np.isfinite(o))):
             raise ValueError("counts and ones must be finite")
         if np.any(o < 0) or np.any(o > c):
             raise ValueError(f"need 0 <= ones[i] <= counts[i] for every grid point ({offending(o, (o < 0) | (o > c))})")
+    elif checks_enabled():
+        bad = ~(jnp.all(jnp.isfinite(counts)) & jnp.all(jnp.isfinite(ones))) | jnp.any(ones < 0) | jnp.any(ones > counts)
+        ones = in_graph(ones, bad, "counts and ones must be finite with 0 <= ones[i] <= counts[i] for every grid point")
     return m, counts, ones
 
 
@@ -474,7 +487,7 @@ def check_grid_counts(counts, ones, n_bins):
 __all__ += [
     "Spec", "declare", "declared", "check_fields", "check_static_int", "format_bytes",
     "Int", "Integer", "Real", "Bool", "Choice", "Key", "Optional", "Custom", "BoundaryOnly",
-    "BinaryProbs", "BinaryLabels", "SimplexProbs", "ClassLabels", "Weights", "RealArray", "IntArray",
+    "BinaryProbs", "BinaryLabels", "SimplexProbs", "ClassLabels", "Weights", "RealArray", "IntArray", "Distribution",
     "MAX_BINS", "BINS", "MAX_STEPS", "STEPS", "binary_inputs", "multiclass_inputs", "binary_or_multiclass_inputs",
 ]
 
@@ -700,6 +713,28 @@ class Custom(Spec):
 
     def __repr__(self):
         return f"Custom({self.doc or getattr(self.fn, '__name__', 'fn')!r})"
+
+
+class Distribution(Spec):
+    """A :class:`jcalib.distributions.AbstractDistribution` (with ``method``, when given). Its
+    parameters are checked at construction when concrete; traced parameters (a distribution
+    built inside ``jit`` from the caller's arrays) get its ``value_rules`` staged into the
+    graph here, behind :mod:`jcalib.config`'s ``checks``."""
+
+    def __init__(self, method: str | None = None):
+        self.method = method
+
+    def check(self, value, name, bound):
+        from .distributions import AbstractDistribution
+
+        if not isinstance(value, AbstractDistribution):
+            raise TypeError(f"{name} must be a jcalib.distributions.AbstractDistribution, got {type(value).__name__}")
+        if self.method is not None and not callable(getattr(value, self.method, None)):
+            raise TypeError(f"{name} must be a distribution with a {self.method} method, got {type(value).__name__}")
+        if checks_enabled() and any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(value)):
+            for bad, message in value.value_rules():
+                value = eqx.error_if(value, bad, f"{name}: {message}")
+        return value
 
 
 class BinaryProbs(Spec):

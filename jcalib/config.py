@@ -22,6 +22,8 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 
+import numpy as np
+
 __all__ = ["checks", "checks_enabled", "set_checks"]
 
 _CHECKS: contextvars.ContextVar[bool] = contextvars.ContextVar("jcalib_checks", default=True)
@@ -61,6 +63,6 @@ def checks(enabled: bool) -> Iterator[None]:
 
 
 def _as_bool(enabled) -> bool:
-    if not isinstance(enabled, bool):
+    if not isinstance(enabled, (bool, np.bool_)):
         raise TypeError(f"enabled must be a bool, got {type(enabled).__name__}")
-    return enabled
+    return bool(enabled)

@@ -30,8 +30,12 @@ Input checks: concrete arguments are checked at the Python boundary (``ValueErro
 outside $[0, 1]$ or NaN, $y \notin \{0, 1\}$; NaN or infinite real outcomes and predictions;
 parameters out of their range, $l > u$, levels outside $(0, 1)$, negative weights, shapes that
 do not broadcast).
-Traced arguments are **not** checked in the graph: the rules run inside forecasters' inner
-loops (a bisection per round), where the forecasts are grid points by construction.
+Traced arguments of the binary rules (:class:`Brier`, :class:`Spherical`, :class:`LogScore`)
+and of :func:`pinball` are **not** checked in the graph: they run inside forecasters' inner
+loops (a bisection per round), where the forecasts are grid points by construction. The other
+functions stage their value rules into the graph (``eqx.error_if``, behind
+:mod:`jcalib.config`'s ``checks``). Shapes broadcast with NumPy's rules: an outcome of shape
+``(T, 1)`` against parameters of shape ``(T,)`` gives the ``(T, T)`` table of every pair.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from ._validation import (
     BinaryLabels,
     BinaryProbs,
     BoundaryOnly,
+    Distribution,
     Custom,
     Real,
     RealArray,
@@ -230,30 +235,21 @@ def pinball(pred: ArrayLike, y: ArrayLike, alpha: ArrayLike) -> Float[Array, "..
         >>> round(float(pinball(0.0, 1.0, 0.9)), 6)
         0.9
     """
-    _shape("pred, y and alpha", pred, y, alpha)
     dt = float_dtype(pred, y, alpha)
-    u = jnp.asarray(y, dt) - jnp.asarray(pred, dt)
-    a = jnp.asarray(alpha, dt)
+    pred, y, a = _cast(dt, _shape("pred, y and alpha", pred, y, alpha), pred, y, alpha)
+    u = y - pred
     return jnp.maximum(a * u, (a - 1) * u)
 
 
 @declare(pred=_ANY_REAL, y=_ANY_REAL)
 def squared_error(pred: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
     r"""$(\hat y - y)^2$: strictly consistent for the mean."""
-    _shape("pred and y", pred, y)
     dt = float_dtype(pred, y)
-    return (jnp.asarray(pred, dt) - jnp.asarray(y, dt)) ** 2
+    pred, y = _cast(dt, _shape("pred and y", pred, y), pred, y)
+    return (pred - y) ** 2
 
 
-def _distribution(dist, name, bound):
-    from .distributions import AbstractDistribution
-
-    if not isinstance(dist, AbstractDistribution):
-        raise ValueError(f"crps needs {name} to be a jcalib.distributions.AbstractDistribution, got {type(dist).__name__}")
-    return dist
-
-
-@declare(dist=Custom(_distribution, "a jcalib.distributions.AbstractDistribution"), y=_ANY_REAL)
+@declare(dist=Distribution(), y=_ANY_REAL)
 def crps(dist, y: ArrayLike) -> Float[Array, "..."]:
     r"""Continuous ranked probability score $\int (F(z) - 1[y \le z])^2\,dz$ of a predictive
     distribution, in closed form: calls ``dist.crps(y)`` (see :mod:`jcalib.distributions`).
@@ -469,6 +465,12 @@ def _ensemble_inputs(ensemble, y, member_weights, estimator, axis):
                 raise ValueError("member_weights sum to zero for some forecast; each needs positive weight")
             if estimator == "fair" and np.any(np.sum(v > 0, -1) < 2):
                 raise ValueError("the fair estimator needs positive weight on at least 2 members of every forecast")
+        else:
+            v = jnp.moveaxis(w, axis, -1)
+            few = jnp.sum(v > 0, -1) < (2 if estimator == "fair" else 1)
+            w = in_graph(w, jnp.any(v < 0) | jnp.any(few),
+                         "member_weights must be non-negative with positive weight on "
+                         f"{'at least 2 members' if estimator == 'fair' else 'some member'} of every forecast")
         w = jnp.moveaxis(w, axis, -1)
     x = jnp.moveaxis(x, axis, -1)
     batch = _shape("the ensemble's batch shape (its shape without the member axis) and y", x[..., 0], y)
@@ -651,6 +653,9 @@ def rps(probs: ArrayLike, labels: ArrayLike) -> Float[Array, "..."]:
             raise ValueError(f"probs must be non-negative; found {float(v.min())!r}")
         if v.size and np.max(np.abs(v.sum(-1) - 1)) > 1e-4:
             raise ValueError(f"probs must sum to 1 over the categories (largest deviation {np.max(np.abs(v.sum(-1) - 1)):.3g} > 1e-4)")
+    else:
+        p = in_graph(p, jnp.any(p < 0) | jnp.any(jnp.abs(jnp.sum(p, -1) - 1) > 1e-4),
+                     "probs must be non-negative with rows summing to 1 over the categories (within 1e-4)")
     lab = labels
     if is_concrete(lab):
         lv = np.asarray(lab)

@@ -336,10 +336,16 @@ E["distributions.Gaussian"] = ex(distributions.Gaussian, lambda: {"loc": 0.5, "s
 E["distributions.MixtureDistribution"] = Ex(lambda weights: distributions.MixtureDistribution(
     distributions.PiecewiseConstant(jnp.asarray(np.stack([D4, D4[::-1]]), jnp.result_type(float)), E4), weights),
     lambda: {"weights": np.array([0.3, 0.7])}, use=_dist_use, kinds={"weights": K("simplex")}, no_length=True)
-E["distributions.check_edges"] = Ex(distributions.check_edges, lambda: {"edges": np.array(E4)}, kinds={"edges": K("prob")}, jit=False)
-E["distributions.check_outcomes"] = Ex(distributions.check_outcomes, lambda: {"y": U}, kinds={"y": K("real_inf")})  # ±inf: CDF 0 or 1
+E["distributions.check_edges"] = Ex(distributions.check_edges, lambda: {"edges": np.array(E4)}, kinds={"edges": K("prob")}, jit=False,
+                                    min_length=2)  # one bin needs two edges
+E["distributions.check_outcomes"] = Ex(distributions.check_outcomes, lambda: {"y": U}, kinds={"y": K("real_inf")},  # ±inf: CDF 0 or 1
+                                       also_valid=(("y", "extra axis"), ("*", "empty")))  # any shape (documented)
 E["distributions.probs_atol"] = Ex(distributions.probs_atol, lambda: {"n_bins": 4, "dtype": jnp.float32}, kinds={"dtype": K("object")}, jit=False)
 E["distributions.uniform_edges"] = ex(distributions.uniform_edges, {"n": 4}, jit=False)
+
+# the scores broadcast their arguments with NumPy's rules (the module docstring): y of shape (T, 1)
+# against a batch (T,) is the documented table of every pair
+_BROADCASTS = (("y", "extra axis"),)
 
 # forecasters
 E["forecasters.AbstractPartitioned"] = nothing("an abstract base")
@@ -416,15 +422,18 @@ E["metrics.decision_calibration_error"] = multiclass(metrics.decision_calibratio
                                                     {"n_actions": 2, "key": KEY(), "search": SMALL_SEARCH}, defaults=False)
 E["metrics.decision_loss_gap"] = multiclass(metrics.decision_loss_gap, {"n_losses": 2, "n_actions": 2, "key": KEY()}, defaults=False)
 _RES = PM - np.eye(3)[YM]
+# the decision-calibration search takes real predictions (N, C): a recalibrator's stages may
+# leave the simplex (documented), so only NaN/inf and shapes are invalid
+_OFF_SIMPLEX = K("real")
 E["metrics.decision_objective"] = Ex(metrics.decision_objective, lambda: {
     "w": np.array([[1.0, 0.0, -1.0], [0.0, 1.0, 0.5]]), "probs": PM, "residual": _RES, "weights": W / W.sum()},
-    kinds={"w": K("real"), "residual": K("real")}, unpaired=("w",))
+    kinds={"w": K("real"), "residual": K("real"), "probs": _OFF_SIMPLEX}, unpaired=("w",))
 E["metrics.partition_search"] = Ex(lambda probs, residual, weights, key: metrics.partition_search(
     probs, residual, weights, key=key, n_actions=2, search=SMALL_SEARCH) if "n_actions" in inspect.signature(metrics.partition_search).parameters
     else metrics.partition_search(probs, residual, weights, jnp.ones(2, bool), key=key, search=SMALL_SEARCH),
-    lambda: {"probs": PM, "residual": _RES, "weights": W / W.sum(), "key": KEY()}, kinds={"residual": K("real")})
+    lambda: {"probs": PM, "residual": _RES, "weights": W / W.sum(), "key": KEY()}, kinds={"residual": K("real"), "probs": _OFF_SIMPLEX})
 E["metrics.partition_weights"] = Ex(metrics.partition_weights, lambda: {"w": np.array([[1.0, 0.0, -1.0], [0.0, 1.0, 0.5]]), "probs": PM},
-                                    kinds={"w": K("real")}, unpaired=("w",))
+                                    kinds={"w": K("real"), "probs": _OFF_SIMPLEX}, unpaired=("w",))
 for _n in ("ace", "mce", "brier", "smooth_calibration_error", "smooth_ece", "binned_ece"):
     E[f"metrics.{_n}"] = binary(getattr(metrics, _n), kinds={"eps": K("float", lo=0.0, hi=1.0)})
 E["metrics.ece"] = binary(metrics.ece)
@@ -432,11 +441,13 @@ E["metrics.log_loss"] = binary(metrics.log_loss, {"eps": 1e-6}, kinds={"eps": K(
 E["metrics.bin_index"] = ex(metrics.bin_index, {"probs": P, "n_bins": 10},
                            also_valid=(("probs", "extra axis"), ("*", "empty")))  # elementwise: any shape, empty too
 E["metrics.quantile_bin_index"] = ex(metrics.quantile_bin_index, {"probs": P, "n_bins": 3, "sample_weight": W})
-E["metrics.ece_from_counts"] = ex(metrics.ece_from_counts, {"counts": np.array([3, 2, 1, 4, 5]), "ones": np.array([1, 1, 0, 2, 5]), "n_bins": 4},
-                                  kinds={"counts": K("count"), "ones": K("count")}, no_length=True,
-                                  also_valid=(("counts", "fraction"), ("ones", "fraction")))  # weighted counts are documented
-E["metrics.atoms_from_counts"] = ex(metrics.atoms_from_counts, {"counts": np.array([3, 2, 1, 4, 5]), "ones": np.array([1, 1, 0, 2, 5]), "n_bins": 4},
-                                    kinds={"counts": K("count"), "ones": K("count")}, no_length=True)
+# weighted (fractional) counts are documented; ones[0] = 0 keeps ones <= counts when counts[0] becomes 0.5
+_GRID_COUNTS = dict(kinds={"counts": K("count"), "ones": K("count")}, no_length=True,
+                    also_valid=(("counts", "fraction"), ("ones", "fraction")))
+E["metrics.ece_from_counts"] = ex(metrics.ece_from_counts, {"counts": np.array([3, 2, 1, 4, 5]), "ones": np.array([0, 1, 0, 2, 5]), "n_bins": 4},
+                                  **_GRID_COUNTS)
+E["metrics.atoms_from_counts"] = ex(metrics.atoms_from_counts, {"counts": np.array([3, 2, 1, 4, 5]), "ones": np.array([0, 1, 0, 2, 5]), "n_bins": 4},
+                                    **_GRID_COUNTS)
 E["metrics.lp_calibration_error"] = binary(metrics.lp_calibration_error, {"epsilon": 0.5, "n_bins": 10},  # 0.5: exact in float32
                                            kinds={"epsilon": K("float", lo=0.0, hi=1.0), "order": K("float", lo=1.0)})
 E["metrics.distance_to_calibration"] = binary(metrics.distance_to_calibration, {"sample_weight": np.array([1, 2, 1, 1, 1, 1])},
@@ -481,7 +492,7 @@ for _n in ("accuracy", "classwise_ece", "confidence_ece", "l2_error", "nll", "to
     E[f"metrics.{_n}"] = multiclass(getattr(metrics, _n), kinds={"order": K("float", lo=1.0), "eps": K("float", lo=0.0, hi=0.5)})
 for _n in ("full_smooth_calibration_error", "projected_smooth_calibration_error"):
     E[f"metrics.{_n}"] = E[f"metrics.{_n}"]._replace(jit=False, why="linear programs solved on the host: refused under jit")
-E["metrics.one_hot"] = ex(metrics.one_hot, {"labels": YM, "n_classes": 3})
+E["metrics.one_hot"] = ex(metrics.one_hot, {"labels": YM, "n_classes": 3}, also_valid=(("*", "empty"),))  # elementwise: (0, C) for no labels
 E["metrics.lipschitz_correlation"] = ex(metrics.lipschitz_correlation, {"t": P, "r": Y - P}, jit=False,
                                        why="a linear program on the host: refused under jit", kinds={"t": K("prob"), "r": K("real"),
                                                                                                      "lipschitz": K("float", lo=0.0)})
@@ -679,30 +690,33 @@ E["scoring.Spherical"] = _score_rule(scoring.Spherical)
 E["scoring.LogScore"] = _score_rule(scoring.LogScore, {"clip": 1e-4})
 E["scoring.LogScore"] = E["scoring.LogScore"]._replace(kinds={"clip": K("float", lo=0.0, hi=0.5)})
 E["scoring.crps"] = ex(lambda probs, y: scoring.crps(distributions.PiecewiseConstant(probs, E4), y), {"probs": np.tile(D4, (N, 1)), "y": U},
-                       kinds={"y": K("real")})  # an outcome beyond the support is a valid outcome
+                       kinds={"y": K("real")}, also_valid=_BROADCASTS)  # an outcome beyond the support is a valid outcome
 _ENS = YR[:, None] + np.array([-0.5, 0.0, 0.3, 1.0])
 E["scoring.crps_ensemble"] = ex(scoring.crps_ensemble, {"ensemble": _ENS, "y": YR, "member_weights": np.ones_like(_ENS)},
                                 kinds={"member_weights": K("weight")}, fixed=("axis",),
                                 also_valid=(("y", "extra axis"),))  # y broadcasts against the batch (documented)
 E["scoring.twcrps_ensemble"] = ex(scoring.twcrps_ensemble, {"ensemble": _ENS, "y": YR, "lower": -1.0, "upper": 1.5}, fixed=("axis",),
-                                  kinds={"lower": K("float_inf"), "upper": K("float_inf")})
+                                  kinds={"lower": K("float_inf"), "upper": K("float_inf")}, also_valid=_BROADCASTS)
 E["scoring.crps_beta"] = ex(scoring.crps_beta, {"a": 2.0, "b": 3.0, "y": U},  # an outcome beyond [0, 1] is a valid outcome
-                           kinds={"a": K("float", lo=0.0), "b": K("float", lo=0.0), "y": K("real")})
+                           kinds={"a": K("float", lo=0.0), "b": K("float", lo=0.0), "y": K("real")}, also_valid=_BROADCASTS)
 E["scoring.crps_gamma"] = ex(scoring.crps_gamma, {"shape": 2.0, "rate": 1.5, "y": np.abs(YR)},
-                             kinds={"shape": K("float", lo=0.0), "rate": K("float", lo=0.0)})
-E["scoring.crps_poisson"] = ex(scoring.crps_poisson, {"mean": 3.0, "y": np.array([0.0, 1.0, 4.0, 2.0, 3.0, 5.0])}, kinds={"mean": K("float", lo=0.0)})
+                             kinds={"shape": K("float", lo=0.0), "rate": K("float", lo=0.0)}, also_valid=_BROADCASTS)
+E["scoring.crps_poisson"] = ex(scoring.crps_poisson, {"mean": 3.0, "y": np.array([0.0, 1.0, 4.0, 2.0, 3.0, 5.0])}, kinds={"mean": K("float", lo=0.0)},
+                               also_valid=_BROADCASTS)
 E["scoring.crps_t"] = ex(scoring.crps_t, {"df": 4.0, "loc": 0.5, "scale": 1.2, "y": YR},
-                         kinds={"df": K("float", lo=1.0), "scale": K("float", lo=0.0)})
+                         kinds={"df": K("float", lo=1.0), "scale": K("float", lo=0.0)}, also_valid=_BROADCASTS)
 E["scoring.interval_score"] = ex(scoring.interval_score, {"lower": YR - 1, "upper": YR + 1, "y": YR, "alpha": 0.2},
-                                 kinds={"alpha": K("float", lo=0.0, hi=1.0)})
+                                 kinds={"alpha": K("float", lo=0.0, hi=1.0)}, also_valid=_BROADCASTS)
 # pinball runs inside the quantile payoffs' rounds: its values are checked on plain calls only (documented)
 E["scoring.pinball"] = ex(scoring.pinball, {"pred": YR + 0.1, "y": YR, "alpha": 0.3}, kinds={"alpha": K("float", lo=0.0, hi=1.0)},
-                          also_valid=tuple((a, v, "jit") for a in ("pred", "y") for v in ("nan", "inf", "-inf")))
+                          also_valid=tuple((a, v, "jit") for a in ("pred", "y") for v in ("nan", "inf", "-inf"))
+                          + _BROADCASTS + (("pred", "extra axis"),))
 E["scoring.rps"] = ex(scoring.rps, {"probs": PM, "labels": YM})
-E["scoring.squared_error"] = ex(scoring.squared_error, {"pred": YR + 0.1, "y": YR})
+E["scoring.squared_error"] = ex(scoring.squared_error, {"pred": YR + 0.1, "y": YR}, also_valid=_BROADCASTS + (("pred", "extra axis"),))
 E["scoring.weighted_interval_score"] = ex(scoring.weighted_interval_score, {
     "median": YR, "lower": YR[:, None] - np.array([1.0, 0.5]), "upper": YR[:, None] + np.array([1.0, 0.5]), "y": YR,
-    "alphas": np.array([0.2, 0.5])}, kinds={"alphas": K("prob"), "median_weight": K("float", lo=0.0)}, unpaired=("alphas",))
+    "alphas": np.array([0.2, 0.5])}, kinds={"alphas": K("prob"), "median_weight": K("float", lo=0.0)}, unpaired=("alphas",),
+    also_valid=_BROADCASTS + (("median", "extra axis"),))
 
 # stats
 for _n in ("BootstrapResult", "CalibrationCurve", "CalibrationTestResult", "SKCEInterval", "SmoothCalibrationCurve",
@@ -840,7 +854,9 @@ if _get(stats, "corp_curve"):
                                                  {"quantiles": YR, "y": YR[::-1].copy(), "levels": np.array([0.5]), "key": KEY(),
                                                   "n_resamples": 4},
                                                  kinds={"quantiles": K("real"), "level": K("float", lo=0.0, hi=1.0)},
-                                                 fixed=("levels",), static=("levels",))
+                                                 fixed=("levels",), static=("levels",),
+                                                 # key=None: no intervals; (T, 1) is one level's column (documented)
+                                                 also_valid=(("key", "None"), ("quantiles", "extra axis")))
 E["metrics.SparseGroups"] = Ex(lambda ids: metrics.multicalibration_error(P, Y, metrics.SparseGroups(ids, 2)),
                                lambda: {"ids": np.array([[0, -1], [0, 1], [1, -1], [0, -1], [1, -1], [0, 1]], np.int32)},
                                kinds={"ids": K("fixed")}, jit=False, why="ids are checked on the host (a group count bounds them)")

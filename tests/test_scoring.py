@@ -57,7 +57,7 @@ def test_pinball_and_squared_error_are_consistent(x64):
 
 
 def test_crps_needs_a_distribution():
-    with pytest.raises(ValueError, match="crps"):
+    with pytest.raises(TypeError, match="dist must be a jcalib.distributions.AbstractDistribution"):
         scoring.crps(0.5, 1.0)
 
 
@@ -568,3 +568,32 @@ def test_docstring_examples_run():
     import doctest
 
     assert doctest.testmod(scoring, raise_on_error=True).attempted >= 12
+
+
+def test_traced_inputs_of_the_ensemble_and_category_scores_are_checked_in_the_graph():
+    """Unlike the binary rules (boundary-only, documented), crps_ensemble's member weights and
+    rps's rows fail in the graph under jit."""
+    x, y = jnp.array([[0.0, 1.0, 2.0]]), jnp.array([0.5])
+    f = jax.jit(lambda w: scoring.crps_ensemble(x, y, member_weights=w))
+    assert np.isfinite(float(f(jnp.ones((1, 3)))[0]))
+    for w in (jnp.array([[1.0, -1.0, 1.0]]), jnp.zeros((1, 3))):
+        with pytest.raises(Exception, match="member_weights"):
+            f(w).block_until_ready()
+    g = jax.jit(lambda p: scoring.rps(p, 1))
+    assert np.isfinite(float(g(jnp.array([0.2, 0.3, 0.5]))))
+    with pytest.raises(Exception, match="rows summing to 1"):
+        g(jnp.array([0.2, 0.3, 0.6])).block_until_ready()
+
+
+def test_pointwise_losses_broadcast_ranks_explicitly():
+    """pinball and squared_error broadcast a column against a row as documented (NumPy's rules),
+    also under the suite's rank promotion 'raise'."""
+    q, y = jnp.array([0.0, 1.0]), jnp.array([[0.5], [2.0]])
+    assert scoring.pinball(q, y, 0.5).shape == (2, 2)
+    np.testing.assert_allclose(scoring.squared_error(q, y), (np.array([0.0, 1.0]) - np.array([[0.5], [2.0]])) ** 2)
+
+
+def test_bool_settings_are_refused():
+    with pytest.raises(TypeError, match="median_weight"):
+        scoring.weighted_interval_score(jnp.array([0.0]), jnp.array([[-1.0]]), jnp.array([[1.0]]), jnp.array([0.2]),
+                                        jnp.array([0.5]), median_weight=True)

@@ -52,6 +52,7 @@ from scipy.special import ndtr
 from jaxtyping import PRNGKeyArray
 from tqdm.auto import tqdm
 
+from .._validation import MAX_BINS, check_static_int
 from ._seed import host_seed
 from .lagged import LaggedSeries
 
@@ -205,14 +206,11 @@ def run_expert(
     if name not in EXPERTS:
         raise ValueError(f"name must be one of {EXPERTS}, got {name!r}")
     n = data.y.shape[0]
-    for v, nm in ((horizon, "horizon"), (n_bins, "n_bins")):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{nm} must be a positive integer, got {v!r}")
+    horizon = check_static_int(horizon, "horizon", 1)
+    n_bins = check_static_int(n_bins, "n_bins", 1, MAX_BINS, bytes_per=8, what="its bin edges")
     if horizon > n:
         raise ValueError(f"horizon {horizon} is longer than the series ({n} rows with lag features)")
-    warmup = n - horizon if warmup is None else warmup
-    if isinstance(warmup, bool) or not isinstance(warmup, (int, np.integer)) or warmup < 0 or warmup + horizon > n:
-        raise ValueError(f"warmup must be an integer in [0, {n - horizon}], got {warmup!r}")
+    warmup = n - horizon if warmup is None else check_static_int(warmup, "warmup", 0, n - horizon)
     if not (np.all(np.isfinite(data.y)) and np.all(np.isfinite(data.x))):
         raise ValueError("data contains NaN or infinite values")
     if not data.high > data.low:

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._validation import as_float_array, check_static_int
+from .._validation import as_float_array, check_static_int, in_graph
 
 __all__ = ["AbstractDistribution", "check_outcomes"]
 
@@ -31,9 +31,10 @@ __all__ = ["AbstractDistribution", "check_outcomes"]
 def check_outcomes(y: ArrayLike, name: str = "y") -> Float[Array, "..."]:
     """Real outcomes as a float array; raises ``ValueError`` naming ``name`` if any is NaN.
 
-    Infinite outcomes are allowed (``cdf`` gives 0 or 1 there; the CRPS is infinite). Only
-    concrete values are checked: on tracers this converts without checking, and a NaN
-    outcome then propagates to a NaN score.
+    Infinite outcomes are allowed (``cdf`` gives 0 or 1 there; the CRPS is infinite). Any
+    shape is accepted, empty included (the methods broadcast it against the batch shape).
+    Concrete values are checked here; on tracers the check is staged into the graph
+    (``eqx.error_if``, behind :mod:`jcalib.config`'s ``checks``).
 
     Example:
         >>> check_outcomes([0.2, 1.5]).shape
@@ -42,7 +43,7 @@ def check_outcomes(y: ArrayLike, name: str = "y") -> Float[Array, "..."]:
     arr = as_float_array(y, name)
     if not isinstance(arr, jax.core.Tracer) and np.any(np.isnan(np.asarray(arr))):
         raise ValueError(f"{name} contains NaN")
-    return arr
+    return in_graph(arr, jnp.any(jnp.isnan(arr)), f"{name} contains NaN")
 
 
 class AbstractDistribution(eqx.Module):
@@ -97,6 +98,13 @@ class AbstractDistribution(eqx.Module):
     @abc.abstractmethod
     def sample(self, shape: tuple[int, ...] = (), *, key: PRNGKeyArray) -> Float[Array, "..."]:
         raise NotImplementedError  # abstract
+
+    def value_rules(self) -> list[tuple[Array, str]]:
+        """The rules on this distribution's parameter values as ``(bad, message)`` pairs of a
+        boolean array and what it means. Concrete parameters are checked at construction; a
+        public function that takes a distribution stages these rules into the graph when the
+        parameters are traced (``declare``'s ``Distribution`` spec)."""
+        return []
 
     def prob(self, y: ArrayLike) -> Float[Array, "..."]:
         """The density at ``y``: ``exp(log_prob(y))``."""

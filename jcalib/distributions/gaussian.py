@@ -54,6 +54,9 @@ class Gaussian(AbstractDistribution):
 
     def __init__(self, loc: ArrayLike, scale: ArrayLike):
         raw = (loc, scale)
+        for name, v in (("loc", loc), ("scale", scale)):
+            if isinstance(v, (bool, np.bool_)) or getattr(getattr(v, "dtype", None), "kind", "") == "b":
+                raise TypeError(f"{name} must be a real number or array, got a bool")
         loc = as_float_array(loc, "loc")
         scale = as_float_array(scale, "scale")
         if loc.dtype != scale.dtype:
@@ -79,6 +82,11 @@ class Gaussian(AbstractDistribution):
                 raise ValueError(f"{name} contains NaN or infinite values")
             if name == "scale" and np.any(v <= 0):
                 raise ValueError(f"scale must be > 0; found {float(v.min())!r}")
+
+    def value_rules(self) -> list[tuple[Array, str]]:
+        return [(~jnp.all(jnp.isfinite(self.loc)), "loc contains NaN or infinite values"),
+                (~jnp.all(jnp.isfinite(self.scale)), "scale contains NaN or infinite values"),
+                (jnp.any(self.scale <= 0), "scale must be > 0")]
 
     @property
     def dtype(self) -> jnp.dtype:
@@ -185,7 +193,7 @@ class Gaussian(AbstractDistribution):
             ``batch_shape + (n,)``.
         """
         edges = check_edges(edges)
-        return PiecewiseConstant(self._binned(edges), edges)
+        return PiecewiseConstant._trusted(self._binned(edges), edges)
 
     @_jit(static_argnames=("edges",))
     def _binned(self, edges: tuple[float, ...]) -> Float[Array, "... n"]:

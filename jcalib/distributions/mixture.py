@@ -37,7 +37,7 @@ import numpy as np
 from jax.scipy.special import ndtr
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._validation import as_float_array, check_key
+from .._validation import as_float_array, check_key, in_graph
 from ..core.types import Mixture
 from .base import AbstractDistribution, _check_static_int, _jit
 from .gaussian import Gaussian
@@ -50,6 +50,14 @@ def _abs_normal_mean(m, s):
     r"""$\mathbb E|\mathcal N(m, s^2)| = s\,[2\varphi(m/s) + (m/s)(2\Phi(m/s) - 1)]$."""
     z = m / s
     return s * (2 * jnp.exp(-0.5 * z**2) / math.sqrt(2 * math.pi) + z * (2 * ndtr(z) - 1))
+
+
+def _weight_rules(w: Array) -> list[tuple[Array, str]]:
+    """The value rules of mixture weights ``w`` (``(k,)``) as ``(bad, message)`` pairs."""
+    atol = probs_atol(max(w.size, 1), w.dtype)
+    return [(~jnp.all(jnp.isfinite(w)), "weights contains NaN or infinite values"),
+            (jnp.any(w < 0), "weights must be non-negative"),
+            (jnp.abs(jnp.sum(w) - 1) > atol, f"weights must sum to 1 (to {atol:.3g})")]
 
 
 class MixtureDistribution(AbstractDistribution):
@@ -77,7 +85,11 @@ class MixtureDistribution(AbstractDistribution):
                 f"components must be a stacked PiecewiseConstant or Gaussian, got {type(components).__name__}"
             )
         self.components = components
-        self.weights = as_float_array(weights, "weights").astype(components.dtype)
+        weights = as_float_array(weights, "weights").astype(components.dtype)
+        if isinstance(weights, jax.core.Tracer):  # concrete weights: __check_init__
+            for bad, message in _weight_rules(weights):
+                weights = in_graph(weights, bad, message)
+        self.weights = weights
 
     def __check_init__(self):
         w = self.weights
@@ -99,6 +111,9 @@ class MixtureDistribution(AbstractDistribution):
         atol = probs_atol(v.size, w.dtype)
         if abs(v.sum() - 1) > atol:
             raise ValueError(f"weights must sum to 1 (off by {abs(v.sum() - 1):.3g} > {atol:.3g})")
+
+    def value_rules(self) -> list[tuple[Array, str]]:
+        return self.components.value_rules() + _weight_rules(self.weights)
 
     @classmethod
     def from_mixture(cls, mixture: Mixture) -> MixtureDistribution:
@@ -142,10 +157,10 @@ class MixtureDistribution(AbstractDistribution):
         if isinstance(c, PiecewiseConstant):
             if edges is not None and tuple(float(e) for e in edges) != c.edges:
                 raise ValueError("edges must be None or the components' edges")
-            return PiecewiseConstant(self._avg(c.probs), c.edges)
+            return PiecewiseConstant._trusted(self._avg(c.probs), c.edges)
         if edges is None:
             raise ValueError("edges are needed to bin Gaussian components")
-        return PiecewiseConstant(self._avg(c.to_piecewise(edges).probs), edges)
+        return PiecewiseConstant._trusted(self._avg(c.to_piecewise(edges).probs), edges)
 
     @_jit
     def cdf(self, y: ArrayLike) -> Float[Array, "..."]:

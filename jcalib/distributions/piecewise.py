@@ -62,7 +62,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._validation import as_float_array, check_key, shown
+from .._validation import as_float_array, check_key, in_graph, shown
+from ..config import checks
 from .base import AbstractDistribution, _batched, _check_static_int, _jit
 
 __all__ = ["PiecewiseConstant", "uniform_edges", "check_edges", "probs_atol"]
@@ -157,6 +158,14 @@ def probs_atol(n_bins: int, dtype) -> float:
     return max(1e-5, n_bins * eps)
 
 
+def _mass_rules(v: Array, n: int) -> list[tuple[Array, str]]:
+    """The value rules of ``n`` bin masses ``v`` (``(..., n)``) as ``(bad, message)`` pairs."""
+    atol = probs_atol(n, v.dtype)
+    return [(~jnp.all(jnp.isfinite(v)), "probs contains NaN or infinite values"),
+            (jnp.any(v < 0), "probs must be non-negative"),
+            (jnp.any(jnp.abs(jnp.sum(v, axis=-1) - 1) > atol), f"probs must sum to 1 over the last axis (to {atol:.3g})")]
+
+
 class PiecewiseConstant(AbstractDistribution):
     r"""A batch of piecewise-constant densities on shared bins (see the module docstring).
 
@@ -177,7 +186,11 @@ class PiecewiseConstant(AbstractDistribution):
 
     def __init__(self, probs: ArrayLike, edges: Sequence[float]):
         self.edges = check_edges(edges)
-        self.probs = as_float_array(probs, "probs")
+        probs = as_float_array(probs, "probs")
+        if isinstance(probs, jax.core.Tracer) and probs.ndim >= 1:  # concrete masses: __check_init__
+            for bad, message in _mass_rules(probs, len(self.edges) - 1):
+                probs = in_graph(probs, bad, message)
+        self.probs = probs
 
     def __check_init__(self):
         n = len(self.edges) - 1
@@ -198,6 +211,16 @@ class PiecewiseConstant(AbstractDistribution):
             if err > atol:
                 raise ValueError(f"probs must sum to 1 over the last axis (off by {err:.3g} > {atol:.3g})")
 
+    def value_rules(self) -> list[tuple[Array, str]]:
+        return _mass_rules(self.probs, len(self.edges) - 1)
+
+    @classmethod
+    def _trusted(cls, probs: ArrayLike, edges: Sequence[float]) -> PiecewiseConstant:
+        """Masses valid by construction (a softmax, normalised counts, another distribution's
+        bins): no in-graph check, for the forecasters' inner loops."""
+        with checks(False):
+            return cls(probs, edges)
+
     # ----------------------------------------------------------------------------- constructors
     @classmethod
     def from_logits(cls, logits: ArrayLike, edges: Sequence[float]) -> PiecewiseConstant:
@@ -209,7 +232,7 @@ class PiecewiseConstant(AbstractDistribution):
         logits = as_float_array(logits, "logits")
         if not isinstance(logits, jax.core.Tracer) and np.any(np.isnan(np.asarray(logits))):
             raise ValueError("logits contains NaN")
-        return cls(jax.nn.softmax(logits, axis=-1), edges)
+        return cls._trusted(jax.nn.softmax(logits, axis=-1), edges)
 
     @classmethod
     def uniform(cls, n: int, low: float = 0.0, high: float = 1.0) -> PiecewiseConstant:

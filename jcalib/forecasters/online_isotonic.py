@@ -195,7 +195,7 @@ class OnlineIsotonic(AbstractForecaster):
         n = jnp.sum(mask.astype(dt))
         w = jnp.asarray(self.prior_weight, dt)
         g = jnp.where(n + w > 0, (n * r + w * cum) / jnp.where(n + w > 0, n + w, 1), cum)
-        p = PiecewiseConstant(_project(g), self.edges)
+        p = PiecewiseConstant._trusted(_project(g), self.edges)
         return Forecast(p, p)
 
     def update(self, state: OnlineIsotonicState, x, forecast: Forecast, y) -> OnlineIsotonicState:

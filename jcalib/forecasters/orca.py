@@ -273,7 +273,7 @@ class ORCA(AbstractForecaster):
         cdf = jax.scipy.stats.norm.cdf((e[:, None] - mu[None, :]) / jnp.exp(logs)[None, :])  # (n+1, k)
         mass = jnp.diff(cdf, axis=0) @ jax.nn.softmax(logw)  # (n,)
         mass = mass + jnp.finfo(theta.dtype).tiny
-        return PiecewiseConstant(mass / jnp.sum(mass), self.edges)
+        return PiecewiseConstant._trusted(mass / jnp.sum(mass), self.edges)
 
     def init_theta(self) -> Float[Array, " n"]:
         fdt = jnp.result_type(float)

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._validation import BINS, Choice, Custom, Int, Optional, Real, RealArray, Weights, declare, in_graph
+from .._validation import BINS, Choice, Custom, Distribution, Int, Optional, Real, RealArray, Weights, declare, in_graph
 from ..scoring import pinball
 
 __all__ = [
@@ -75,15 +75,7 @@ def _levels(levels, dtype):
     return jnp.asarray(QCE_LEVELS if levels is None else levels).astype(dtype)
 
 
-def _has_method(method):
-    def check(dist, name, bound):
-        if not callable(getattr(dist, method, None)):
-            raise TypeError(f"{name} must be a distribution with a {method} method, got {type(dist).__name__}")
-        return dist
-    return Custom(check, f"a distribution with a {method} method")
-
-
-@declare(dist=_has_method("cdf"), y=RealArray())
+@declare(dist=Distribution("cdf"), y=RealArray())
 def pit(dist: Any, y: Float[Array, " T"]) -> Float[Array, " T"]:
     r"""PIT values $u_t = F_t(y_t)$ of a batch of forecasts.
 
@@ -179,7 +171,7 @@ def _host_levels(levels, name, bound):
     return np.asarray(RealArray(lo=0, hi=1).check(levels, name, bound), np.float64)
 
 
-@declare(T=Int(1), levels=Custom(_host_levels, "concrete levels in [0, 1]"))
+@declare(T=Int(1, 2**31 - 1), levels=Custom(_host_levels, "concrete levels in [0, 1]"))  # T: a horizon play accepts
 def qce_calibrated_expectation(T: int, *, levels: Float[Array, " Q"] | None = None) -> float:
     r"""$\mathbb E[\mathrm{QCE}] = \sum_{q} q(1-q)/T$ for $T$ i.i.d. uniform PIT values (sum form).
 
@@ -406,7 +398,7 @@ def pinball_loss(
     return jnp.mean(w @ loss) / jnp.sum(w)
 
 
-@declare(dist=_has_method("crps"), y=RealArray(), sample_weight=Weights(length_of="y", fill=True))
+@declare(dist=Distribution("crps"), y=RealArray(), sample_weight=Weights(length_of="y", fill=True))
 def crps_score(dist: Any, y: Float[Array, " T"], *, sample_weight: Float[Array, " T"] | None = None) -> Float[Array, ""]:
     r"""Mean continuous ranked probability score $\frac{\sum_t w_t\,\mathrm{CRPS}(F_t, y_t)}{\sum_t w_t}$,
     $\mathrm{CRPS}(F, y) = \int (F(z) - 1[y \le z])^2\,dz$, each term in closed form by the

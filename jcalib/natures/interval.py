@@ -67,7 +67,7 @@ class IIDInterval(AbstractNature):
         return cls(jnp.asarray(w / w.sum(), float_dtype()), uniform_edges(n))
 
     def distribution(self) -> PiecewiseConstant:
-        return PiecewiseConstant(self.probs, self.edges)
+        return PiecewiseConstant._trusted(self.probs, self.edges)
 
     def init(self, key: PRNGKeyArray) -> Int[Array, ""]:
         return jnp.zeros((), jnp.int32)
@@ -149,7 +149,7 @@ def binned_gaussian(mu, scale, edges) -> PiecewiseConstant:
     e = jnp.asarray(edges, mu.dtype)
     cdf = jax.scipy.stats.norm.cdf((e - mu) / scale)
     mass = jnp.diff(cdf) + jnp.finfo(mu.dtype).tiny
-    return PiecewiseConstant(mass / jnp.sum(mass), edges)
+    return PiecewiseConstant._trusted(mass / jnp.sum(mass), edges)
 
 
 class LatentMean(NamedTuple):

@@ -206,7 +206,7 @@ class AbstractExpectations(AbstractPayoff):
         n = forecast.probs.shape[-1]
         g = jnp.asarray(gammas, forecast.dtype)[:, None, None]
         mix = (1 - g) * forecast.probs[None, None, :] + g * jnp.eye(n, dtype=forecast.dtype)[None]  # (G, n, n): [g, j, :]
-        one = lambda q: self.expect_bins_along(x, PiecewiseConstant(q, forecast.edges), edges, c)  # noqa: E731
+        one = lambda q: self.expect_bins_along(x, PiecewiseConstant._trusted(q, forecast.edges), edges, c)  # noqa: E731
         return jax.vmap(jax.vmap(one))(mix)
 
     def along_at(self, x: Any, forecast: Any, c: Float[Array, " d"], ys: Float[Array, " M"]) -> Float[Array, " M"]:

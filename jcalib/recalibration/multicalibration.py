@@ -63,17 +63,18 @@ class MulticalibrationHistory(NamedTuple):
 
 
 def _binary_or_two_columns(value, name, bound):
-    """Binary forecasts ``(n,)``, or rows ``(n, C)`` on the simplex."""
+    """Binary forecasts ``(n,)``, or rows ``(n, C)`` on the simplex; n >= 1."""
+    from .._validation import check_binary_probs, check_simplex_probs
+
     arr = as_float_array(value, name)
     if arr.ndim == 2:
-        from .._validation import check_simplex_probs
-
-        return check_simplex_probs(arr, name)
-    from .._validation import check_binary_probs
-
-    arr = check_binary_probs(arr, name)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be binary forecasts (n,) or rows (n, C) on the simplex, got shape {tuple(arr.shape)}")
+        arr = check_simplex_probs(arr, name)
+    else:
+        arr = check_binary_probs(arr, name)
+        if arr.ndim != 1:
+            raise ValueError(f"{name} must be binary forecasts (n,) or rows (n, C) on the simplex, got shape {tuple(arr.shape)}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty; at least one forecast is needed, got shape {tuple(arr.shape)}")
     return arr
 
 

@@ -73,3 +73,12 @@ def test_bad_input():
     bad = d._replace(x=np.where(np.arange(d.x.size).reshape(d.x.shape) == 7, np.nan, d.x))
     with pytest.raises(ValueError, match="NaN"):
         run_expert("marginal", bad, horizon=10, key=jax.random.key(0))
+
+
+def test_sizes_are_bounded_and_numpy_integers_accepted():
+    d = _toy()
+    e = run_expert("marginal", d, horizon=np.int64(10), warmup=np.asarray(30), n_bins=np.asarray(5), progress=False,
+                   key=jax.random.key(0))
+    assert e.probs.shape[0] == 10
+    with pytest.raises(ValueError, match="n_bins=1000000000000 exceeds 2\\*\\*24"):
+        run_expert("marginal", d, horizon=10, n_bins=10**12, progress=False, key=jax.random.key(0))

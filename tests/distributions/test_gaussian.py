@@ -124,3 +124,10 @@ def test_bad_input():
         Gaussian(0.0, 1.0).to_piecewise((1.0, 0.0))
     with pytest.raises(ValueError, match="k"):
         Gaussian(0.0, 1.0).moment(1.5)
+
+
+@pytest.mark.parametrize("arg", ["loc", "scale"])
+def test_bool_parameters_are_refused(arg):
+    kw = {"loc": 0.0, "scale": 1.0, arg: True}
+    with pytest.raises(TypeError, match=f"{arg} must be a real number"):
+        Gaussian(**kw)

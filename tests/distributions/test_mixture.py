@@ -175,3 +175,12 @@ def test_bad_input():
         MixtureDistribution(g, jnp.asarray([1.0, 0.0, 0.0])).to_piecewise()
     with pytest.raises(ValueError, match="leading batch axis"):
         MixtureDistribution(Gaussian(0.0, 1.0), jnp.asarray([1.0]))
+
+
+def test_traced_weights_are_checked_in_the_graph():
+    comps = PiecewiseConstant(jnp.asarray([[0.5, 0.5], [0.25, 0.75]]), (0.0, 0.5, 1.0))
+    f = jax.jit(lambda w: MixtureDistribution(comps, w).mean())
+    assert np.isfinite(float(f(jnp.array([0.5, 0.5]))))
+    for bad in (jnp.array([0.7, 0.7]), jnp.array([1.5, -0.5]), jnp.array([jnp.nan, 0.5])):
+        with pytest.raises(Exception, match="weights"):
+            f(bad).block_until_ready()

@@ -498,3 +498,19 @@ def test_sizes_and_dtypes_are_checked():
         probs_atol(0, jnp.float32)
     with pytest.raises(ValueError, match="dtype must be a floating dtype"):
         probs_atol(4, "a")
+
+
+def test_traced_masses_are_checked_in_the_graph_and_trusted_internal_ones_are_not():
+    """A distribution built inside jit from the caller's masses refuses NaN, negative masses and
+    rows not summing to 1 in the graph; a softmax (``from_logits``) is valid by construction and
+    stages no check (the forecasters' inner loops)."""
+    edges = (0.0, 0.25, 0.5, 0.75, 1.0)
+    f = jax.jit(lambda p: PiecewiseConstant(p, edges).mean())
+    assert abs(float(f(jnp.full(4, 0.25))) - 0.5) < 1e-6  # float32 round-off
+    for bad, msg in ((jnp.array([0.5, 0.5, 0.5, -0.5]), "non-negative"), (jnp.array([0.5, 0.25, 0.25, 0.25]), "sum to 1"),
+                     (jnp.array([jnp.nan, 0.25, 0.25, 0.25]), "NaN")):
+        with pytest.raises(Exception, match=msg):
+            f(bad).block_until_ready()
+    jaxpr = str(jax.make_jaxpr(lambda t: PiecewiseConstant.from_logits(t, edges).mean())(jnp.zeros(4)))
+    assert "callback" not in jaxpr
+    assert "callback" in str(jax.make_jaxpr(lambda p: PiecewiseConstant(p, edges).mean())(jnp.full(4, 0.25)))

@@ -348,3 +348,18 @@ def test_lower_distance_settings_are_validated():
         with pytest.raises(ValueError, match="rtol"):
             lower_distance_to_calibration(p, y, rtol=bad)
     assert lower_distance_to_calibration(p, y, max_iter=np.int64(5)) >= 0
+
+
+def test_grid_counts_of_mixed_dtypes_and_traced_bad_counts():
+    """Integer counts with fractional (weighted) ones take the float dtype, also under strict
+    promotion; traced counts with ones > counts or inf fail in the graph."""
+    from jcalib.metrics import atoms_from_counts, ece_from_counts
+
+    c, o = np.array([3, 2, 1, 4, 5]), np.array([0.0, 1.0, 0.0, 2.0, 4.5])
+    _, _, w = atoms_from_counts(c, o, 4)
+    np.testing.assert_allclose(np.asarray(w), [0.0, 1.0, 0.0, 2.0, 4.5, 3.0, 1.0, 1.0, 2.0, 0.5])
+    f = jax.jit(lambda c, o: ece_from_counts(c, o, 4))
+    assert np.isfinite(float(f(c, o)))
+    for bad in (np.array([0.0, 1.0, 0.0, 2.0, np.inf]), np.array([0.0, 3.0, 0.0, 2.0, 4.0])):
+        with pytest.raises(Exception, match="ones"):
+            f(c, bad).block_until_ready()

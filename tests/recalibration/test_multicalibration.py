@@ -132,3 +132,14 @@ def test_checks():
         fitted(p, g[:, :2])
     with pytest.raises(ValueError, match="too few"):
         Multicalibration().fit(p[:3], y[:3])
+
+
+def test_fitted_map_refuses_empty_forecasts_plain_and_under_jit():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.05, 0.95, 200)
+    y = (rng.uniform(size=200) < p).astype(np.int32)
+    g = np.stack([p > 0.5, p <= 0.5], 1)
+    fitted = Multicalibration(max_rounds=2, validation_fraction=0.0).fit(p, y, groups=g)
+    for call in (fitted, jax.jit(lambda q, gr: fitted(q, gr))):
+        with pytest.raises(ValueError, match="probs is empty"):
+            call(p[:0], g[:0])
