@@ -62,6 +62,7 @@ References:
 from __future__ import annotations
 
 import functools
+import math
 from decimal import Decimal
 from typing import NamedTuple
 
@@ -84,7 +85,7 @@ from .._validation import (
     Weights,
     declare,
 )
-from .._isotonic import pav_by_rounds
+from .._isotonic import _mul_wide, pav_block_sums, pav_by_rounds
 from ..recalibration import pav
 
 __all__ = ["CORPCurve", "ScoreDecomposition", "corp_curve", "quantile_score_decomposition", "score_decomposition"]
@@ -232,61 +233,206 @@ def _segments(xs, ys, gid):
     return seg, seg[-1] + 1
 
 
+_UNIT = 8  # rows per unit: each segment is cut into runs of at most this many consecutive rows
+
+
+def _unit_slots(seg, rows_per_unit):
+    """Slot of each sorted row when every segment is cut into units of ``rows_per_unit``
+    consecutive rows and unit ``u`` holds slots ``u * rows_per_unit`` onwards; and the number of units."""
+    n = seg.shape[0]
+    i = jnp.arange(n, dtype=jnp.int32)
+    first = jnp.concatenate([jnp.ones((1,), bool), seg[1:] != seg[:-1]])
+    q = i - lax.cummax(jnp.where(first, i, 0))  # position in the segment
+    unit = jnp.cumsum(q % rows_per_unit == 0, dtype=jnp.int32) - 1
+    return unit * rows_per_unit + q % rows_per_unit, unit[-1] + 1
+
+
 @jax.jit
 def _prepare(probs, labels, w):
     order = jnp.argsort(probs)
     xs, ys, ws = probs[order], labels[order], w[order]
     gid = _tie_ids(xs)
     seg, n_segments = _segments(xs, ys, gid)
-    return xs, ys, ws, gid, seg, n_segments
+    slot, n_units = _unit_slots(seg, _UNIT)
+    return xs, ys, ws, gid, slot, n_units
 
 
-def _segment_size(n_segments, n):
-    """A static size for the segments: their number rounded up to a multiple of an eighth of the
-    power of two below it (a few compiled sizes over all data sets), or ``n`` when the number is traced."""
-    if isinstance(n_segments, jax.core.Tracer):
+def _size_bucket(m, n):
+    """A static size for ``m`` things: rounded up to a multiple of an eighth of the power of two below
+    it (a few compiled sizes over all data sets), or ``n`` when ``m`` is traced."""
+    if isinstance(m, jax.core.Tracer):
         return n
-    s = int(n_segments)
+    s = int(m)
     step = 1 << max(s.bit_length() - 4, 0)
     return min(-(-s // step) * step, n)
 
 
-def _resampled_components(score_fn, rows, seg, key, size):
-    r"""(score, MCB, DSC, UNC) of one bootstrap resample, from its sums over segments.
+# A resample's count vector is drawn as independent Poisson counts of mean lambda / n per row, their
+# total N topped up with n - N rows drawn uniformly (redrawn in the rare case N > n or n - N > the
+# room M for them): lambda = n - _SLACK * sqrt(n), M = (_SLACK + _ROOM) * sqrt(n).
+_SLACK, _ROOM = 5.0, 6.0
 
-    ``rows`` holds each sorted row's weight $w_i$, $w_i y_i$ and weighted score $w_i S(x_i, y_i)$
-    (one gather a draw). The rows are drawn as row indices (the same draws as a count vector
-    over the rows); each segment gets its resampled weight $W_s$ and weighted outcome sum $Y_s$,
-    PAV runs over the segments, and, the outcomes being 0 or 1, a block of mean $r$ scores
-    $Y_s S(r, 1) + (W_s - Y_s) S(r, 0)$ on segment $s$."""
-    n = rows.shape[0]
-    idx = jax.random.randint(key, (n,), 0, n)
-    s, drawn = seg[idx], rows[idx]
-    W = jnp.zeros((size,), rows.dtype).at[s].add(drawn[:, 0])
-    WY = jnp.zeros((size,), rows.dtype).at[s].add(drawn[:, 1])
-    total, total_y = jnp.sum(W), jnp.sum(WY)
 
-    def weighted(r, a, b):  # a S(r, 1) + b S(r, 0), a term of weight 0 counting 0
+def _poisson_plan(n):
+    r"""Thresholds $T_k = \mathrm{round}(2^{32} F(k - 1))$ of the Poisson($\mu$) CDF $F$, $\mu =
+    \lambda / n$, as uint32 (a count is the number of thresholds a 32-bit word reaches; counts whose
+    probability is below $2^{-32}$ are cut off), and the room ``M`` for the rows drawn on top."""
+    lam = max(n - _SLACK * math.sqrt(n), 0.0)
+    room = min(n, math.ceil((_SLACK + _ROOM) * math.sqrt(n)) + 1)
+    mu, thresholds = lam / n, []
+    if mu > 0:
+        pk, cdf, k = math.exp(-mu), 0.0, 0
+        while True:
+            cdf += pk  # P(count <= k)
+            t = round(cdf * 2.0**32)
+            if t >= 2**32:
+                break
+            thresholds.append(t)  # count > k iff the word is >= t
+            k += 1
+            pk *= mu / k
+    return thresholds, room
+
+
+def _words(key, shape):
+    """Uniform 32-bit words from XLA's counter-based Threefry generator, keyed by ``key``'s data."""
+    data = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+    data = jnp.concatenate([data.reshape(-1).astype(jnp.uint32), jnp.zeros((4,), jnp.uint32)])[:4]
+    return lax.rng_bit_generator(data, shape, jnp.uint32, algorithm=lax.RandomAlgorithm.RNG_THREE_FRY)[1]
+
+
+def _uniform_rows(key, m, n):
+    r"""``m`` row indices uniform on $\{0, \dots, n - 1\}$: $\lfloor n (2^{32} a + b) / 2^{64} \rfloor$
+    for two words $a, b$ (each index's probability is $1/n$ to within $2^{-64}$)."""
+    a, b = _words(key, (2, m))
+    nn = jnp.full((m,), n, jnp.uint32)
+    h1, l1 = _mul_wide(nn, a)
+    h2, _ = _mul_wide(nn, b)
+    return (h1 + ((l1 + h2) < l1).astype(jnp.uint32)).astype(jnp.int32)
+
+
+def _bootstrap_counts(key, n, attempt=0):
+    """One resample's row counts (Poisson part, shape ``(n,)``, int32), its top-up rows (``(M,)``,
+    the unused ones ``n``) and whether the draw is kept; ``attempt`` numbers the redraws."""
+    thresholds, room = _poisson_plan(n)
+    k1, k2 = jax.random.split(jax.random.fold_in(key, attempt))
+    counts = jnp.zeros((n,), jnp.int32)
+    if thresholds:
+        words = _words(k1, (n,))
+        for t in thresholds:
+            counts = counts + (words >= jnp.uint32(t)).astype(jnp.int32)
+    total = jnp.sum(counts, dtype=jnp.int32)
+    extra = jnp.where(jnp.arange(room, dtype=jnp.int32) < n - total, _uniform_rows(k2, room, n), n)
+    return counts, extra, (total <= n) & (n - total <= room)
+
+
+def _count_vector(key, n):
+    """The count vector over the ``n`` sorted rows of the resample that ``key`` draws (for tests)."""
+    attempt = 0
+    while True:
+        counts, extra, ok = _bootstrap_counts(key, n, attempt)
+        if ok:
+            return counts.at[extra].add(1, mode="drop")
+        attempt += 1
+
+
+def _resample_units(keys, sums, scores, lay, unit_of_row, n_units):
+    r"""Unit sums $W_u$, $Y_u$ (shape ``(chunk, n_units)`` each) and the weighted score sums
+    (``(chunk,)``) of the resamples drawn by ``keys``.
+
+    A resample is a count vector $c$ over the sorted rows: independent Poisson counts of mean
+    $\lambda / n$ (one 32-bit word a row, compared with the CDF's thresholds), whose total $N$ is then
+    topped up to $n$ with $n - N$ rows drawn uniformly. Given $N$, Poisson counts are multinomial
+    with $N$ trials and equal cell probabilities, and adding $n - N$ independent uniform draws makes
+    them multinomial with $n$ trials: the count vector of $n$ draws with replacement. (A draw with
+    $N > n$ or more than $M$ rows to add, probability about $10^{-7}$, is redrawn with the next
+    ``attempt``; a resample's draws depend on its key only.) Each unit's sums are gathered from its
+    rows' counts (``lay``: the row in each slot, ``n`` for an empty one), so nothing is scattered
+    but the top-up rows. ``sums`` holds each row's weight and weighted outcome (int32 for unit
+    weights, or real), ``scores`` its weighted score."""
+    n = scores.shape[0]
+    b = keys.shape[0]
+    sums_pad = jnp.concatenate([sums, jnp.zeros((1, 2), sums.dtype)])
+    scores_pad = jnp.concatenate([scores, jnp.zeros((1,), scores.dtype)])
+    unit_pad = jnp.concatenate([unit_of_row, jnp.full((1,), n_units, jnp.int32)])
+    w_lay, wy_lay = sums_pad[lay, 0], sums_pad[lay, 1]  # (rows per unit, units)
+
+    def one(key, attempt):
+        counts, extra, ok = _bootstrap_counts(key, n, attempt)
+        c = jnp.concatenate([counts, jnp.zeros((1,), jnp.int32)])[lay].astype(sums.dtype)
+        s = jnp.dot(counts.astype(scores.dtype), scores) + jnp.sum(scores_pad[extra])
+        dt = sums.dtype
+        return jnp.sum(c * w_lay, axis=0, dtype=dt), jnp.sum(c * wy_lay, axis=0, dtype=dt), s, ok, extra
+
+    def attempt_all(attempt):
+        w, wy, s, ok, extra = lax.map(lambda k: one(k, attempt), keys)
+        # the top-up rows: one flat scatter for the chunk (the unused ones, row n, are dropped)
+        unit = unit_pad[extra]
+        flat = jnp.where(unit < n_units, unit + (jnp.arange(b, dtype=jnp.int32) * n_units)[:, None], b * n_units)
+        flat = flat.ravel()
+        w = w.ravel().at[flat].add(sums_pad[extra, 0].ravel(), mode="drop").reshape(b, n_units)
+        wy = wy.ravel().at[flat].add(sums_pad[extra, 1].ravel(), mode="drop").reshape(b, n_units)
+        return w, wy, s, ok
+
+    w, wy, s, ok = attempt_all(0)
+
+    def redraw(state):
+        w, wy, s, ok, attempt = state
+        w2, wy2, s2, ok2 = attempt_all(attempt)
+        new = ~ok
+        return (jnp.where(new[:, None], w2, w), jnp.where(new[:, None], wy2, wy), jnp.where(new, s2, s), ok | ok2,
+                attempt + 1)
+
+    w, wy, s, _, _ = lax.while_loop(lambda st: ~jnp.all(st[3]), redraw, (w, wy, s, ok, jnp.asarray(1, jnp.int32)))
+    return w, wy, s
+
+
+def _resampled_components(score_fn, sums, scores, lay, unit_of_row, keys, n_units):
+    r"""(score, MCB, DSC, UNC) of a chunk of bootstrap resamples, shape ``(chunk, 4)``, from their
+    unit sums: PAV runs over the units (:func:`pav_block_sums`) and, the outcomes being 0 or 1, a
+    block of mean $r$ scores $Y_b S(r, 1) + (W_b - Y_b) S(r, 0)$."""
+    w, wy, s = _resample_units(keys, sums, scores, lay, unit_of_row, n_units)
+    dt = scores.dtype
+
+    def weighted(a, b, r):  # a S(r, 1) + b S(r, 0), a term of weight 0 counting 0
         one, zero = jnp.ones_like(r), jnp.zeros_like(r)
         return jnp.where(a > 0, a * score_fn(r, one), 0) + jnp.where(b > 0, b * score_fn(r, zero), 0)
 
-    recal = pav_by_rounds(jnp.where(W > 0, WY / jnp.where(W > 0, W, 1), 0), W)
-    s_all = jnp.sum(drawn[:, 2]) / total
-    s_rc = jnp.sum(weighted(recal, WY, W - WY)) / total
-    s_mg = weighted(total_y / total, total_y, total - total_y) / total
-    return jnp.stack([s_all, s_all - s_rc, s_mg - s_rc, s_mg])
+    def block_value(bw, by):
+        bw, by = bw.astype(dt), by.astype(dt)
+        return weighted(by, bw - by, jnp.where(bw > 0, by / jnp.where(bw > 0, bw, 1), 0))
+
+    total, total_y = jnp.sum(w, axis=1, dtype=w.dtype).astype(dt), jnp.sum(wy, axis=1, dtype=w.dtype).astype(dt)
+    s_all = s / total
+    s_rc = pav_block_sums(w, wy, block_value) / total
+    s_mg = weighted(total_y, total - total_y, total_y / total) / total
+    return jnp.stack([s_all, s_all - s_rc, s_mg - s_rc, s_mg], axis=-1)
 
 
-@functools.partial(jax.jit, static_argnames=("score", "n_resamples", "chunk", "size"))
-def _score_decomposition(xs, ys, ws, gid, seg, key, *, score, n_resamples, chunk, size):
+@functools.partial(jax.jit, static_argnames=("score", "n_resamples", "chunk", "n_units", "unit_weights"))
+def _score_decomposition(xs, ys, ws, gid, slot, key, *, score, n_resamples, chunk, n_units, unit_weights):
     score_fn = _BINARY_SCORES[score]
     est = _binary_decomposition(score_fn, xs, ys, gid, ws)
     if key is None:
         return est, None
-    # per row, once: weight, weighted outcome, weighted score (weight 0 counts 0, even where infinite)
-    rows = jnp.stack([ws, ws * ys, jnp.where(ws > 0, ws * score_fn(xs, ys), 0)], axis=-1)
-    res = _chunked_map(lambda k: _resampled_components(score_fn, rows, seg, k, size), key, n_resamples, chunk)
-    return est, res
+    n = xs.shape[0]
+    # per row, once: weight and weighted outcome (integers for unit weights, summed exactly), and the
+    # weighted score (weight 0 counts 0, even where infinite)
+    if unit_weights:
+        sums = jnp.stack([jnp.ones((n,), jnp.int32), ys.astype(jnp.int32)], axis=-1)
+    else:
+        sums = jnp.stack([ws, ws * ys], axis=-1)
+    scores = jnp.where(ws > 0, ws * score_fn(xs, ys), 0)
+    per_unit = _UNIT
+    if n_units == n:  # sizes unknown at trace time (or no fewer units than rows): a unit per row
+        per_unit, slot = 1, jnp.arange(n, dtype=jnp.int32)
+    lay = jnp.full((n_units * per_unit,), n, jnp.int32).at[slot].set(jnp.arange(n, dtype=jnp.int32))
+    lay = lay.reshape(n_units, per_unit).T
+    unit_of_row = slot // per_unit
+    chunk = min(chunk, n_resamples)
+    padded = -(-n_resamples // chunk) * chunk
+    keys = jax.random.split(key, padded).reshape(padded // chunk, chunk)
+    res = lax.map(lambda ks: _resampled_components(score_fn, sums, scores, lay, unit_of_row, ks, n_units), keys)
+    return est, res.reshape(padded, 4)[:n_resamples]
 
 
 @declare(
@@ -343,10 +489,13 @@ def score_decomposition(
     References:
         Dimitriadis, Gneiting, Jordan (2021): the CORP approach and its score decomposition.
     """
-    xs, ys, ws, gid, seg, n_segments = _prepare(probs, labels, sample_weight)
-    size = xs.shape[0] if key is None else _segment_size(n_segments, xs.shape[0])
-    est, res = _score_decomposition(xs, ys, ws, gid, seg, key, score=score, n_resamples=n_resamples, chunk=chunk,
-                                    size=size)
+    xs, ys, ws, gid, slot, n_units = _prepare(probs, labels, sample_weight)
+    n = xs.shape[0]
+    n_units = n if key is None else _size_bucket(n_units, n)
+    # unit weights (concretely all 1) are summed as integers; the draws do not depend on the weights
+    unit_weights = key is not None and not isinstance(ws, jax.core.Tracer) and bool(jnp.all(ws == 1))
+    est, res = _score_decomposition(xs, ys, ws, gid, slot, key, score=score, n_resamples=n_resamples, chunk=chunk,
+                                    n_units=n_units, unit_weights=unit_weights)
     return _result(est, res, level)
 
 

@@ -141,15 +141,19 @@ def test_bootstrap_intervals(x64):
 
 @pytest.mark.parametrize("score", ["brier", "log"])
 @pytest.mark.parametrize("rounded", [True, False])
-def test_resamples_are_the_decompositions_of_their_count_vectors(x64, score, rounded):
-    # a resample's PAV over segments equals the row-level decomposition weighted by its counts
+@pytest.mark.parametrize("weighted", [True, False])
+def test_resamples_are_the_decompositions_of_their_count_vectors(x64, score, rounded, weighted):
+    # a resample's PAV over units equals the row-level decomposition weighted by its counts (unit
+    # weights: the integer path; weights with zeros: the real one)
     p, y = _binary(300, 13, rounded)
-    w = np.random.default_rng(13).uniform(0.5, 2, 300) * (np.arange(300) % 7 != 0)
+    w = np.random.default_rng(13).uniform(0.5, 2, 300) * (np.arange(300) % 7 != 0) if weighted else np.ones(300)
     key = jax.random.key(5)
-    d = score_decomposition(p, y, score=score, sample_weight=w, key=key, n_resamples=8, chunk=4)
+    d = score_decomposition(p, y, score=score, sample_weight=w if weighted else None, key=key, n_resamples=8,
+                            chunk=4)
     order = np.argsort(p, kind="stable")
     for i, k in enumerate(jax.random.split(key, 8)):
-        counts = np.bincount(np.asarray(jax.random.randint(k, (300,), 0, 300)), minlength=300).astype(float)
+        counts = np.asarray(corp_module._count_vector(k, 300), float)  # over the sorted rows
+        assert counts.sum() == 300
         w_k = w.copy()
         w_k[order] *= counts
         np.testing.assert_allclose(d.resamples[i], ref.decomposition(p, y, score, w_k), rtol=0, atol=1e-10)
