@@ -94,14 +94,19 @@ def multinomial_kernel(degree: int) -> MultinomialKernel:
     return MultinomialKernel(int(degree))
 
 
+def _bandwidth(b):
+    """A positive finite static bandwidth as a Python float (NumPy scalars and 0-d arrays too)."""
+    if not isinstance(b, (bool, np.bool_, jax.core.Tracer)) and np.ndim(b) == 0:
+        v = np.asarray(b)
+        if v.dtype.kind in "iuf" and 0 < v < np.inf:
+            return float(v)
+    raise ValueError(f"bandwidth must be a positive finite number (static), got {b!r}")
+
+
 class _AbstractBandwidthKernel(eqx.Module):
     r"""A translation-invariant kernel with $\ker(v, v) = 1$ and a positive static bandwidth."""
 
-    bandwidth: float = eqx.field(static=True)
-
-    def __check_init__(self):
-        if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)) or not 0 < self.bandwidth < float("inf"):
-            raise ValueError(f"bandwidth must be a positive finite number, got {self.bandwidth!r}")
+    bandwidth: float = eqx.field(static=True, converter=_bandwidth)
 
     @property
     def diag_bound(self) -> float:

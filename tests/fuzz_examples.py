@@ -306,7 +306,8 @@ E["datasets.run_expert"] = Ex(lambda name, horizon, warmup, n_bins, key: dataset
     also_valid=(("warmup", "None"),))  # warmup=None is the documented default
 E["datasets.run_day_ahead_expert"] = Ex(lambda name, days, warmup_days, day_length, n_bins, key: datasets.run_day_ahead_expert(
     name, _lagged(), days=days, warmup_days=warmup_days, day_length=day_length, n_bins=n_bins, key=key, progress=False),
-    lambda: {"name": "marginal", "days": 2, "warmup_days": 4, "day_length": 4, "n_bins": 10, "key": KEY()}, jit=False)
+    lambda: {"name": "marginal", "days": 2, "warmup_days": 4, "day_length": 4, "n_bins": 10, "key": KEY()}, jit=False,
+    also_valid=(("warmup_days", "None"),))  # warmup_days=None is the documented default
 
 
 def _save_load(probs, labels, atol=1e-4):
@@ -372,7 +373,15 @@ E["forecasters.BlackwellForecaster"] = Ex(forecasters.BlackwellForecaster, lambd
 E["forecasters.ORCA"] = ex(forecasters.ORCA, {"payoff": payoffs.QuantileCalibration(3), "edges": E4, "n_steps": 2},
                            use=play_interval, kinds={"edges": K("object"), "temperature": K("float", lo=0.0),
                                                      "learning_rate": K("float", lo=0.0), "logit_range": K("float", lo=0.0)})
-E["forecasters.OnlineIsotonic"] = ex(forecasters.OnlineIsotonic, {"edges": E4, "capacity": 8}, use=play_interval,
+def _play_with_expert(f):
+    """Against outcomes whose context is an expert's piecewise-constant forecast (what
+    OnlineIsotonic recalibrates)."""
+    x = distributions.PiecewiseConstant(jnp.asarray(np.tile(D4, (T, 1)), jnp.result_type(float)), E4)
+    y = jnp.asarray(np.resize(np.asarray(U), T), jnp.result_type(float))
+    return core.play(f, natures.Replay(y, x, outcomes="real"), T, key=KEY())
+
+
+E["forecasters.OnlineIsotonic"] = ex(forecasters.OnlineIsotonic, {"edges": E4, "capacity": 8}, use=_play_with_expert,
                                      kinds={"edges": K("object"), "prior_weight": K("float", lo=0.0)})
 E["forecasters.OnlineIsotonicState"] = nothing("a state built by OnlineIsotonic.init (played in its example)")
 E["forecasters.online_isotonic"] = Ex(forecasters.online_isotonic, lambda: {
@@ -610,10 +619,12 @@ E["payoffs.freudenthal"] = ex(payoffs.freudenthal, {"forecast": np.array([0.4, 0
 E["payoffs.game_value_mirror_prox"] = ex(payoffs.game_value_mirror_prox, {"A": np.array([[1.0, -1.0], [-1.0, 1.0]]), "n_steps": 20},
                                          kinds={"A": K("real")}, no_length=True)
 E["payoffs.linearised_quantile"] = Ex(payoffs.linearised_quantile, lambda: {"f_left": np.array([0.2, 0.4]), "f_right": np.array([0.4, 0.7]), "alpha": 0.3},
-                                      kinds={"f_left": K("prob"), "f_right": K("prob"), "alpha": K("float", lo=0.0, hi=1.0)})
+                                      kinds={"f_left": K("prob"), "f_right": K("prob"), "alpha": K("float", lo=0.0, hi=1.0)},
+                                      also_valid=(("alpha", "list"),))  # elementwise: a list of levels is a batch
 E["payoffs.quantile_levels"] = ex(payoffs.quantile_levels, {"n": 4}, jit=False)
 E["payoffs.tent_root"] = Ex(payoffs.tent_root, lambda: {"c": np.array([0.3, 0.1, -0.2, -0.4, 0.2])}, kinds={"c": K("real")}, no_length=True)
-E["payoffs.tent_weights"] = ex(payoffs.tent_weights, {"forecasts": 0.3, "n_bins": 4}, kinds={"forecasts": K("float", lo=0.0, hi=1.0)})
+E["payoffs.tent_weights"] = ex(payoffs.tent_weights, {"forecasts": 0.3, "n_bins": 4}, kinds={"forecasts": K("float", lo=0.0, hi=1.0)},
+                              also_valid=(("forecasts", "list"),))  # forecasts of any shape: a list is a batch
 
 # recalibration
 E["recalibration.AbstractRecalibrator"] = nothing("an abstract base: its concrete subclasses have examples")

@@ -20,3 +20,19 @@ def test_multinomial_degree_is_a_python_int(degree):
 def test_multinomial_degree_refuses_non_integers(degree):
     with pytest.raises(ValueError, match="degree"):
         MultinomialKernel(degree)
+
+
+@pytest.mark.parametrize("b", [np.float32(0.5), np.asarray(0.5), np.int64(2)])
+def test_bandwidth_takes_numpy_scalars_as_a_static_float(b):
+    from jcalib._kernels import GaussianKernel
+
+    k = GaussianKernel(b)
+    assert type(k.bandwidth) is float and k.bandwidth == float(b)
+
+
+@pytest.mark.parametrize("b", [0.0, -1.0, float("inf"), True, "0.5", np.array([0.5, 0.5])])
+def test_bandwidth_refuses_what_is_not_a_positive_finite_number(b):
+    from jcalib._kernels import GaussianKernel
+
+    with pytest.raises(ValueError, match="bandwidth must be a positive finite number"):
+        GaussianKernel(b)

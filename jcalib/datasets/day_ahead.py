@@ -30,7 +30,7 @@ import numpy as np
 from jaxtyping import PRNGKeyArray
 from tqdm.auto import tqdm
 
-from .._validation import check_int
+from .._validation import MAX_BINS, check_int, check_static_int
 from ._seed import host_seed
 from .experts import EXPERTS, UNIFORM_MIX, ExpertForecasts, gaussian_bin_probs, make_expert
 from .lagged import LaggedSeries
@@ -95,6 +95,9 @@ def run_day_ahead_expert(
         raise ValueError("data.series must be a finite 1-D array")
     if not data.high > data.low:
         raise ValueError(f"need data.low < data.high, got {data.low}, {data.high}")
+    if day_length > s.shape[0] // 2:
+        raise ValueError(f"day_length={day_length} leaves fewer than 2 whole days in the series of {s.shape[0]} hours")
+    n_bins = check_static_int(n_bins, "n_bins", 1, MAX_BINS, bytes_per=8, what="its bin edges")
     n_days = s.shape[0] // day_length
     if days > n_days - 1:
         raise ValueError(f"days {days} is more than the {n_days - 1} days with a previous day in the series")

@@ -175,9 +175,9 @@ class OnlineIsotonic(AbstractForecaster):
     prior_weight: float = 0.0
 
     def __check_init__(self):
-        e = np.asarray(self.edges, np.float64)
-        if e.ndim != 1 or len(e) < 2 or not np.all(np.diff(e) > 0):
-            raise ValueError("edges must be a strictly increasing tuple of at least 2 floats")
+        from ..distributions import check_edges
+
+        check_edges(self.edges)
         check_positive_int(self.capacity, "capacity")
         check_hyper(self.prior_weight, "prior_weight", 0.0)
 

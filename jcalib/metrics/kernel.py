@@ -56,6 +56,8 @@ def kernel_scale(kernel: Kernel, s) -> float:
     r"""The scale $s$ with $s^2 \ge \sup_v \ker(v, v)$: ``s`` itself (a positive finite number),
     or ``sqrt(kernel.diag_bound)``; ``ValueError`` otherwise."""
     if s is not None:
+        if isinstance(s, jax.core.Tracer):
+            raise ValueError("s must be a static positive finite number (a Python float), not a traced value")
         try:
             value = float(check_hyper(s, "s"))
         except TypeError:

@@ -64,7 +64,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._dtypes import float_dtype
-from .._validation import Custom, declare, Int, Real, RealArray, shown
+from .._validation import Custom, declare, in_graph, Int, is_concrete, Real, RealArray, shown
 
 __all__ = [
     "AbstractExpectations",
@@ -296,13 +296,29 @@ def _edges(value, name, bound):
     return e
 
 
-@declare(payoff=Custom(_payoff, "a payoff"), q_probs=RealArray(ndim=(1, 2), lo=0.0), edges=Custom(_edges, "bin edges"))
+def _bin_masses(value, name, bound):
+    """Bin masses ``(n,)`` or ``(B, n)``: non-negative, each row summing to 1 (to ``probs_atol``)."""
+    from ..distributions import probs_atol
+
+    q = RealArray(ndim=(1, 2), lo=0.0).check(value, name, bound)
+    atol = probs_atol(max(q.shape[-1], 1), q.dtype)
+    if is_concrete(q):
+        err = float(np.max(np.abs(np.asarray(q, np.float64).sum(-1) - 1), initial=0.0))
+        if err > atol:
+            raise ValueError(f"{name} must sum to 1 over its bins (off by {err:.3g} > {atol:.3g})")
+        return q
+    return in_graph(q, jnp.any(jnp.abs(jnp.sum(q, -1) - 1) > atol), f"{name} must sum to 1 over its bins (to {atol:.3g})")
+
+
+@declare(payoff=Custom(_payoff, "a payoff"), q_probs=Custom(_bin_masses, "bin masses summing to 1"),
+         edges=Custom(_edges, "bin edges"))
 def expect_under_bins(payoff: AbstractPayoff, x, forecast, q_probs, edges) -> Float[Array, " d"]:
     """$\\mathbb E_{y\\sim q}\\,\\pi(x, p, y)$ for $q$ piecewise constant with bin masses ``q_probs`` on ``edges``
     (through :meth:`AbstractExpectations.expect_uniform`; any payoff, by :func:`as_expectations`).
 
     Raises:
-        ValueError: ``payoff`` is not a payoff, ``q_probs`` has negative or non-finite masses,
+        ValueError: ``payoff`` is not a payoff, ``q_probs`` has negative or non-finite masses or
+            rows not summing to 1,
             or ``edges`` are not increasing with one more entry than ``q_probs`` has bins.
     """
     e = jnp.asarray(edges, jnp.asarray(q_probs).dtype)

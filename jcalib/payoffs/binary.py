@@ -49,7 +49,7 @@ def tent_weights(forecasts, n_bins: int) -> Float[Array, "... n_bins+1"]:
         [0.0, 0.8, 0.2, 0.0, 0.0]
     """
     p = jnp.asarray(forecasts)
-    v = jnp.arange(n_bins + 1, dtype=p.dtype)
+    v = jnp.arange(n_bins + 1, dtype=p.dtype).reshape((1,) * p.ndim + (n_bins + 1,))
     return jnp.maximum(0.0, 1.0 - jnp.abs(n_bins * p[..., None] - v))
 
 

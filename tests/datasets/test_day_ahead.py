@@ -80,3 +80,9 @@ def test_docstring_example():
 
     pytest.importorskip("pvlib", reason="the optional extra 'data' is not installed")
     assert doctest.testmod(day_ahead, raise_on_error=True).attempted > 0
+
+
+def test_day_length_beyond_the_series_is_named():
+    d = _toy()
+    with pytest.raises(ValueError, match="day_length=1000000000000 leaves fewer than 2 whole days"):
+        run_day_ahead_expert("marginal", d, days=2, day_length=10**12, key=jax.random.key(0), progress=False)

@@ -472,3 +472,26 @@ def test_along_at_and_spike_values_jit_vmap_without_retracing():
         ys = jnp.asarray(rng.uniform(size=(4, 25)), jnp.float32)
         out = jax.vmap(f)(th, ex, c, ys)
         np.testing.assert_allclose(np.asarray(out), [float(f(th[b], ex[b], c[b], ys[b])) for b in range(4)], rtol=1e-5)
+
+
+def test_expect_under_bins_needs_masses_summing_to_one_plain_and_under_jit():
+    from jcalib.payoffs import QuantileCalibration, expect_under_bins
+    from jcalib.distributions import PiecewiseConstant
+
+    edges = (0.0, 0.5, 1.0)
+    p = PiecewiseConstant(jnp.array([0.5, 0.5]), edges)
+    ok = expect_under_bins(QuantileCalibration(3), None, p, jnp.array([0.3, 0.7]), edges)
+    assert np.all(np.isfinite(ok))
+    with pytest.raises(ValueError, match="q_probs must sum to 1"):
+        expect_under_bins(QuantileCalibration(3), None, p, jnp.array([0.3, 0.8]), edges)
+    f = jax.jit(lambda q: expect_under_bins(QuantileCalibration(3), None, p, q, edges))
+    with pytest.raises(Exception, match="q_probs must sum to 1"):
+        f(jnp.array([0.3, 0.8])).block_until_ready()
+
+
+def test_tent_weights_of_a_batch_broadcast_the_grid():
+    from jcalib.payoffs import tent_weights
+
+    w = tent_weights(jnp.array([[0.3], [0.5]]), 4)  # rank 2 under rank promotion 'raise'
+    assert w.shape == (2, 1, 5)
+    np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-6)  # float32 round-off
