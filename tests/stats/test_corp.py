@@ -159,6 +159,61 @@ def test_resamples_are_the_decompositions_of_their_count_vectors(x64, score, rou
         np.testing.assert_allclose(d.resamples[i], ref.decomposition(p, y, score, w_k), rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("n", [10, 200])
+def test_count_vectors_are_multinomial(n):
+    # n = 10: every row drawn uniformly (no Poisson part); n = 200: Poisson counts of mean
+    # (n - 5 sqrt(n)) / n topped up to n. Over K count vectors of n draws with replacement, each count
+    # is Binomial(n, 1/n): mean 1, variance 1 - 1/n, and P(0) = (1 - 1/n)^n.
+    K = 3000
+    keys = jax.random.split(jax.random.key(2), K)
+    # first attempts, one compiled loop (lax.map, as the library draws them: not vmap, whose batching
+    # of XLA's generator does not key each resample by its own key)
+    counts, extra, ok = jax.jit(lambda ks: jax.lax.map(lambda k: corp_module._bootstrap_counts(k, n), ks))(keys)
+    c = np.asarray(counts).copy()
+    for i in range(K):
+        np.add.at(c[i], np.asarray(extra[i])[np.asarray(extra[i]) < n], 1)
+    for i in np.flatnonzero(~np.asarray(ok)):  # the rare redraws
+        c[i] = np.asarray(corp_module._count_vector(keys[i], n))
+    assert np.all(c.sum(axis=1) == n) and c.min() >= 0
+    # per-row means: each has sd sqrt((1 - 1/n) / K) (about 0.018); 5 sd over at most 200 rows
+    assert np.max(np.abs(c.mean(axis=0) - 1)) < 5 * np.sqrt((1 - 1 / n) / K)
+    # the pooled variance and the share of zeros: K n counts (each within 5 of their sd)
+    pooled = c.ravel().astype(float)
+    assert pooled.var() == pytest.approx(1 - 1 / n, abs=5 * np.sqrt(2 / (K * n)) * 1.5)  # 1.5: counts are dependent
+    p0 = (1 - 1 / n) ** n
+    assert np.mean(pooled == 0) == pytest.approx(p0, abs=5 * np.sqrt(p0 * (1 - p0) / (K * n)) * 1.5)
+    # two rows' counts: covariance -1/n
+    cov = np.cov(c[:, 0], c[:, 1])[0, 1]
+    assert cov == pytest.approx(-1 / n, abs=5 / np.sqrt(K))
+
+
+def test_count_vectors_redrawn_when_the_poisson_total_misses(monkeypatch, x64):
+    # no slack and little room: about half the Poisson totals exceed n and are redrawn; the count
+    # vectors still sum to n and the resamples are still their decompositions
+    monkeypatch.setattr(corp_module, "_SLACK", 0.0)
+    monkeypatch.setattr(corp_module, "_ROOM", 0.5)
+    p, y = _binary(301, 14, rounded=False)  # a length of its own: nothing cached from other tests
+    key = jax.random.key(6)
+    d = score_decomposition(p, y, key=key, n_resamples=6, chunk=3)
+    order = np.argsort(p, kind="stable")
+    for i, k in enumerate(jax.random.split(key, 6)):
+        counts = np.asarray(corp_module._count_vector(k, 301), float)
+        assert counts.sum() == 301
+        w_k = np.ones(301)
+        w_k[order] = counts
+        np.testing.assert_allclose(d.resamples[i], ref.decomposition(p, y, "brier", w_k), rtol=0, atol=1e-10)
+
+
+def test_bootstrap_under_vmap_over_keys(x64):
+    # each key draws its own resamples under vmap (traced sizes: a unit per row, real sums)
+    p, y = _binary(120, 15)
+    keys = jax.random.split(jax.random.key(7), 3)
+    batched = jax.vmap(lambda k: score_decomposition(p, y, key=k, n_resamples=5).resamples)(keys)
+    for i, k in enumerate(keys):
+        np.testing.assert_allclose(batched[i], score_decomposition(p, y, key=k, n_resamples=5).resamples, rtol=0,
+                                   atol=1e-12)  # float64 sums against integer ones
+
+
 def test_consistency_band_matches_a_loop_of_refits():
     p, _ = _binary(400, 9, rounded=False)
     y = (np.random.default_rng(1).uniform(size=400) < p).astype(np.float64)
