@@ -22,8 +22,9 @@ reported separately (first call minus a warm call). Rows alternate jcalib and ba
 process so both see the same machine load; the 1-minute load average is printed with every
 row — the machine is shared, so ratios are what count.
 
-``--first-call``: the first and second call of ``bootstrap(smooth_ece, ...)`` (percentile and
-BCa, n = 2·10^4, 1000 resamples) each in a fresh process, with the number of XLA compilations
+``--first-call``: the first and second (warm) call of ``bootstrap(smooth_ece, ...)`` (percentile
+and BCa, n = 2·10^4, 1000 resamples; ``--n``, ``--resamples``, ``--methods``, ``--data
+calibrated`` for y ~ Bernoulli(p)) each in a fresh process, with the number of XLA compilations
 and their seconds (``jax.monitoring``); with ``--old DIR`` the same in processes that import
 jcalib from ``DIR`` (an older checkout), alternating old and new.
 
@@ -31,6 +32,7 @@ Usage:
     python benchmarks/stats_bootstrap.py            # n = 10^5, 10^4 resamples
     python benchmarks/stats_bootstrap.py --quick    # n = 10^4, 500 resamples, < 1 min
     python benchmarks/stats_bootstrap.py --first-call --old /tmp/old --repeats 2
+    python benchmarks/stats_bootstrap.py --first-call --old /tmp/old --data calibrated --methods percentile --resamples 256
     JAX_PLATFORMS=cuda python benchmarks/stats_bootstrap.py   # jcalib on a GPU (the default is the CPU)
 """
 
@@ -125,9 +127,9 @@ def listen(event, duration, **_):
 jax.monitoring.register_event_duration_secs_listener(listen)
 from jcalib.metrics import smooth_ece
 from jcalib.stats import bootstrap
-n, B, method = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+n, B, method, calibrated = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4] == "calibrated"
 rng = np.random.default_rng(0)
-p = rng.random(n).astype(np.float32); y = (rng.random(n) < p**1.3).astype(np.int32)
+p = rng.random(n).astype(np.float32); y = (rng.random(n) < (p if calibrated else p**1.3)).astype(np.int32)
 def call(seed):
     t = time.perf_counter()
     jax.block_until_ready(bootstrap(smooth_ece, p, y, key=jax.random.key(seed), n_resamples=B, method=method))
@@ -140,21 +142,21 @@ print(f"{first:.2f} {second:.3f} {compiles} {compile_s:.2f} {n_compiles[c] - com
 """
 
 
-def first_calls(old, repeats, n=20_000, B=1000):
+def first_calls(old, repeats, n=20_000, B=1000, data="miscalibrated", methods=("percentile", "bca")):
     import subprocess
     import sys
 
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     versions = [("new", here)] + ([("old", old)] if old else [])
     for r in range(repeats):
-        for method in ("percentile", "bca"):
+        for method in methods:
             for label, root in (versions if r % 2 == 0 else versions[::-1]):
                 env = dict(os.environ, PYTHONPATH=root)
                 start_load = load()
-                out = subprocess.run([sys.executable, "-c", _FIRST_CALL, str(n), str(B), method], env=env,
+                out = subprocess.run([sys.executable, "-c", _FIRST_CALL, str(n), str(B), method, data], env=env,
                                      capture_output=True, text=True, check=True).stdout.split()
                 first, second, compiles, compile_s, again = out
-                print(f"{label:3s} {method:10s} n = {n}, {B} resamples: first call {first} s ({compiles} XLA "
+                print(f"{label:3s} {method:10s} {data}, n = {n}, {B} resamples: first call {first} s ({compiles} XLA "
                       f"compilations, {compile_s} s), second call {second} s ({again} compilations), "
                       f"load {start_load} -> {load()}", flush=True)
 
@@ -188,9 +190,13 @@ def main(argv=None):
     ap.add_argument("--first-call", action="store_true", help="first calls in fresh processes only")
     ap.add_argument("--old", default=None, help="with --first-call: a directory to import an older jcalib from")
     ap.add_argument("--repeats", type=int, default=1, help="with --first-call: rounds of fresh processes")
+    ap.add_argument("--data", choices=("miscalibrated", "calibrated"), default="miscalibrated",
+                    help="with --first-call: y ~ Bernoulli(p^1.3) or y ~ Bernoulli(p) (the finer grids)")
+    ap.add_argument("--methods", default="percentile,bca", help="with --first-call: comma-separated intervals")
     args = ap.parse_args(argv)
     if args.first_call:
-        first_calls(args.old, args.repeats)
+        first_calls(args.old, args.repeats, n=args.n or 20_000, B=args.resamples or 1000, data=args.data,
+                    methods=tuple(args.methods.split(",")))
         return
     n = args.n or (10_000 if args.quick else 100_000)
     B = args.resamples or (500 if args.quick else 10_000)

@@ -532,12 +532,14 @@ def smooth_ece_fine(counts, spec0, values, sigma, tables: _CountTables):
     count vectors (``counts``, in the layout, ``(B, slots * 32)``) search again with the finer
     grids (:func:`_fine_value`). Each finer grid is the grid of one bisection bandwidth, so it
     is evaluated at most once in the search, batched over the resamples that reach it (a real
-    branch per grid and step)."""
+    branch per grid and step; when at most a quarter of the batch reaches it, only those
+    resamples are gathered and evaluated)."""
     dt = tables.coef.dtype
     B = spec0.shape[0]
     redo = jnp.isnan(values)
     counts = counts.astype(dt)
     fine_E = jnp.asarray(_FINE_E, jnp.int32)
+    K = max(1, B // 4)  # a grid that few resamples reach evaluates a batch of K, not B
 
     def value(s):
         s = jnp.broadcast_to(s, (B,))
@@ -547,7 +549,14 @@ def smooth_ece_fine(counts, spec0, values, sigma, tables: _CountTables):
             on_c = redo & (E == fine_E[c])
 
             def fine(v, c=c, on_c=on_c):
-                return jnp.where(on_c, jax.vmap(lambda m, si: _fine_value(m, tables, si, c))(counts, s), v)
+                def evaluate(idx):
+                    return jax.vmap(lambda m, si: _fine_value(m, tables, si, c))(counts[idx], s[idx])
+
+                def few(v):  # at most K resamples on this grid: only they are evaluated
+                    idx = jnp.argsort(~on_c, stable=True)[:K]  # those on the grid first
+                    return v.at[idx].set(jnp.where(on_c[idx], evaluate(idx), v[idx]))
+
+                return lax.cond(jnp.sum(on_c) <= K, few, lambda v: jnp.where(on_c, evaluate(jnp.arange(B)), v), v)
 
             v = lax.cond(jnp.any(on_c), fine, lambda v: v, v)
         return v
