@@ -444,7 +444,7 @@ E["metrics.partition_search"] = Ex(lambda probs, residual, weights, key: metrics
 E["metrics.partition_weights"] = Ex(metrics.partition_weights, lambda: {"w": np.array([[1.0, 0.0, -1.0], [0.0, 1.0, 0.5]]), "probs": PM},
                                     kinds={"w": K("real"), "probs": _OFF_SIMPLEX}, unpaired=("w",))
 for _n in ("ace", "mce", "brier", "smooth_calibration_error", "smooth_ece", "binned_ece"):
-    E[f"metrics.{_n}"] = binary(getattr(metrics, _n), kinds={"eps": K("float", lo=0.0, hi=1.0)})
+    E[f"metrics.{_n}"] = binary(getattr(metrics, _n), kinds={"eps": K("float", lo=0.0, hi=1.0), "order": K("float", lo=1.0)})
 E["metrics.ece"] = binary(metrics.ece)
 E["metrics.log_loss"] = binary(metrics.log_loss, {"eps": 1e-6}, kinds={"eps": K("float", lo=0.0, hi=0.5)})
 E["metrics.bin_index"] = ex(metrics.bin_index, {"probs": P, "n_bins": 10},
@@ -503,7 +503,7 @@ for _n in ("full_smooth_calibration_error", "projected_smooth_calibration_error"
     E[f"metrics.{_n}"] = E[f"metrics.{_n}"]._replace(jit=False, why="linear programs solved on the host: refused under jit")
 E["metrics.one_hot"] = ex(metrics.one_hot, {"labels": YM, "n_classes": 3}, also_valid=(("*", "empty"),))  # elementwise: (0, C) for no labels
 E["metrics.lipschitz_correlation"] = ex(metrics.lipschitz_correlation, {"t": P, "r": Y - P}, jit=False,
-                                       why="a linear program on the host: refused under jit", kinds={"t": K("prob"), "r": K("real"),
+                                       why="a linear program on the host: refused under jit", kinds={"t": K("real"), "r": K("real"),
                                                                                                      "lipschitz": K("float", lo=0.0)})
 E["metrics.sigmoid_calibration_error"] = multiclass(metrics.sigmoid_calibration_error, {
     "key": KEY(), "search": metrics.SigmoidSearch(n_restarts=2, n_steps=3)}, kinds={"L": K("float", lo=0.0)})

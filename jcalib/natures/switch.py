@@ -74,10 +74,11 @@ class Switch(AbstractNature):
                 raise ValueError(f"every member must be an AbstractNature, got {type(n).__name__}")
         idx = self.index
         if not isinstance(idx, jax.core.Tracer):
-            if isinstance(idx, (bool, np.bool_)) or idx is None or not jnp.issubdtype(jnp.result_type(idx), jnp.integer):
+            v = None if isinstance(idx, (bool, np.bool_)) or idx is None else np.asarray(idx)
+            if v is None or v.dtype.kind not in "iu":
                 raise ValueError(f"index must be an integer in [0, {len(self.natures)}), got {shown(idx)}")
-            if jnp.ndim(idx) != 0:
-                raise ValueError(f"index must be a scalar integer, got shape {jnp.shape(idx)}")
+            if v.ndim != 0:
+                raise ValueError(f"index must be a scalar integer, got shape {v.shape}")
             i = int(idx)
             if not 0 <= i < len(self.natures):
                 raise ValueError(f"index must lie in [0, {len(self.natures)}), got {i}")

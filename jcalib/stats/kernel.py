@@ -46,7 +46,6 @@ from .._validation import (
     check_same_length,
     check_simplex_probs,
     declare,
-    shown,
 )
 from ._result import CalibrationTestResult
 from .resampling import _chunked
@@ -116,7 +115,7 @@ def _callable_kernel(kernel, name, bound):
 
 # declared settings shared by the kernel statistics
 _KERNEL = Custom(_callable_kernel, "a callable kernel, e.g. jcalib.metrics.GaussianKernel(0.5)")
-_BLOCK = Int(1, 2**20, what="rows per block")
+_BLOCK = Int(2, 2**20, what="rows per block")  # a block U-statistic needs pairs, whichever estimator
 _TILE = Int(1, 2**20, what="rows per Gram block")
 _LEVEL = Real(0, 1, open_lo=True, open_hi=True, static=True)
 
@@ -124,8 +123,6 @@ _LEVEL = Real(0, 1, open_lo=True, open_hi=True, static=True)
 def _check_options(kernel, estimator, block_size, tile, n, weighted):
     """The rules between the declared settings and the number of rows ``n``."""
     if estimator == "block":
-        if block_size < 2:
-            raise ValueError(f"block_size must be at least 2, got {shown(block_size)}")
         if n < block_size:
             raise ValueError(f"the block estimator needs at least block_size={block_size} rows, got {n}")
         if weighted:

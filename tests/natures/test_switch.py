@@ -98,3 +98,9 @@ def test_the_index_must_be_an_integer():
         with pytest.raises(ValueError, match="index must be an integer"):
             Switch((Bernoulli(0.3), Bernoulli(0.5)), index=index)
     assert int(Switch((Bernoulli(0.3), Bernoulli(0.5)), index=np.int64(1)).index) == 1
+
+
+@pytest.mark.parametrize("bad", [[1, 1], "1", 1.5, None, True])
+def test_index_that_is_not_one_integer_is_named(bad):
+    with pytest.raises(ValueError, match="index must be"):
+        Switch((Bernoulli(0.2), Bernoulli(0.8)), bad)

@@ -394,3 +394,12 @@ def test_interval_and_cme_bad_inputs():
         ucme(P, Y, test_probs=P[:2], test_labels=[0, 3])
     with pytest.raises(ValueError, match="mismatched lengths"):
         ucme(P, Y, test_probs=P[:2], test_labels=[0])
+
+
+def test_block_size_below_two_is_refused_whichever_estimator():
+    """A block of one row has no pair: refused even when the estimator does not use blocks, so
+    a typo is not ignored."""
+    p, y = np.full(10, 0.5), np.arange(10) % 2
+    for estimator in ("unbiased", "biased", "block"):
+        with pytest.raises(ValueError, match="block_size"):
+            skce(p, y, estimator=estimator, block_size=1)
