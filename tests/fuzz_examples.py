@@ -372,7 +372,8 @@ E["forecasters.BlackwellForecaster"] = Ex(forecasters.BlackwellForecaster, lambd
     "payoff": payoffs.KakadeFoster(4).payoff, "oracle": payoffs.KakadeFoster(4)}, use=play_binary)
 E["forecasters.ORCA"] = ex(forecasters.ORCA, {"payoff": payoffs.QuantileCalibration(3), "edges": E4, "n_steps": 2},
                            use=play_interval, kinds={"edges": K("object"), "temperature": K("float", lo=0.0),
-                                                     "learning_rate": K("float", lo=0.0), "logit_range": K("float", lo=0.0)})
+                                                     "learning_rate": K("float", lo=0.0), "logit_range": K("float", lo=0.0)},
+                           also_valid=(("n_steps", "0 (below 1)"),))  # no optimisation: the starting forecast (documented)
 def _play_with_expert(f):
     """Against outcomes whose context is an expert's piecewise-constant forecast (what
     OnlineIsotonic recalibrates)."""
@@ -512,8 +513,9 @@ E["metrics.two_action_decision_calibration_error"] = multiclass(metrics.two_acti
 E["metrics.weighted_calibration_error"] = multiclass(metrics.weighted_calibration_error, {"weight_fn": lambda v: v})
 E["metrics.average_regret"] = ex(metrics.average_regret, {"forecasts": P, "q": P[::-1].copy(), "y": Y})
 E["metrics.calibration_from_buckets"] = ex(metrics.calibration_from_buckets, {
-    "counts": np.array([3, 2, 1, 4, 5]), "ones": np.array([1, 1, 0, 2, 5]), "values": np.linspace(0, 1, 5), "T": 15},
-    kinds={"counts": K("count"), "ones": K("count"), "values": K("prob"), "order": K("float", lo=1.0)}, no_length=True)
+    "counts": np.array([3, 2, 1, 4, 5]), "ones": np.array([0, 1, 0, 2, 5]), "values": np.linspace(0, 1, 5), "T": 15},
+    kinds={"counts": K("count"), "ones": K("count"), "values": K("prob"), "order": K("float", lo=1.0)}, no_length=True,
+    also_valid=(("counts", "fraction"), ("ones", "fraction")))  # expected (fractional) counts are documented
 E["metrics.eps_calibration"] = ex(metrics.eps_calibration, {"forecasts": P, "y": Y, "n_bins": 10},
                                   kinds={"order": K("float", lo=1.0)})
 E["metrics.central_interval_coverage"] = ex(metrics.central_interval_coverage, {"pit_values": U, "sample_weight": W},

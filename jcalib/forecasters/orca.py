@@ -145,7 +145,8 @@ class ORCA(AbstractForecaster):
             component values, its ``jumps`` the outcomes where it steps; outcomes are scalars
             in ``[edges[0], edges[-1]]``.
         edges: static tuple of bin edges (default 50 equal bins of $[0, 1]$).
-        n_steps: Adam steps per round (static, default 400).
+        n_steps: Adam steps per round (static, default 400; 0 forecasts each round's starting
+            point without optimising).
         learning_rate: Adam's step size (float, vmappable; default 0.05).
         temperature: 0 for the exact inner max, $\tau > 0$ for $\tau$-log-sum-exp (float).
         family: ``"piecewise"`` ($\theta$ = logits, one per bin) or ``"gaussian_mixture"``
