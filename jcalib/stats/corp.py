@@ -45,8 +45,10 @@ decompositions (the quantile-based decomposition of Arnold, Walz, Ziegel, Gneiti
 
 **Intervals.** With a PRNG ``key`` the components get percentile bootstrap intervals: rows
 are resampled with replacement $B$ times and the whole decomposition (PAV included) is
-recomputed, vmapped over resamples in chunks. For the binary scores a resample is its count
-vector over the once-sorted forecasts, so no resample is sorted again.
+recomputed, in chunks of resamples. For the binary scores a resample is its count vector over
+the once-sorted forecasts (multinomial, drawn as Poisson counts topped up to $n$ draws), so no
+resample is sorted again, and its PAV runs over runs of rows that every resample's fit keeps
+whole. A key gives the same resamples on every call; the draws do not depend on the weights.
 
 **Consistency bands** (:func:`corp_curve`), as the R package reliabilitydiag draws them: under
 the null hypothesis of calibration the outcomes are drawn again as $Y^*_i \sim
