@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from ..core.keys import MAX_ROUNDS
 from .._dtypes import float_dtype
 from .._grid import grid_index, off_grid
 from .._validation import (
@@ -82,7 +83,7 @@ def _rounds(T, name, bound):
     """The number of rounds: a positive int, or a traced value (a sweep's round count)."""
     if isinstance(T, jax.core.Tracer):
         return T
-    return check_static_int(T, name, 1)
+    return check_static_int(T, name, 1, MAX_ROUNDS, what="rounds within play's horizon")
 
 
 def grid_to_midpoint(j, n_bins: int, n_buckets: int) -> Int[Array, "..."]:

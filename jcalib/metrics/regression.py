@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from ..core.keys import MAX_ROUNDS
 from .._validation import BINS, Choice, Custom, Distribution, Int, Optional, Real, RealArray, Weights, declare, in_graph
 from ..scoring import pinball
 
@@ -171,7 +172,7 @@ def _host_levels(levels, name, bound):
     return np.asarray(RealArray(lo=0, hi=1).check(levels, name, bound), np.float64)
 
 
-@declare(T=Int(1, 2**31 - 1), levels=Custom(_host_levels, "concrete levels in [0, 1]"))  # T: a horizon play accepts
+@declare(T=Int(1, MAX_ROUNDS, what="rounds within play's horizon"), levels=Custom(_host_levels, "concrete levels in [0, 1]"))
 def qce_calibrated_expectation(T: int, *, levels: Float[Array, " Q"] | None = None) -> float:
     r"""$\mathbb E[\mathrm{QCE}] = \sum_{q} q(1-q)/T$ for $T$ i.i.d. uniform PIT values (sum form).
 
