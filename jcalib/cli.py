@@ -15,10 +15,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import types
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -131,18 +134,37 @@ def _like(module, like):
     return module
 
 
-def _grid_ece(counts, ones, m: int):
-    """:meth:`GridSummary.ece` on host arrays, in the default float dtype (NumPy: no small
-    compiled programs per grid size)."""
-    fdt = np.dtype(jax.numpy.result_type(float))
-    grid = (np.arange(m + 1) / m).astype(fdt)
-    return np.abs(counts.astype(fdt) * grid - ones.astype(fdt)).sum(-1, dtype=fdt)
+def _reciprocal_grid(n: int, m, dtype):
+    """i * (1/m) for i = 0..n: what ``arange(n + 1) / m`` computes in XLA, which
+    multiplies by the reciprocal (:meth:`GridSummary.ece` and
+    :func:`~jcalib.metrics.atoms_from_counts` run so), so the numbers are theirs to the bit."""
+    one = jax.numpy.asarray(1, dtype) if isinstance(m, jax.Array) else np.dtype(dtype).type(1)
+    ramp = jax.numpy.arange(n + 1).astype(dtype) if isinstance(m, jax.Array) else np.arange(n + 1, dtype=dtype)
+    return ramp * (one / m.astype(dtype))
+
+
+@jax.jit
+def _grid_metrics(counts, ones, info_counts, info_ones, info_steps, m):
+    """:meth:`GridSummary.ece`, the ECE of the look-ahead values and
+    :attr:`GridSummary.info_l1` of a padded summary (counts past ``m`` are 0; ``m`` traced):
+    one program per padded shape, the same numbers as the summary's methods on the cut counts.
+    The certificate's sum is left to the caller: compiled together, XLA would fuse the
+    product and the sum (one rounding where the summary's method rounds twice)."""
+    fdt = jax.numpy.result_type(float)
+    grid = _reciprocal_grid(counts.shape[-1] - 1, jax.numpy.asarray(m), fdt).reshape((1,) * (counts.ndim - 1) + (-1,))
+
+    def ece(c, o):
+        return jax.numpy.abs(c.astype(fdt) * grid - o.astype(fdt)).sum(-1)
+
+    return ece(counts, ones), ece(info_counts, info_ones), info_steps.astype(fdt) * (1 / jax.numpy.asarray(m).astype(fdt))
 
 
 def _atoms(counts, ones, m: int):
-    """:func:`jcalib.metrics.atoms_from_counts` on host arrays (NumPy) and the distance's grid
-    argument (None: the atoms are on the grid already)."""
-    grid = (np.arange(m + 1) / m).astype(np.dtype(jax.numpy.result_type(float)))
+    """:func:`jcalib.metrics.atoms_from_counts` on host arrays (NumPy: no small compiled
+    programs per grid size; the same numbers) and the distance's grid argument (None: the
+    atoms are on the grid already)."""
+    fdt = np.dtype(jax.numpy.result_type(float))
+    grid = _reciprocal_grid(m, np.asarray(m), fdt)
     labels = np.concatenate([np.ones(m + 1, np.int32), np.zeros(m + 1, np.int32)])
     return np.concatenate([grid, grid]), labels, np.concatenate([ones, counts - ones]), None
 
@@ -169,13 +191,13 @@ def _job(fname, forecaster, natures: dict, T: int, key, n_seeds: int, distance_s
         # its counts on the padded grid when the forecaster is padded; cut back to the first m + 1
         recorder = GridCounts(m) if like is None or forecast_grid(like) < m else padded(GridCounts(m), forecast_grid(like))
         s = sweep(forecaster, batch, T, record=recorder, **kw)
-        cut = lambda a: np.asarray(a)[..., : m + 1]  # noqa: E731
-        counts, ones, info_counts, info_ones = cut(s.counts), cut(s.ones), cut(s.info_counts), cut(s.info_ones)
-        ece = np.asarray(_grid_ece(counts, ones, m), float)
+        e, e_info, l1 = (np.asarray(a) for a in _grid_metrics(s.counts, s.ones, s.info_counts, s.info_ones,
+                                                                s.info_steps, np.int32(m)))
+        ece = e.astype(float)
         # GridSummary.certificate: sum_t |p_t - p~_t| + ECE(p~), NaN without look-ahead values
-        fdt = np.dtype(jax.numpy.result_type(float))
-        steps = np.asarray(s.info_steps).astype(fdt) / fdt.type(m)
-        cert = np.where(info_counts.sum(-1) > 0, steps + _grid_ece(info_counts, info_ones, m), np.nan).astype(float)
+        cert = np.where(np.asarray(s.info_counts).sum(-1) > 0, l1 + e_info, np.nan).astype(float)
+        cut = lambda a: np.asarray(a)[..., : m + 1]  # noqa: E731
+        counts, ones = cut(s.counts), cut(s.ones)
         atoms = lambda ni, si: _atoms(counts[ni, si], ones[ni, si], m)  # noqa: E731
 
         def first_run(ni):  # seed 0's forecasts and outcomes, as a multiset (the rounds' order is lost)
@@ -244,10 +266,14 @@ def study(
 
 
 def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, threads, distance_map, progress,
-           keep=frozenset()):
+           keep=frozenset(), distance_pool=None):
     """:func:`study`, and the largest horizon's first seed of each (forecaster, nature) pair in
     ``keep``: its forecasts and outcomes (``{(forecaster, nature): (p, y)}``; a grid
-    forecaster's in no particular order, rebuilt from its counts)."""
+    forecaster's in no particular order, rebuilt from its counts).
+
+    ``distance_pool`` (a ``concurrent.futures`` executor, e.g. of worker processes) replaces
+    ``distance_map``: each forecaster's distances are submitted as soon as its sweeps are done,
+    so they are computed while the other forecasters compile and run."""
     Ts = [check_positive_int(T, "T") for T in Ts]
     n_seeds = check_positive_int(n_seeds, "n_seeds")
     distance_seeds = check_int(distance_seeds, "distance_seeds", minimum=0)
@@ -275,9 +301,12 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
     with ThreadPoolExecutor(max_workers=threads) as pool:
         futures = {pool.submit(play_all, idx): idx for idx in by_name.values()}
         bar = tqdm(total=len(jobs), desc="forecaster x T", disable=not progress, leave=False)
+        pending = {}  # job index -> the futures of its distances (with distance_pool)
         for fut in as_completed(futures):
             for i, r in zip(futures[fut], fut.result()):
                 results[i] = r
+                if distance_pool is not None:
+                    pending[i] = [_submit(distance_pool, task) for task in r[1]]
             bar.update(len(futures[fut]))
         bar.close()
     runs = [r for job_runs, _, _ in results for r in job_runs]
@@ -290,7 +319,18 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
         where += idx
         args += tasks
         offset += len(job_runs)
-    if args:
+    if distance_pool is not None:
+        def result(f, task):
+            try:
+                return _distance(*task) if f is None else f.result()
+            except BrokenProcessPool:  # a worker died (killed, out of memory): this process computes it
+                return _distance(*task)
+
+        done = tqdm((result(f, t) for i in range(len(jobs)) for f, t in zip(pending[i], results[i][1])),
+                    total=len(args), desc="distance to calibration", disable=not progress, leave=False)
+        for k, (lo, hi) in zip(where, done):
+            runs[k] = dataclasses.replace(runs[k], dist_lower=lo, dist_upper=hi)
+    elif args:
         done = tqdm(distance_map(_distance, *zip(*args)), total=len(args), desc="distance to calibration",
                     disable=not progress, leave=False)
         for k, (lo, hi) in zip(where, done):
@@ -456,6 +496,37 @@ def _reliability(out_dir, T, key, samples=None) -> str:
     return plots.save(axes[0, 0], os.path.join(out_dir, "reliability.png"))
 
 
+def _submit(pool, task):
+    """``_distance(*task)`` submitted to ``pool``; None where the pool is broken (the caller
+    computes it then)."""
+    try:
+        return pool.submit(_distance, *task)
+    except BrokenProcessPool:
+        return None
+
+
+def _distance_workers(n: int) -> ProcessPoolExecutor | None:
+    """``n`` worker processes for the distances (spawned, not forked: JAX's threads do not
+    survive a fork), or None where they cannot start.
+
+    They are started at once with a blank ``__main__``: a spawned worker otherwise runs the
+    caller's script again first, which an unguarded script calling :func:`main` would turn into
+    a second demo. The workers need only ``jcalib`` (the pickled :func:`_distance`)."""
+    try:
+        pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"))
+        main = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            started = [pool.submit(int, 0) for _ in range(n)]  # one process per task: all n start now
+        finally:
+            sys.modules["__main__"] = main
+        for f in started:
+            f.result()
+        return pool
+    except (OSError, RuntimeError, BrokenProcessPool):  # no processes here: the distances run in this one
+        return None
+
+
 def _demo(args) -> int:
     t0 = time.perf_counter()
     key = jax.random.key(args.seed)
@@ -463,9 +534,16 @@ def _demo(args) -> int:
     # the reliability diagrams show the study's own runs at the largest horizon (its first seed):
     # no sweeps, nor programs, of their own
     keep = {(f, n) for f in _RELIABILITY_FORECASTERS for n in _reliability_natures(max(args.T))}
-    runs, samples = _study(args.T, args.seeds, key=k_study, distance_seeds=args.distance_seeds,
-                           forecasters_for=F.binary_suite, natures_for=_natures, threads=2, distance_map=map,
-                           progress=not args.no_progress, keep=keep)
+    # the distances (NumPy and SciPy on the host, most of a run's work after compiling) in two
+    # worker processes, started while the sweeps compile
+    workers = _distance_workers(2) if args.distance_seeds else None
+    try:
+        runs, samples = _study(args.T, args.seeds, key=k_study, distance_seeds=args.distance_seeds,
+                               forecasters_for=F.binary_suite, natures_for=_natures, threads=2, distance_map=map,
+                               progress=not args.no_progress, keep=keep, distance_pool=workers)
+    finally:
+        if workers is not None:
+            workers.shutdown(cancel_futures=True)
     paths = report(runs, args.out, title="jcalib demo: online calibration, paper 000")
     paths["reliability"] = _reliability(args.out, max(args.T), k_rel, samples)
     print(Path(paths["summary"]).read_text())
