@@ -151,10 +151,14 @@ def first_calls(old, repeats, n=20_000, B=1000, data="miscalibrated", methods=("
     for r in range(repeats):
         for method in methods:
             for label, root in (versions if r % 2 == 0 else versions[::-1]):
-                env = dict(os.environ, PYTHONPATH=root)
+                # no persistent cache (this process's, handed down through the environment), and
+                # the working directory the version's own root: `python -c` imports from there first
+                env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_PERSISTENT_CACHE")
+                       and k != "JAX_COMPILATION_CACHE_DIR"}
+                env.update(PYTHONPATH=root, JCALIB_COMPILATION_CACHE="0")
                 start_load = load()
                 out = subprocess.run([sys.executable, "-c", _FIRST_CALL, str(n), str(B), method, data], env=env,
-                                     capture_output=True, text=True, check=True).stdout.split()
+                                     cwd=root, capture_output=True, text=True, check=True).stdout.split()
                 first, second, compiles, compile_s, again = out
                 print(f"{label:3s} {method:10s} {data}, n = {n}, {B} resamples: first call {first} s ({compiles} XLA "
                       f"compilations, {compile_s} s), second call {second} s ({again} compilations), "
