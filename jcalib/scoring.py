@@ -56,10 +56,14 @@ from ._validation import (
     BinaryLabels,
     BinaryProbs,
     BoundaryOnly,
-    Distribution,
+    Choice,
     Custom,
+    Distribution,
+    Int,
+    Optional,
     Real,
     RealArray,
+    Spec,
     as_float_array,
     check_fields,
     check_float_scalar,
@@ -139,12 +143,6 @@ _BINARY_SCORE = dict(probs=BoundaryOnly(BinaryProbs(ndim=None)),
 def _checked(p, y):
     """``(p, y)`` as arrays of one float dtype (both already checked by the declaration)."""
     return p, y.astype(p.dtype)
-
-
-def _real(x, name):
-    """A real prediction or outcome: numeric, non-empty and finite (in NumPy when concrete, in
-    the graph when traced)."""
-    return _ANY_REAL.check(x, name, {})
 
 
 def _py(p, y):
@@ -273,31 +271,61 @@ def _shape(name, *arrays):
         raise ValueError(f"{name} must broadcast together, got shapes {[tuple(jnp.shape(a)) for a in arrays]}") from None
 
 
-def _not_nan(x, name):
-    """A real array that may hold ±inf (a bound) but no NaN (in the graph when traced)."""
-    return RealArray(ndim=None, finite=False).check(x, name, {})
+_NOT_NAN = RealArray(ndim=None, finite=False)  # a bound: ±inf allowed, NaN refused
 
 
-def _positive(x, name, low=0.0):
-    """A distribution parameter: numeric and, when concrete, finite and > ``low``."""
-    x = _real(x, name)
-    if is_concrete(x):
-        v = np.asarray(x)
-        if np.any(v <= low):
-            raise ValueError(f"{name} must be > {low:g}; found {float(v[v <= low].ravel()[0])!r}")
-        return x
-    return in_graph(x, ~jnp.all(x > low), f"{name} must be > {low:g}")
+def _positive_param(low=0.0):
+    """The spec of a distribution parameter: a real array, finite and > ``low`` (in NumPy when
+    concrete, in the graph when traced)."""
+
+    def check(x, name, bound):
+        x = _ANY_REAL.check(x, name, bound)
+        if is_concrete(x):
+            v = np.asarray(x)
+            if np.any(v <= low):
+                raise ValueError(f"{name} must be > {low:g}; found {float(v[v <= low].ravel()[0])!r}")
+            return x
+        return in_graph(x, ~jnp.all(x > low), f"{name} must be > {low:g}")
+
+    return Custom(check, f"a finite real array > {low:g}")
 
 
-def _level(alpha, name):
+_POSITIVE = _positive_param()
+
+
+def _level(alpha, name, bound):
     """Interval levels $\\alpha \\in (0, 1)$ (open: $\\alpha = 0$ is an infinite interval)."""
-    alpha = RealArray(ndim=None).check(alpha, name, {})
+    alpha = _ANY_REAL.check(alpha, name, bound)
     if is_concrete(alpha):
         v = np.asarray(alpha)
         if not np.all((v > 0) & (v < 1)):  # NaN fails too
             raise ValueError(f"{name} must lie in (0, 1) (no NaN); found {float(v[~((v > 0) & (v < 1))].ravel()[0])!r}")
         return alpha
     return in_graph(alpha, ~jnp.all((alpha > 0) & (alpha < 1)), f"{name} must lie in (0, 1) (no NaN)")
+
+
+_LEVEL = Custom(_level, "interval levels in (0, 1)")
+
+
+def _above(lower: str, *, strict: bool, spec: Spec = _ANY_REAL):
+    """The spec of an upper bound: ``spec``, and (when both are concrete and broadcast) >= the
+    earlier argument ``lower`` (> with ``strict``); shapes that do not broadcast are named by
+    the function's own broadcast check."""
+
+    def check(x, name, bound):
+        hi = spec.check(x, name, bound)
+        lo = bound[lower]
+        if is_concrete(lo) and is_concrete(hi):
+            a, b = np.asarray(lo), np.asarray(hi)
+            try:
+                np.broadcast_shapes(a.shape, b.shape)
+            except ValueError:
+                return hi
+            if not np.all(a < b if strict else a <= b):
+                raise ValueError(f"{lower} must be {'<' if strict else '<='} {name}")
+        return hi
+
+    return Custom(check, f"an upper bound {'>' if strict else '>='} {lower}")
 
 
 def _cast(dtype, shape, *arrays):
@@ -431,48 +459,61 @@ def _log_beta_kernel(a, b, x):
     )
 
 
-def _ensemble_inputs(ensemble, y, member_weights, estimator, axis):
-    """Checked ``(x, y, w)``: members on the last axis, broadcast to one batch shape, one dtype
-    (``w`` None when the members weigh the same)."""
-    if estimator not in _ESTIMATORS:
-        raise ValueError(f"estimator must be 'standard' or 'fair', got {estimator!r}")
-    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
-        raise ValueError(f"axis must be an integer, got {type(axis).__name__} {axis!r}")
-    x = RealArray(ndim=None, nonempty=False).check(ensemble, "ensemble", {})  # an empty member axis is named below
+def _ensemble(x, name, bound):
+    """Members of ensemble forecasts: a finite real array with a non-empty member axis ``axis``
+    (two members at least for the fair estimator)."""
+    x = RealArray(ndim=None, nonempty=False).check(x, name, bound)  # an empty member axis is named below
+    axis, estimator = bound["axis"], bound["estimator"]
     if x.ndim == 0:
-        raise ValueError("ensemble needs a member axis, got a scalar")
+        raise ValueError(f"{name} needs a member axis, got a scalar")
     if not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"axis {axis} is out of range for ensemble of shape {tuple(x.shape)}")
+        raise ValueError(f"axis {axis} is out of range for {name} of shape {tuple(x.shape)}")
     m = x.shape[axis]
     if m == 0:
-        raise ValueError("ensemble has no members (its member axis is empty)")
+        raise ValueError(f"{name} has no members (its member axis is empty)")
     if estimator == "fair" and m < 2:
         raise ValueError("the fair estimator needs at least 2 members")
-    y = _real(as_float_array(y, "y"), "y")
-    w = None
-    if member_weights is not None:
-        w = _real(as_float_array(member_weights, "member_weights"), "member_weights")
-        if w.shape == (m,):
-            w = jnp.moveaxis(jnp.broadcast_to(w, x.shape[:axis % x.ndim] + x.shape[axis % x.ndim + 1:] + (m,)), -1, axis)
-        elif w.shape != x.shape:
-            raise ValueError(f"member_weights must have the ensemble's shape {tuple(x.shape)} or ({m},), got {tuple(w.shape)}")
-        if is_concrete(w):
-            v = np.moveaxis(np.asarray(w, np.float64), axis, -1)
-            if np.any(v < 0):
-                raise ValueError("member_weights must be non-negative")
-            total = v.sum(-1)
-            if not np.all(total > 0):
-                raise ValueError("member_weights sum to zero for some forecast; each needs positive weight")
-            if estimator == "fair" and np.any(np.sum(v > 0, -1) < 2):
-                raise ValueError("the fair estimator needs positive weight on at least 2 members of every forecast")
-        else:
-            v = jnp.moveaxis(w, axis, -1)
-            few = jnp.sum(v > 0, -1) < (2 if estimator == "fair" else 1)
-            w = in_graph(w, jnp.any(v < 0) | jnp.any(few),
-                         "member_weights must be non-negative with positive weight on "
-                         f"{'at least 2 members' if estimator == 'fair' else 'some member'} of every forecast")
-        w = jnp.moveaxis(w, axis, -1)
+    return x
+
+
+def _member_weights(w, name, bound):
+    """Non-negative weights of the members, of the ensemble's shape or ``(m,)`` (returned in the
+    ensemble's shape), with positive weight on a member (two for the fair estimator) of every
+    forecast: in NumPy when concrete, in the graph when traced."""
+    x, axis, estimator = bound["ensemble"], bound["axis"], bound["estimator"]
+    m = x.shape[axis]
+    w = _ANY_REAL.check(w, name, bound)
+    if w.shape == (m,):
+        w = jnp.moveaxis(jnp.broadcast_to(w, x.shape[:axis % x.ndim] + x.shape[axis % x.ndim + 1:] + (m,)), -1, axis)
+    elif w.shape != x.shape:
+        raise ValueError(f"{name} must have the ensemble's shape {tuple(x.shape)} or ({m},), got {tuple(w.shape)}")
+    if is_concrete(w):
+        v = np.moveaxis(np.asarray(w, np.float64), axis, -1)
+        if np.any(v < 0):
+            raise ValueError(f"{name} must be non-negative")
+        if not np.all(v.sum(-1) > 0):
+            raise ValueError(f"{name} sum to zero for some forecast; each needs positive weight")
+        if estimator == "fair" and np.any(np.sum(v > 0, -1) < 2):
+            raise ValueError("the fair estimator needs positive weight on at least 2 members of every forecast")
+        return w
+    v = jnp.moveaxis(w, axis, -1)
+    few = jnp.sum(v > 0, -1) < (2 if estimator == "fair" else 1)
+    return in_graph(w, jnp.any(v < 0) | jnp.any(few),
+                    f"{name} must be non-negative with positive weight on "
+                    f"{'at least 2 members' if estimator == 'fair' else 'some member'} of every forecast")
+
+
+# The declared inputs of crps_ensemble and twcrps_ensemble (settings first: the members' checks use them).
+_ENSEMBLE = dict(estimator=Choice(*_ESTIMATORS), axis=Int(), ensemble=Custom(_ensemble, "ensemble members on `axis`"),
+                 y=_ANY_REAL, member_weights=Optional(Custom(_member_weights, "non-negative member weights")))
+
+
+def _ensemble_batch(x, y, w, axis):
+    """``(x, y, w)`` of checked inputs with the members on the last axis, broadcast to one batch
+    shape, in one dtype (``w`` None when the members weigh the same)."""
+    m = x.shape[axis]
     x = jnp.moveaxis(x, axis, -1)
+    w = None if w is None else jnp.moveaxis(w, axis, -1)
     batch = _shape("the ensemble's batch shape (its shape without the member axis) and y", x[..., 0], y)
     dt = float_dtype(x, y) if w is None else float_dtype(x, y, w)
     (y,) = _cast(dt, batch, y)
@@ -508,6 +549,7 @@ def _crps_of_sorted_ensemble(x, y, w, fair):
     return e1 - half_pairs
 
 
+@declare(**_ENSEMBLE)
 def crps_ensemble(
     ensemble: ArrayLike,
     y: ArrayLike,
@@ -561,7 +603,7 @@ def crps_ensemble(
         estimation. JASA 102(477), Eq. 21.
         Ferro, C. A. T. (2014). Fair scores for ensemble forecasts. QJRMS 140(683).
     """
-    x, y, w = _ensemble_inputs(ensemble, y, member_weights, estimator, axis)
+    x, y, w = _ensemble_batch(ensemble, y, member_weights, axis)
     return _crps_of_sorted_ensemble(x, y, w, estimator == "fair")
 
 
@@ -571,6 +613,7 @@ def _twcrps_kernel(x, y, w, lo, hi, fair):
     return _crps_of_sorted_ensemble(x, jnp.clip(y, lo, hi), w, fair)
 
 
+@declare(**_ENSEMBLE, lower=_NOT_NAN, upper=_above("lower", strict=True, spec=_NOT_NAN))
 def twcrps_ensemble(
     ensemble: ArrayLike,
     y: ArrayLike,
@@ -605,17 +648,53 @@ def twcrps_ensemble(
         Allen, S., Ginsbourger, D. and Ziegel, J. (2023). Evaluating forecasts for high-impact
         events using transformed kernel scores. SIAM/ASA JUQ 11(3).
     """
-    x, y, w = _ensemble_inputs(ensemble, y, member_weights, estimator, axis)
-    lo, hi = _not_nan(lower, "lower"), _not_nan(upper, "upper")
+    x, y, w = _ensemble_batch(ensemble, y, member_weights, axis)
+    lo, hi = lower, upper
     batch = _shape("lower, upper and the forecasts' batch shape", y, lo, hi)
     if batch != y.shape:
         raise ValueError(f"lower and upper must broadcast to the batch shape {tuple(y.shape)}, got shapes {tuple(lo.shape)}, {tuple(hi.shape)}")
-    if is_concrete(lo) and is_concrete(hi) and not np.all(np.asarray(lo) < np.asarray(hi)):
-        raise ValueError("lower must be < upper")
     lo, hi = _cast(y.dtype, batch, lo, hi)
     return _twcrps_kernel(x, y, w, lo, hi, estimator == "fair")
 
 
+def _ordered_probs(p, name, bound):
+    """Forecasts over ``K >= 2`` ordered categories on the last axis: finite, non-negative, each
+    row summing to 1 within 1e-4 (in NumPy when concrete, in the graph when traced)."""
+    p = _ANY_REAL.check(p, name, bound)
+    if p.ndim < 1 or p.shape[-1] < 2:
+        raise ValueError(f"{name} must have K >= 2 categories on its last axis, got shape {tuple(p.shape)}")
+    if is_concrete(p):
+        v = np.asarray(p, np.float64)
+        if np.any(v < 0):
+            raise ValueError(f"{name} must be non-negative; found {float(v.min())!r}")
+        if v.size and np.max(np.abs(v.sum(-1) - 1)) > 1e-4:
+            raise ValueError(f"{name} must sum to 1 over the categories (largest deviation {np.max(np.abs(v.sum(-1) - 1)):.3g} > 1e-4)")
+        return p
+    return in_graph(p, jnp.any(p < 0) | jnp.any(jnp.abs(jnp.sum(p, -1) - 1) > 1e-4),
+                    f"{name} must be non-negative with rows summing to 1 over the categories (within 1e-4)")
+
+
+def _ordinal_labels(lab, name, bound):
+    """The categories that occurred: integers in ``[0, K)``, ``K`` the last axis of ``probs``,
+    as int32 (in NumPy when concrete, in the graph when traced)."""
+    K = bound["probs"].shape[-1]
+    if is_concrete(lab):
+        lv = np.asarray(lab)
+        if lv.dtype.kind not in "biuf":
+            raise ValueError(f"{name} must be integer categories, got dtype {lv.dtype}")
+        if lv.dtype.kind == "f" and not np.all(np.isfinite(lv) & (lv == np.round(lv))):
+            raise ValueError(f"{name} must be integer categories (no NaN, no fractions)")
+        if lv.size and (lv.min() < 0 or lv.max() >= K):
+            raise ValueError(f"{name} must lie in [0, {K}); found range [{lv.min()}, {lv.max()}]")
+        return jnp.asarray(lv.astype(np.int32))
+    if not (jnp.issubdtype(lab.dtype, jnp.number) or lab.dtype == jnp.bool_):
+        raise ValueError(f"{name} must be integer categories, got dtype {lab.dtype}")
+    ok = (lab >= 0) & (lab < K) & (lab == jnp.round(lab))
+    return in_graph(lab, ~jnp.all(ok), f"{name} must be integer categories in [0, {K})").astype(jnp.int32)
+
+
+@declare(probs=Custom(_ordered_probs, "rows over K >= 2 ordered categories, on the simplex"),
+         labels=Custom(_ordinal_labels, "integer categories in [0, K)"))
 def rps(probs: ArrayLike, labels: ArrayLike) -> Float[Array, "..."]:
     r"""Ranked probability score of forecasts over $K$ ordered categories (Epstein 1969):
     $$\mathrm{RPS}(p, y) = \sum_{k=1}^{K} (F_k - 1[y \le k])^2, \qquad F_k = \sum_{j \le k} p_j,$$
@@ -643,32 +722,8 @@ def rps(probs: ArrayLike, labels: ArrayLike) -> Float[Array, "..."]:
         Epstein, E. S. (1969). A scoring system for probability forecasts of ranked categories.
         Journal of Applied Meteorology 8(6), 985–987.
     """
-    p = _real(as_float_array(probs, "probs"), "probs")
-    if p.ndim < 1 or p.shape[-1] < 2:
-        raise ValueError(f"probs must have K >= 2 categories on its last axis, got shape {tuple(p.shape)}")
+    p, lab = probs, labels
     K = p.shape[-1]
-    if is_concrete(p):
-        v = np.asarray(p, np.float64)
-        if np.any(v < 0):
-            raise ValueError(f"probs must be non-negative; found {float(v.min())!r}")
-        if v.size and np.max(np.abs(v.sum(-1) - 1)) > 1e-4:
-            raise ValueError(f"probs must sum to 1 over the categories (largest deviation {np.max(np.abs(v.sum(-1) - 1)):.3g} > 1e-4)")
-    else:
-        p = in_graph(p, jnp.any(p < 0) | jnp.any(jnp.abs(jnp.sum(p, -1) - 1) > 1e-4),
-                     "probs must be non-negative with rows summing to 1 over the categories (within 1e-4)")
-    lab = labels
-    if is_concrete(lab):
-        lv = np.asarray(lab)
-        if lv.dtype.kind not in "biuf":
-            raise ValueError(f"labels must be integer categories, got dtype {lv.dtype}")
-        if lv.dtype.kind == "f" and not np.all(np.isfinite(lv) & (lv == np.round(lv))):
-            raise ValueError("labels must be integer categories (no NaN, no fractions)")
-        if lv.size and (lv.min() < 0 or lv.max() >= K):
-            raise ValueError(f"labels must lie in [0, {K}); found range [{lv.min()}, {lv.max()}]")
-        lab = jnp.asarray(lv.astype(np.int32))
-    else:
-        ok = (lab >= 0) & (lab < K) & (lab == jnp.round(lab))
-        lab = in_graph(lab, ~jnp.all(ok), f"labels must be integer categories in [0, {K})").astype(jnp.int32)
     batch = _shape("probs' batch shape (without the categories) and labels", p[..., 0], lab)
     if batch != tuple(p.shape[:-1]):
         raise ValueError(f"labels of shape {tuple(lab.shape)} must match probs' batch shape {tuple(p.shape[:-1])} "
@@ -680,6 +735,7 @@ def rps(probs: ArrayLike, labels: ArrayLike) -> Float[Array, "..."]:
     return jnp.sum((F - hit) ** 2, axis=-1)
 
 
+@declare(lower=_ANY_REAL, upper=_above("lower", strict=False), y=_ANY_REAL, alpha=_LEVEL)
 def interval_score(lower: ArrayLike, upper: ArrayLike, y: ArrayLike, alpha: ArrayLike) -> Float[Array, "..."]:
     r"""Interval score of a central $(1 - \alpha)$ prediction interval $[l, u]$ (Gneiting and
     Raftery 2007, §6.2, Eq. 43):
@@ -704,15 +760,51 @@ def interval_score(lower: ArrayLike, upper: ArrayLike, y: ArrayLike, alpha: Arra
         Gneiting, T. and Raftery, A. E. (2007). Strictly proper scoring rules, prediction, and
         estimation. JASA 102(477), §6.2, Eq. 43.
     """
-    lo, hi, y = _real(lower, "lower"), _real(upper, "upper"), _real(y, "y")
-    alpha = _level(alpha, "alpha")
+    lo, hi = lower, upper
     shape = _shape("lower, upper, y and alpha", lo, hi, y, alpha)
-    if is_concrete(lo) and is_concrete(hi) and np.any(np.asarray(lo) > np.asarray(hi)):
-        raise ValueError("lower must be <= upper")
     lo, hi, y, alpha = _cast(float_dtype(lo, hi, y, alpha), shape, lo, hi, y, alpha)
     return (hi - lo) + (2 / alpha) * (jnp.maximum(lo - y, 0) + jnp.maximum(y - hi, 0))
 
 
+def _levels_1d(a, name, bound):
+    """A non-empty 1-D array of interval levels in (0, 1)."""
+    a = _level(a, name, bound)
+    if a.ndim != 1 or a.shape[0] < 1:
+        raise ValueError(f"{name} must be a non-empty 1-D array of levels, got shape {tuple(a.shape)}")
+    return a
+
+
+def _per_level(x, name, bound):
+    """Interval ends with the levels of ``alphas`` on their last axis."""
+    x = _ANY_REAL.check(x, name, bound)
+    K = bound["alphas"].shape[0]
+    if x.ndim < 1 or x.shape[-1] != K:
+        raise ValueError(f"{name} must have the {K} levels of alphas on its last axis, got shape {tuple(x.shape)}")
+    return x
+
+
+def _level_weights(w, name, bound):
+    """The intervals' weights: finite, non-negative (when concrete), shape ``(K,)`` like ``alphas``."""
+    w = _ANY_REAL.check(w, name, bound)
+    K = bound["alphas"].shape[0]
+    if w.shape != (K,):
+        raise ValueError(f"{name} must have shape ({K},) like alphas, got {tuple(w.shape)}")
+    if is_concrete(w) and np.any(np.asarray(w) < 0):
+        raise ValueError(f"{name} must be non-negative")
+    return w
+
+
+def _median_weight(w0, name, bound):
+    """$w_0 \\ge 0$ as a 0-d array in the dtype of the other arguments (traced: unchecked)."""
+    dt = float_dtype(*(v for v in bound.values() if v is not None))
+    return check_float_scalar(w0, name, dt, non_negative=True)
+
+
+@declare(alphas=Custom(_levels_1d, "a non-empty 1-D array of levels in (0, 1)"), median=_ANY_REAL, y=_ANY_REAL,
+         lower=Custom(_per_level, "interval ends with the levels on the last axis"),
+         upper=Custom(_per_level, "interval ends with the levels on the last axis"),
+         weights=Optional(Custom(_level_weights, "non-negative weights, one per level")),
+         median_weight=Custom(_median_weight, "a real scalar >= 0"))
 def weighted_interval_score(
     median: ArrayLike,
     lower: ArrayLike,
@@ -751,25 +843,10 @@ def weighted_interval_score(
         Bracher, J., Ray, E. L., Gneiting, T. and Reich, N. G. (2021). Evaluating epidemic
         forecasts in an interval format. PLoS Computational Biology 17(2), Eqs. 1–2.
     """
-    a = _level(alphas, "alphas")
-    if a.ndim != 1 or a.shape[0] < 1:
-        raise ValueError(f"alphas must be a non-empty 1-D array of levels, got shape {tuple(a.shape)}")
+    a, med, lo, hi, w0 = alphas, median, lower, upper, median_weight
     K = a.shape[0]
-    med, y = _real(median, "median"), _real(y, "y")
-    lo, hi = _real(lower, "lower"), _real(upper, "upper")
-    for name, arr in (("lower", lo), ("upper", hi)):
-        if arr.ndim < 1 or arr.shape[-1] != K:
-            raise ValueError(f"{name} must have the {K} levels of alphas on its last axis, got shape {tuple(arr.shape)}")
-    if weights is None:
-        wk = a / 2
-    else:
-        wk = _real(as_float_array(weights, "weights"), "weights")
-        if wk.shape != (K,):
-            raise ValueError(f"weights must have shape ({K},) like alphas, got {tuple(wk.shape)}")
-        if is_concrete(wk) and np.any(np.asarray(wk) < 0):
-            raise ValueError("weights must be non-negative")
+    wk = a / 2 if weights is None else weights
     dt = float_dtype(med, y, lo, hi, a, wk)
-    w0 = check_float_scalar(median_weight, "median_weight", dt, non_negative=True)
     batch = _shape("median, y and the batch shape of lower and upper", med, y, lo[..., 0], hi[..., 0])
     # interval_score checks lower <= upper and broadcasts the levels over the batch
     IS = interval_score(lo.astype(dt), hi.astype(dt), jnp.broadcast_to(jnp.asarray(y, dt), batch)[..., None], a.astype(dt))
@@ -778,6 +855,7 @@ def weighted_interval_score(
     return (w0 * jnp.abs(y - med) + IS @ wk.astype(dt)) / (K + 0.5)
 
 
+@declare(a=_POSITIVE, b=_POSITIVE, y=_ANY_REAL, lower=_ANY_REAL, upper=_above("lower", strict=True))
 def crps_beta(a: ArrayLike, b: ArrayLike, y: ArrayLike, *, lower: ArrayLike = 0.0, upper: ArrayLike = 1.0) -> Float[Array, "..."]:
     r"""CRPS of the beta distribution $\mathrm{Beta}(a, b)$ on $[0, 1]$, or rescaled to $[l, u]$,
     in closed form (Taillardat et al. 2016; Jordan, Krüger and Lerch 2019):
@@ -808,10 +886,7 @@ def crps_beta(a: ArrayLike, b: ArrayLike, y: ArrayLike, *, lower: ArrayLike = 0.
         Jordan, A., Krüger, F. and Lerch, S. (2019). Evaluating probabilistic forecasts with
         scoringRules. Journal of Statistical Software 90(12).
     """
-    a, b, y = _positive(a, "a"), _positive(b, "b"), _real(y, "y")
-    lo, hi = _real(lower, "lower"), _real(upper, "upper")
-    if is_concrete(lo) and is_concrete(hi) and not np.all(np.asarray(lo) < np.asarray(hi)):
-        raise ValueError("lower must be < upper")
+    lo, hi = lower, upper
     shape = _shape("a, b, y, lower and upper", a, b, y, lo, hi)
     return _crps_beta_kernel(*_cast(float_dtype(a, b, y, lo, hi), shape, a, b, y, lo, hi))
 
@@ -829,6 +904,7 @@ def _crps_beta_kernel(a, b, y, lo, hi):
     return width * s
 
 
+@declare(shape=_POSITIVE, rate=_POSITIVE, y=_ANY_REAL)
 def crps_gamma(shape: ArrayLike, rate: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
     r"""CRPS of the gamma distribution with shape $\alpha$ and rate $\beta$ (mean
     $\mu = \alpha/\beta$), in closed form (Scheuerer and Möller 2015; Taillardat et al. 2016):
@@ -857,7 +933,7 @@ def crps_gamma(shape: ArrayLike, rate: ArrayLike, y: ArrayLike) -> Float[Array, 
         on ensemble model output statistics. Annals of Applied Statistics 9(3).
         Taillardat, M., Mestre, O., Zamo, M. and Naveau, P. (2016). Monthly Weather Review 144(6).
     """
-    al, be, y = _positive(shape, "shape"), _positive(rate, "rate"), _real(y, "y")
+    al, be = shape, rate
     sh = _shape("shape, rate and y", al, be, y)
     return _crps_gamma_kernel(*_cast(float_dtype(al, be, y), sh, al, be, y))
 
@@ -875,6 +951,7 @@ def _crps_gamma_kernel(al, be, y):
     return (y - mu) * (2 * F - 1) + 2 * mu * dens - jnp.exp(_lgamma_ratio_half(al)) / (math.sqrt(math.pi) * be)
 
 
+@declare(df=_positive_param(1.0), loc=_ANY_REAL, scale=_POSITIVE, y=_ANY_REAL)
 def crps_t(df: ArrayLike, loc: ArrayLike, scale: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
     r"""CRPS of the location-scale Student-t distribution with $\nu > 1$ degrees of freedom, in
     closed form (Taillardat et al. 2016; Jordan, Krüger and Lerch 2019), $z = (y - \mu)/\sigma$:
@@ -905,8 +982,7 @@ def crps_t(df: ArrayLike, loc: ArrayLike, scale: ArrayLike, y: ArrayLike) -> Flo
         Jordan, A., Krüger, F. and Lerch, S. (2019). Journal of Statistical Software 90(12).
         Fisher, R. A. (1925). Expansion of "Student's" integral in powers of n⁻¹. Metron 5(3).
     """
-    nu, mu = _positive(df, "df", low=1.0), _real(loc, "loc")
-    sigma, y = _positive(scale, "scale"), _real(y, "y")
+    nu, mu, sigma = df, loc, scale
     sh = _shape("df, loc, scale and y", nu, mu, sigma, y)
     return _crps_t_kernel(*_cast(float_dtype(nu, mu, sigma, y), sh, nu, mu, sigma, y))
 
@@ -943,6 +1019,7 @@ def _crps_t_kernel(nu, mu, sigma, y):
     return sigma * (centre + dens - const)
 
 
+@declare(mean=_POSITIVE, y=_ANY_REAL)
 def crps_poisson(mean: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
     r"""CRPS of the Poisson distribution with mean $\lambda > 0$, in closed form (Wei and Held
     2014; Jordan, Krüger and Lerch 2019):
@@ -967,7 +1044,7 @@ def crps_poisson(mean: ArrayLike, y: ArrayLike) -> Float[Array, "..."]:
         Wei, W. and Held, L. (2014). Calibration tests for count data. TEST 23(4).
         Jordan, A., Krüger, F. and Lerch, S. (2019). Journal of Statistical Software 90(12).
     """
-    lam, y = _positive(mean, "mean"), _real(y, "y")
+    lam = mean
     sh = _shape("mean and y", lam, y)
     return _crps_poisson_kernel(*_cast(float_dtype(lam, y), sh, lam, y))
 
