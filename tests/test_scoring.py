@@ -597,3 +597,27 @@ def test_bool_settings_are_refused():
     with pytest.raises(TypeError, match="median_weight"):
         scoring.weighted_interval_score(jnp.array([0.0]), jnp.array([[-1.0]]), jnp.array([[1.0]]), jnp.array([0.2]),
                                         jnp.array([0.5]), median_weight=True)
+
+
+def test_the_real_outcome_scores_declare_their_inputs():
+    """Each score states its inputs once (``declare``): NumPy scalars and 0-d arrays pass as
+    numbers do, bools and unknown settings are refused by name, a traced member axis is refused
+    as not static, and traced parameters keep their in-graph check."""
+    from jcalib._validation import declared
+
+    for fn in (scoring.crps_beta, scoring.crps_ensemble, scoring.crps_gamma, scoring.crps_poisson, scoring.crps_t,
+               scoring.interval_score, scoring.rps, scoring.twcrps_ensemble, scoring.weighted_interval_score):
+        assert declared(fn), fn.__name__
+    assert abs(float(scoring.crps_gamma(np.float32(1.0), np.asarray(1.0), np.float64(0.0))) - 0.5) < 1e-6  # exponential at 0
+    with pytest.raises(ValueError, match="shape must be real numbers, not bools"):
+        scoring.crps_gamma(True, 1.0, 0.0)
+    with pytest.raises(ValueError, match="estimator must be one of"):
+        scoring.crps_ensemble(_X, _Y5, estimator="energy")
+    with pytest.raises(ValueError, match="axis must be an integer"):
+        scoring.crps_ensemble(_X, _Y5, axis=1.0)
+    with pytest.raises(TypeError, match="`axis` must be a static Python int"):
+        jax.jit(lambda a: scoring.crps_ensemble(_X, _Y5, axis=a))(1)
+    f = jax.jit(lambda df: scoring.crps_t(df, 0.0, 1.0, 0.5))
+    assert np.isfinite(float(f(3.0)))
+    with pytest.raises(Exception, match="df must be > 1"):
+        f(0.5).block_until_ready()
