@@ -30,10 +30,10 @@ import numpy as np
 from jaxtyping import PRNGKeyArray
 from tqdm.auto import tqdm
 
-from .._validation import MAX_BINS, check_int, check_static_int
-from ._seed import host_seed
-from .experts import EXPERTS, UNIFORM_MIX, ExpertForecasts, gaussian_bin_probs, make_expert
-from .lagged import LaggedSeries
+from .._validation import Bool, Choice, Custom, Optional, check_int, declare, shown
+from ._seed import KEY, host_seed
+from .experts import EXPERT_BINS, EXPERTS, UNIFORM_MIX, ExpertForecasts, gaussian_bin_probs, make_expert
+from .lagged import LaggedSeries, _lagged_data
 
 __all__ = ["DAY_AHEAD_STRATEGIES", "run_day_ahead_expert"]
 
@@ -41,6 +41,54 @@ __all__ = ["DAY_AHEAD_STRATEGIES", "run_day_ahead_expert"]
 DAY_AHEAD_STRATEGIES = ("shared", "per_horizon")
 
 
+def _hourly(data, name, bound):
+    """Lagged data (:func:`~jcalib.datasets.lagged._lagged_data`) whose ``series`` is a finite
+    1-D array."""
+    data = _lagged_data(data, name, bound)
+    try:
+        s = np.asarray(data.series, np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}.series must be a finite 1-D array, got {shown(data.series)}") from None
+    if s.ndim != 1 or not np.all(np.isfinite(s)):
+        raise ValueError(f"{name}.series must be a finite 1-D array")
+    return data
+
+
+def _hours(data) -> int:
+    return np.shape(data.series)[0]
+
+
+def _day_length(day_length, name, bound):
+    """Hours per day: at least 1, leaving 2 whole days in the series at least."""
+    day_length = check_int(day_length, name, 1)
+    if day_length > _hours(bound["data"]) // 2:
+        raise ValueError(f"{name}={day_length} leaves fewer than 2 whole days in the series of {_hours(bound['data'])} hours")
+    return day_length
+
+
+def _days(days, name, bound):
+    """Days forecast: at least 1, each with a previous day in the series."""
+    days = check_int(days, name, 1)
+    n_days = _hours(bound["data"]) // bound["day_length"]
+    if days > n_days - 1:
+        raise ValueError(f"{name} {days} is more than the {n_days - 1} days with a previous day in the series")
+    return days
+
+
+def _warmup_days(warmup_days, name, bound):
+    """Days learnt before the window: from 0 to the days before it (after day 1)."""
+    warmup_days = check_int(warmup_days, name, 0)
+    room = _hours(bound["data"]) // bound["day_length"] - 1 - bound["days"]
+    if warmup_days > room:
+        raise ValueError(f"{name} must be at most {room}, got {warmup_days}")
+    return warmup_days
+
+
+@declare(name=Choice(*EXPERTS), strategy=Choice(*DAY_AHEAD_STRATEGIES),
+         data=Custom(_hourly, "a LaggedSeries with a finite 1-D series and low < high"),
+         day_length=Custom(_day_length, "hours per day, 2 whole days in the series at least"),
+         days=Custom(_days, "days forecast, each with a previous day"), n_bins=EXPERT_BINS,
+         warmup_days=Optional(Custom(_warmup_days, "days before the window")), key=KEY, progress=Bool())
 def run_day_ahead_expert(
     name: str,
     data: LaggedSeries,
@@ -85,26 +133,9 @@ def run_day_ahead_expert(
         >>> f.probs.shape, f.y.shape
         ((48, 50), (48,))
     """
-    if name not in EXPERTS:
-        raise ValueError(f"name must be one of {EXPERTS}, got {name!r}")
-    if strategy not in DAY_AHEAD_STRATEGIES:
-        raise ValueError(f"strategy must be one of {DAY_AHEAD_STRATEGIES}, got {strategy!r}")
-    days, day_length, n_bins = (check_int(v, nm, 1) for v, nm in ((days, "days"), (day_length, "day_length"), (n_bins, "n_bins")))
     s = np.asarray(data.series, np.float64)
-    if s.ndim != 1 or not np.all(np.isfinite(s)):
-        raise ValueError("data.series must be a finite 1-D array")
-    if not data.high > data.low:
-        raise ValueError(f"need data.low < data.high, got {data.low}, {data.high}")
-    if day_length > s.shape[0] // 2:
-        raise ValueError(f"day_length={day_length} leaves fewer than 2 whole days in the series of {s.shape[0]} hours")
-    n_bins = check_static_int(n_bins, "n_bins", 1, MAX_BINS, bytes_per=8, what="its bin edges")
     n_days = s.shape[0] // day_length
-    if days > n_days - 1:
-        raise ValueError(f"days {days} is more than the {n_days - 1} days with a previous day in the series")
     warmup_days = n_days - 1 - days if warmup_days is None else warmup_days
-    warmup_days = check_int(warmup_days, "warmup_days", 0)
-    if warmup_days + days > n_days - 1:
-        raise ValueError(f"warmup_days must be at most {n_days - 1 - days}, got {warmup_days}")
 
     z = np.clip((s[: n_days * day_length] - data.low) / (data.high - data.low), 0.0, 1.0).reshape(n_days, day_length)
     edges = np.linspace(0.0, 1.0, n_bins + 1)

@@ -52,9 +52,9 @@ from scipy.special import ndtr
 from jaxtyping import PRNGKeyArray
 from tqdm.auto import tqdm
 
-from .._validation import MAX_BINS, check_static_int
-from ._seed import host_seed
-from .lagged import LaggedSeries
+from .._validation import MAX_BINS, Bool, Choice, Custom, Int, Optional, check_static_int, declare
+from ._seed import KEY, host_seed
+from .lagged import LaggedSeries, _lagged_data
 
 __all__ = ["EXPERTS", "ExpertForecasts", "make_expert", "run_expert", "gaussian_bin_probs"]
 
@@ -173,6 +173,35 @@ def gaussian_bin_probs(mean, scale, edges, eps: float = UNIFORM_MIX) -> np.ndarr
     return (1 - eps) * p + eps / k
 
 
+def _finite_rows(data, name, bound):
+    """Lagged data (:func:`~jcalib.datasets.lagged._lagged_data`) with finite outcomes and lags."""
+    data = _lagged_data(data, name, bound)
+    if not (np.all(np.isfinite(data.y)) and np.all(np.isfinite(data.x))):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return data
+
+
+def _horizon(horizon, name, bound):
+    """Forecast steps: at least 1, at most the rows of ``data``."""
+    n = bound["data"].y.shape[0]
+    horizon = check_static_int(horizon, name, 1)
+    if horizon > n:
+        raise ValueError(f"{name} {horizon} is longer than the series ({n} rows with lag features)")
+    return horizon
+
+
+def _warmup(warmup, name, bound):
+    """Rows learnt before the window: from 0 to the rows before it."""
+    return check_static_int(warmup, name, 0, bound["data"].y.shape[0] - bound["horizon"])
+
+
+#: The declared ``n_bins`` of the experts' forecasts: equal bins of the rescaled range.
+EXPERT_BINS = Int(1, MAX_BINS, bytes_per=8, what="its bin edges")
+
+
+@declare(name=Choice(*EXPERTS), data=Custom(_finite_rows, "a LaggedSeries with finite rows and low < high"),
+         horizon=Custom(_horizon, "forecast steps within the series"), n_bins=EXPERT_BINS,
+         warmup=Optional(Custom(_warmup, "rows before the window")), key=KEY, progress=Bool())
 def run_expert(
     name: str,
     data: LaggedSeries,
@@ -203,18 +232,8 @@ def run_expert(
         ValueError: unknown expert, ``horizon``/``warmup`` longer than the series, NaN in the
             data.
     """
-    if name not in EXPERTS:
-        raise ValueError(f"name must be one of {EXPERTS}, got {name!r}")
     n = data.y.shape[0]
-    horizon = check_static_int(horizon, "horizon", 1)
-    n_bins = check_static_int(n_bins, "n_bins", 1, MAX_BINS, bytes_per=8, what="its bin edges")
-    if horizon > n:
-        raise ValueError(f"horizon {horizon} is longer than the series ({n} rows with lag features)")
-    warmup = n - horizon if warmup is None else check_static_int(warmup, "warmup", 0, n - horizon)
-    if not (np.all(np.isfinite(data.y)) and np.all(np.isfinite(data.x))):
-        raise ValueError("data contains NaN or infinite values")
-    if not data.high > data.low:
-        raise ValueError(f"need data.low < data.high, got {data.low}, {data.high}")
+    warmup = n - horizon if warmup is None else warmup
     span = data.high - data.low
     z = np.clip((data.y - data.low) / span, 0.0, 1.0)
     zx = np.clip((data.x - data.low) / span, 0.0, 1.0)

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._validation import check_int, shown
+from .._validation import Custom, Int, declare, shown
 
 __all__ = ["LaggedSeries", "lag_features"]
 
@@ -42,6 +42,30 @@ class LaggedSeries(NamedTuple):
     unit: str
 
 
+def _series(series, name, bound):
+    """A finite 1-D series of real numbers, longer than ``n_lags``, as float64 NumPy."""
+    try:
+        s = np.asarray(series)
+        if s.dtype.kind not in "biuf":
+            raise TypeError(s.dtype)
+        s = s.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a 1-D array of real numbers, got {shown(series)}") from None
+    if s.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {s.shape}")
+    if not np.all(np.isfinite(s)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    n_lags = bound["n_lags"]
+    if s.shape[0] <= n_lags:
+        raise ValueError(f"{name} of length {s.shape[0]} is too short for {n_lags} lags (need more than n_lags values)")
+    return s
+
+
+#: The declared ``n_lags`` of the lagged series: a positive int (a static shape).
+N_LAGS = Int(1, what="its lag features")
+
+
+@declare(n_lags=N_LAGS, series=Custom(_series, "a finite 1-D real series longer than n_lags"))
 def lag_features(series, n_lags: int = 24) -> tuple[np.ndarray, np.ndarray]:
     """Outcomes and lag features of a 1-D series.
 
@@ -58,23 +82,24 @@ def lag_features(series, n_lags: int = 24) -> tuple[np.ndarray, np.ndarray]:
         >>> y.tolist(), x.tolist()
         ([3.0, 4.0], [[2.0, 1.0], [3.0, 2.0]])
     """
-    n_lags = check_int(n_lags, "n_lags", minimum=1)
-    try:
-        s = np.asarray(series)
-        if s.dtype.kind not in "biuf":
-            raise TypeError(s.dtype)
-        s = s.astype(np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"series must be a 1-D array of real numbers, got {shown(series)}") from None
-    if s.ndim != 1:
-        raise ValueError(f"series must be 1-D, got shape {s.shape}")
-    if not np.all(np.isfinite(s)):
-        raise ValueError("series contains NaN or infinite values")
-    n = s.shape[0]
-    if n <= n_lags:
-        raise ValueError(f"series of length {n} is too short for {n_lags} lags (need more than n_lags values)")
+    s, n = series, series.shape[0]
     idx = np.arange(n_lags, n)[:, None] - 1 - np.arange(n_lags)[None, :]
     return s[n_lags:].copy(), s[idx]
+
+
+def _lagged_data(data, name, bound):
+    """A :class:`LaggedSeries` (or any object with its fields ``y``, ``x``, ``series``, ``low``,
+    ``high``) whose range is non-empty, ``low < high``."""
+    missing = [f for f in ("y", "x", "series", "low", "high") if not hasattr(data, f)]
+    if missing:
+        raise TypeError(f"{name} must be a LaggedSeries (e.g. sunspots()), got {type(data).__name__} {shown(data)}")
+    try:
+        ordered = bool(data.high > data.low)
+    except (TypeError, ValueError):
+        ordered = False
+    if not ordered:
+        raise ValueError(f"need {name}.low < {name}.high, got {shown(data.low)}, {shown(data.high)}")
+    return data
 
 
 def _package_dir(package: str, extra: str) -> Path:

@@ -15,14 +15,14 @@ from __future__ import annotations
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
-from .._validation import check_hyper, check_static_int
-from ..core.keys import MAX_ROUNDS
+from .._validation import Real, declare
 from ._seed import host_seed
-from .streams import ModelStream, _load
+from .streams import STREAM_INPUTS, ModelStream, _load
 
 __all__ = ["naive_bayes_stream"]
 
 
+@declare(**STREAM_INPUTS, var_smoothing=Real(0.0, open_lo=True, static=True))
 def naive_bayes_stream(
     name: str = "digits",
     *,
@@ -70,8 +70,6 @@ def naive_bayes_stream(
         and 1).
     """
     X, y = _load(name)
-    n_passes = check_static_int(n_passes, "n_passes", 1, max(1, MAX_ROUNDS // len(y)), what="rounds within play's horizon")
-    var_smoothing = float(check_hyper(var_smoothing, "var_smoothing", 0.0, open_lo=True))
     rng = np.random.default_rng(host_seed(key))
     order = np.concatenate([rng.permutation(len(y)) for _ in range(n_passes)])
     d = X.shape[1]

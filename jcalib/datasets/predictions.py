@@ -40,7 +40,17 @@ import jax
 import numpy as np
 import scipy.special
 
-from .._validation import check_class_labels, check_hyper, check_same_length, check_simplex_probs
+from .._validation import (
+    ClassLabels,
+    Custom,
+    Real,
+    SimplexProbs,
+    check_class_labels,
+    check_same_length,
+    check_simplex_probs,
+    declare,
+    shown,
+)
 
 __all__ = ["load_predictions", "save_predictions"]
 
@@ -53,6 +63,24 @@ def _suffix(path: Path) -> str:
     if suffix not in (".npz", ".csv"):
         raise ValueError(f"{path}: unsupported file type {path.suffix!r}; use .npz or .csv")
     return suffix
+
+
+def _path(path, name, bound) -> Path:
+    """A path (``str`` or ``os.PathLike``) ending in ``.npz`` or ``.csv``, as a ``Path``."""
+    try:
+        path = Path(path)
+    except TypeError:
+        raise TypeError(f"{name} must be a str or os.PathLike file path, got {type(path).__name__} {shown(path)}") from None
+    _suffix(path)
+    return path
+
+
+def _existing_file(path, name, bound) -> Path:
+    """A ``.npz`` or ``.csv`` path (:func:`_path`) of a file that exists."""
+    path = _path(path, name, bound)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    return path
 
 
 def _softmax(logits: np.ndarray, where: str) -> np.ndarray:
@@ -128,6 +156,7 @@ def _read_csv(path: Path) -> tuple[np.ndarray, np.ndarray, bool]:
     return scores, labels, bool(z_cols)
 
 
+@declare(atol=Real(0.0, static=True), path=Custom(_existing_file, "an existing .npz or .csv file"))
 def load_predictions(path: str | os.PathLike, *, atol: float = 1e-4) -> tuple[jax.Array, jax.Array]:
     """Load held-out predictions and labels from a ``.npz`` or ``.csv`` file.
 
@@ -157,12 +186,7 @@ def load_predictions(path: str | os.PathLike, *, atol: float = 1e-4) -> tuple[ja
         >>> probs.shape, labels.tolist()
         ((2, 2), [0, 1])
     """
-    atol = float(check_hyper(atol, "atol", 0.0))
-    path = Path(path)
-    suffix = _suffix(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no such file: {path}")
-    scores, labels, are_logits = _read_npz(path) if suffix == ".npz" else _read_csv(path)
+    scores, labels, are_logits = _read_npz(path) if _suffix(path) == ".npz" else _read_csv(path)
     if scores.ndim != 2 or scores.shape[1] < 2:
         raise ValueError(f"{path}: predictions must have shape (n, C) with C >= 2, got {scores.shape}")
     if scores.shape[0] == 0:
@@ -179,6 +203,8 @@ def load_predictions(path: str | os.PathLike, *, atol: float = 1e-4) -> tuple[ja
     return probs, labels
 
 
+@declare(path=Custom(_path, "a .npz or .csv path"), probs=SimplexProbs(nonempty=False),
+         labels=ClassLabels(classes_of="probs", length_of="probs"))
 def save_predictions(path: str | os.PathLike, probs, labels) -> None:
     """Write ``probs`` (n, C) and integer ``labels`` (n,) to ``.npz`` or ``.csv``.
 
@@ -192,13 +218,8 @@ def save_predictions(path: str | os.PathLike, probs, labels) -> None:
         probs: probabilities (n, C), rows on the simplex.
         labels: integer labels (n,) in ``[0, C)``.
     """
-    path = Path(path)
-    suffix = _suffix(path)
-    p = check_simplex_probs(probs)
-    y = check_class_labels(labels, p.shape[1])
-    check_same_length(probs=p, labels=y)
-    p_np, y_np = np.asarray(p), np.asarray(y)
-    if suffix == ".npz":
+    p_np, y_np = np.asarray(probs), np.asarray(labels)
+    if _suffix(path) == ".npz":
         with open(path, "wb") as f:  # a file object keeps numpy from appending another suffix
             np.savez(f, probs=p_np, labels=y_np)
         return

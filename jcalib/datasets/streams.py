@@ -17,14 +17,15 @@ Data sets (all bundled with scikit-learn):
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
-from .._validation import check_hyper, check_static_int
+from .._validation import Choice, Custom, Real, check_static_int, declare
 from ..core.keys import MAX_ROUNDS
-from ._seed import host_seed
+from ._seed import KEY, host_seed
 
 __all__ = ["ModelStream", "logistic_stream", "STREAMS"]
 
@@ -43,7 +44,15 @@ class ModelStream(NamedTuple):
     y: np.ndarray
 
 
+@functools.lru_cache(maxsize=None)
 def _load(name: str):
+    """The features and 0/1 outcomes of data set ``name`` (read once, returned read-only)."""
+    X, y = _read(name)
+    X.flags.writeable = y.flags.writeable = False
+    return X, y
+
+
+def _read(name: str):
     try:
         from sklearn import datasets
     except ImportError as e:  # pragma: no cover - depends on the environment
@@ -60,6 +69,18 @@ def _load(name: str):
     raise ValueError(f"name must be one of {STREAMS}, got {name!r}")
 
 
+def _passes(n_passes, name, bound):
+    """Passes over data set ``bound["name"]``: at least 1, and few enough that the stream stays
+    within play's horizon (``core.keys.MAX_ROUNDS`` rounds)."""
+    n_rows = len(_load(bound["name"])[1])
+    return check_static_int(n_passes, name, 1, max(1, MAX_ROUNDS // n_rows), what="rounds within play's horizon")
+
+
+#: The declared ``(name, n_passes, key)`` of the model streams over scikit-learn data sets.
+STREAM_INPUTS = dict(name=Choice(*STREAMS), n_passes=Custom(_passes, "passes within play's horizon"), key=KEY)
+
+
+@declare(**STREAM_INPUTS, learning_rate=Real(0.0, open_lo=True, static=True))
 def logistic_stream(
     name: str = "breast_cancer",
     *,
@@ -95,8 +116,6 @@ def logistic_stream(
         ((178,), 'int32', True)
     """
     X, y = _load(name)
-    n_passes = check_static_int(n_passes, "n_passes", 1, max(1, MAX_ROUNDS // len(y)), what="rounds within play's horizon")
-    learning_rate = float(check_hyper(learning_rate, "learning_rate", 0.0, open_lo=True))
     rng = np.random.default_rng(host_seed(key))
     order = np.concatenate([rng.permutation(len(y)) for _ in range(n_passes)])
     d = X.shape[1]

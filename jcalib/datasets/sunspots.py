@@ -16,7 +16,8 @@ import gzip
 
 import numpy as np
 
-from .lagged import LaggedSeries, _package_dir, lag_features
+from .._validation import declare
+from .lagged import N_LAGS, LaggedSeries, _package_dir, lag_features
 
 __all__ = ["sunspots"]
 
@@ -25,6 +26,7 @@ __all__ = ["sunspots"]
 SUNSPOTS_HIGH = 300.0
 
 
+@declare(n_lags=N_LAGS)
 def sunspots(n_lags: int = 24) -> LaggedSeries:
     """Monthly mean sunspot numbers 1749–1983 with ``n_lags`` lag features.
 

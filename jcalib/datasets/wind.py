@@ -32,8 +32,8 @@ import csv
 
 import numpy as np
 
-from .._validation import check_hyper
-from .lagged import LaggedSeries, _package_dir, lag_features
+from .._validation import Custom, Real, declare, shown
+from .lagged import N_LAGS, LaggedSeries, _package_dir, lag_features
 
 __all__ = ["wind_power", "WIND_SITES"]
 
@@ -65,6 +65,14 @@ def _power_curve(turbine: str):
     raise ValueError(f"turbine {turbine!r} is not in {path.name}; known: {known}")
 
 
+def _turbine(value, name, bound):
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a turbine_type string of windpowerlib's oedb/power_curves.csv, got {shown(value)}")
+    return value
+
+
+@declare(n_lags=N_LAGS, turbine=Custom(_turbine, "a turbine_type of windpowerlib's power curves"),
+         hub_height=Real(0.0, open_lo=True, static=True))
 def wind_power(n_lags: int = 24, *, turbine: str = "E-82/2300", hub_height: float = 100.0) -> LaggedSeries:
     """Hourly power (MW) of one turbine at each of two TMY3 stations, summed, with lag features.
 
@@ -85,7 +93,6 @@ def wind_power(n_lags: int = 24, *, turbine: str = "E-82/2300", hub_height: floa
         >>> d.series.shape, d.x.shape, d.high
         ((8760,), (8736, 24), 4.7)
     """
-    hub_height = float(check_hyper(hub_height, "hub_height", 0.0, open_lo=True))  # metres
     data_dir = _package_dir("pvlib", "data") / "data"
     speeds, power = _power_curve(turbine)
     factor = (hub_height / 10.0) ** (1.0 / 7.0)

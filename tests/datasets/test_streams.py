@@ -72,7 +72,7 @@ def test_settings_are_checked_and_numpy_numbers_and_other_keys_accepted():
     assert 0 <= host_seed(jax.random.key(3, impl="rbg")) < 2**32  # four words folded into one seed
     with pytest.raises(TypeError, match="a batch of keys"):
         host_seed(jax.random.split(jax.random.key(0), 2))
-    with pytest.raises(ValueError, match="learning_rate must be a real scalar, got bool"):
+    with pytest.raises(ValueError, match="learning_rate must be a real number, not a bool"):
         logistic_stream(key=jax.random.key(0), learning_rate=True)
     with pytest.raises(ValueError, match="n_passes=1000000000000 exceeds"):
         logistic_stream(key=jax.random.key(0), n_passes=10**12)
@@ -82,3 +82,21 @@ def test_settings_are_checked_and_numpy_numbers_and_other_keys_accepted():
         lag_features(["a", "b", "c"], 1)
     with pytest.raises(ValueError, match="n_lags must be an integer, not a bool"):
         lag_features(np.arange(6.0), True)
+
+
+def test_the_data_sets_declare_their_inputs():
+    """Each loader states its inputs once (``declare``): a name outside the data sets, a bool
+    setting or an int key is refused before anything is read or drawn."""
+    from jcalib import datasets
+    from jcalib._validation import declared
+
+    for fn in (datasets.load_predictions, datasets.save_predictions, datasets.logistic_stream,
+               datasets.naive_bayes_stream, datasets.lag_features, datasets.sunspots, datasets.wind_power,
+               datasets.run_expert, datasets.run_day_ahead_expert):
+        assert declared(fn), fn.__name__
+    with pytest.raises(ValueError, match="name must be one of 'breast_cancer', 'digits', 'wine'"):
+        logistic_stream("iris", key=jax.random.key(0))
+    with pytest.raises(ValueError, match="n_lags must be an integer, not a bool"):
+        datasets.sunspots(True)
+    with pytest.raises(TypeError, match="key must be a JAX PRNG key"):
+        datasets.naive_bayes_stream("wine", key=3)
