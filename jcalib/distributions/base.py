@@ -20,14 +20,28 @@ import functools
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._validation import as_float_array, check_static_int, in_graph
+from .._validation import Custom, Int, RealArray, check_static_int, declare, shown
 
 __all__ = ["AbstractDistribution", "check_outcomes"]
 
 
+def _arg_name(value, name, bound) -> str:
+    """The name an error message gives the checked argument: a string."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string (the argument's name in error messages), got {shown(value)}")
+    return value
+
+
+#: The spec of the ``name`` a public checker gives its argument in error messages.
+ARG_NAME = Custom(_arg_name, "the argument's name in error messages")
+
+_OUTCOMES = RealArray(ndim=None, finite=False, nonempty=False)  # ±inf allowed, NaN refused, any shape
+
+
+@declare(name=ARG_NAME, y=Custom(lambda y, _, bound: _OUTCOMES.check(y, bound["name"], bound),
+                                 "real outcomes of any shape, ±inf allowed, no NaN"))
 def check_outcomes(y: ArrayLike, name: str = "y") -> Float[Array, "..."]:
     """Real outcomes as a float array; raises ``ValueError`` naming ``name`` if any is NaN.
 
@@ -40,10 +54,7 @@ def check_outcomes(y: ArrayLike, name: str = "y") -> Float[Array, "..."]:
         >>> check_outcomes([0.2, 1.5]).shape
         (2,)
     """
-    arr = as_float_array(y, name)
-    if not isinstance(arr, jax.core.Tracer) and np.any(np.isnan(np.asarray(arr))):
-        raise ValueError(f"{name} contains NaN")
-    return in_graph(arr, jnp.any(jnp.isnan(arr)), f"{name} contains NaN")
+    return y  # checked by the declaration
 
 
 class AbstractDistribution(eqx.Module):
@@ -138,6 +149,10 @@ def _jit(fn=None, *, static_argnames=None):
     if fn is None:
         return functools.partial(_jit, static_argnames=static_argnames)
     return functools.wraps(fn)(jax.jit(fn, static_argnames=static_argnames))
+
+
+#: The spec of a static size (a number of bins, points): a Python int in ``[1, 2**24]``.
+SIZE = Int(1, 2**24, bytes_per=8, what="its tables")
 
 
 def _check_static_int(k, name: str, low: int = 0, high: int = 2**24) -> int:

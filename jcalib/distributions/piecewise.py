@@ -52,7 +52,6 @@ References:
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 
@@ -62,13 +61,22 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._validation import as_float_array, check_key, in_graph, shown
+from .._validation import Custom, Real, as_float_array, check_key, declare, in_graph, shown
 from ..config import checks
-from .base import AbstractDistribution, _batched, _check_static_int, _jit
+from .base import ARG_NAME, SIZE, AbstractDistribution, _batched, _check_static_int, _jit
 
 __all__ = ["PiecewiseConstant", "uniform_edges", "check_edges", "probs_atol"]
 
 
+def _above_low(high, name, bound) -> float:
+    high = Real(static=True).check(high, name, bound)
+    low = bound["low"]
+    if not low < high:
+        raise ValueError(f"low must be < {name}, got low={low!r}, {name}={high!r}")
+    return high
+
+
+@declare(n=SIZE, low=Real(static=True), high=Custom(_above_low, "a finite real number > low"))
 def uniform_edges(n: int, low: float = 0.0, high: float = 1.0) -> tuple[float, ...]:
     """The ``n + 1`` edges of ``n`` equal bins of ``[low, high]``, as a tuple of Python floats.
 
@@ -78,31 +86,11 @@ def uniform_edges(n: int, low: float = 0.0, high: float = 1.0) -> tuple[float, .
         >>> uniform_edges(4)
         (0.0, 0.25, 0.5, 0.75, 1.0)
     """
-    n = _check_static_int(n, "n", low=1)
-    low, high = _finite_float(low, "low"), _finite_float(high, "high")
-    if not low < high:
-        raise ValueError(f"low must be < high, got low={low!r}, high={high!r}")
     return tuple(low + (high - low) * i / n for i in range(n)) + (high,)
 
 
-def _finite_float(x, name: str) -> float:
-    if isinstance(x, (bool, np.bool_)):
-        raise ValueError(f"{name} must be a real number, not a bool, got {x!r}")
-    try:
-        v = float(x)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{name} must be a real number, got {x!r}") from e
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {v!r}")
-    return v
-
-
-def check_edges(edges: Sequence[float], name: str = "edges") -> tuple[float, ...]:
-    """Bin edges as a tuple of Python floats: at least 2, finite, strictly increasing.
-
-    Raises ``ValueError`` naming ``name`` otherwise (traced arrays are refused: edges are
-    static, fixed at construction).
-    """
+def _edges(edges, name: str = "edges", bound=None) -> tuple[float, ...]:
+    """:func:`check_edges` without the declaration's binding (the constructors' path)."""
     if isinstance(edges, jax.core.Tracer):
         raise ValueError(f"{name} must be concrete (a tuple of floats): they are a static field")
     try:
@@ -119,6 +107,17 @@ def check_edges(edges: Sequence[float], name: str = "edges") -> tuple[float, ...
     if not np.all(np.diff(e) > 0):
         raise ValueError(f"{name} must be strictly increasing")
     return tuple(float(v) for v in e)
+
+
+@declare(name=ARG_NAME, edges=Custom(lambda e, _, bound: _edges(e, bound["name"]),
+                                     "at least 2 finite, strictly increasing floats (static)"))
+def check_edges(edges: Sequence[float], name: str = "edges") -> tuple[float, ...]:
+    """Bin edges as a tuple of Python floats: at least 2, finite, strictly increasing.
+
+    Raises ``ValueError`` naming ``name`` otherwise (traced arrays are refused: edges are
+    static, fixed at construction).
+    """
+    return edges  # checked and converted by the declaration
 
 
 _TRIANGULAR_MAX = 256  # bins up to which a cumulative sum is a product with a triangular matrix
@@ -141,6 +140,21 @@ def _cumsum(x: Array, reverse: bool = False) -> Array:
     return jnp.matmul(x, jnp.asarray(tri, x.dtype), precision=jax.lax.Precision.HIGHEST)
 
 
+def _float_eps(dtype, name, bound) -> float:
+    """The machine epsilon of a floating ``dtype`` (a ``ValueError`` naming ``name`` otherwise)."""
+    try:
+        with warnings.catch_warnings():  # NumPy warns on deprecated aliases before refusing them
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return float(jnp.finfo(dtype).eps)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a floating dtype, got {dtype!r}") from None
+
+
+def _atol(n_bins: int, eps: float) -> float:
+    return max(1e-5, n_bins * eps)
+
+
+@declare(n_bins=SIZE, dtype=Custom(_float_eps, "a floating dtype"))
 def probs_atol(n_bins: int, dtype) -> float:
     """The tolerance on $|\\sum_i p_i - 1|$ accepted at construction.
 
@@ -148,19 +162,12 @@ def probs_atol(n_bins: int, dtype) -> float:
     float32 for up to ~80 bins (a softmax's sum is off by a few ulps per term), the same in
     float64, and looser for half precision.
     """
-    n_bins = _check_static_int(n_bins, "n_bins", low=1)
-    try:
-        with warnings.catch_warnings():  # NumPy warns on deprecated aliases before refusing them
-            warnings.simplefilter("ignore", DeprecationWarning)
-            eps = float(jnp.finfo(dtype).eps)
-    except (TypeError, ValueError):
-        raise ValueError(f"dtype must be a floating dtype, got {dtype!r}") from None
-    return max(1e-5, n_bins * eps)
+    return _atol(n_bins, dtype)  # the declaration turned dtype into its machine epsilon
 
 
 def _mass_rules(v: Array, n: int) -> list[tuple[Array, str]]:
     """The value rules of ``n`` bin masses ``v`` (``(..., n)``) as ``(bad, message)`` pairs."""
-    atol = probs_atol(n, v.dtype)
+    atol = _atol(n, float(jnp.finfo(v.dtype).eps))  # n and the dtype come from an array: valid
     return [(~jnp.all(jnp.isfinite(v)), "probs contains NaN or infinite values"),
             (jnp.any(v < 0), "probs must be non-negative"),
             (jnp.any(jnp.abs(jnp.sum(v, axis=-1) - 1) > atol), f"probs must sum to 1 over the last axis (to {atol:.3g})")]
@@ -185,7 +192,7 @@ class PiecewiseConstant(AbstractDistribution):
     edges: tuple[float, ...] = eqx.field(static=True)
 
     def __init__(self, probs: ArrayLike, edges: Sequence[float]):
-        self.edges = check_edges(edges)
+        self.edges = _edges(edges)
         probs = as_float_array(probs, "probs")
         if isinstance(probs, jax.core.Tracer) and probs.ndim >= 1:  # concrete masses: __check_init__
             for bad, message in _mass_rules(probs, len(self.edges) - 1):
@@ -207,7 +214,7 @@ class PiecewiseConstant(AbstractDistribution):
             raise ValueError(f"probs must be non-negative; found {float(v.min())!r}")
         if v.size:
             err = float(np.max(np.abs(v.sum(axis=-1) - 1)))
-            atol = probs_atol(n, self.probs.dtype)
+            atol = _atol(n, float(jnp.finfo(self.probs.dtype).eps))
             if err > atol:
                 raise ValueError(f"probs must sum to 1 over the last axis (off by {err:.3g} > {atol:.3g})")
 

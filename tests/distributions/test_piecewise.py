@@ -514,3 +514,25 @@ def test_traced_masses_are_checked_in_the_graph_and_trusted_internal_ones_are_no
     jaxpr = str(jax.make_jaxpr(lambda t: PiecewiseConstant.from_logits(t, edges).mean())(jnp.zeros(4)))
     assert "callback" not in jaxpr
     assert "callback" in str(jax.make_jaxpr(lambda p: PiecewiseConstant(p, edges).mean())(jnp.full(4, 0.25)))
+
+
+def test_the_checkers_declare_their_inputs():
+    """check_edges, check_outcomes, probs_atol and uniform_edges state their inputs once
+    (``declare``); the checkers' errors name the argument they are told, NumPy scalars pass as
+    numbers do, and bools and strings are refused as bounds."""
+    from jcalib._validation import declared
+    from jcalib.distributions import check_edges
+
+    for fn in (check_edges, check_outcomes, probs_atol, uniform_edges):
+        assert declared(fn), fn.__name__
+    with pytest.raises(ValueError, match="bins must be strictly increasing"):
+        check_edges([0.0, 1.0, 1.0], "bins")
+    with pytest.raises(ValueError, match="alpha contains NaN"):
+        check_outcomes([0.5, np.nan], name="alpha")
+    assert jax.jit(check_outcomes)(jnp.array([0.5, np.inf])).shape == (2,)  # ±inf allowed, as plainly
+    assert uniform_edges(2, np.float32(0.0), np.asarray(2.0)) == (0.0, 1.0, 2.0)
+    for bad in (True, "1"):
+        with pytest.raises(ValueError, match="high must be"):
+            uniform_edges(2, 0.0, bad)
+    with pytest.raises(ValueError, match="low must be < high"):
+        uniform_edges(2, 1.0, 1.0)
