@@ -16,7 +16,20 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ._validation import check_hyper, check_key, check_static_int, offending, shown
+from ._validation import (
+    Bool,
+    Choice,
+    Custom,
+    Int,
+    Key,
+    Optional,
+    Real,
+    check_hyper,
+    check_static_int,
+    declare,
+    offending,
+    shown,
+)
 from .metrics.regression import QCE_LEVELS
 
 __all__ = [
@@ -49,6 +62,84 @@ def _axes(ax):
 _KINDS = ("binned", "smooth", "both", "corp")
 
 
+def _real_array(values, name: str, bound=None) -> np.ndarray:
+    """``values`` as a finite float64 NumPy array; a ``ValueError`` naming ``name`` otherwise."""
+    try:
+        v = np.asarray(values)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of real numbers, got {shown(values)}") from None
+    if v.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be an array of real numbers, got dtype {v.dtype}")
+    v = v.astype(np.float64)
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} contains NaN or infinite values ({offending(v, ~np.isfinite(v))})")
+    return v
+
+
+_REAL = Custom(_real_array, "a finite array of real numbers (as float64 NumPy)")
+
+
+def _check_axes(ax, name, bound=None):
+    """A matplotlib ``Axes`` (anything with ``plot`` and a ``figure``)."""
+    if not (callable(getattr(ax, "plot", None)) and hasattr(ax, "figure")):
+        raise ValueError(f"{name} must be a matplotlib Axes, got {type(ax).__name__} {shown(ax)}")
+    return ax
+
+
+_AX = Optional(Custom(_check_axes, "a matplotlib Axes (default: a new figure)"))
+_BINS = Int(1, 2**20, what="bins to draw")
+
+
+def _one_shape(value, name, bound):
+    """Binary labels or weights of the shape of 1-D ``probs`` (rows ``(n, C)`` take class
+    labels, checked by the metrics)."""
+    p = bound["probs"]
+    if p.ndim == 1 and np.shape(value) != p.shape:
+        raise ValueError(f"probs, labels and sample_weight must have one shape: {name} has shape "
+                         f"{np.shape(value)}, probs {p.shape}")
+    return value
+
+
+def _labels_like_probs(labels, name, bound):
+    return _one_shape(_real_array(labels, name), name, bound)
+
+
+def _runs(pit_values, name: str = "pit_values", bound=None) -> np.ndarray:
+    """PIT values of one run ``(T,)`` or of ``S`` runs ``(S, T)``, finite in [0, 1], as ``(S, T)``;
+    a column ``(S, 1)`` of several runs of one value each is refused as a likely stray axis."""
+    u = _real_array(pit_values, name)
+    if u.ndim == 1:
+        u = u[None, :]
+    if u.ndim != 2 or u.shape[1] < 1:
+        raise ValueError(f"{name} must have shape (T,) or (S, T), got {np.shape(pit_values)}")
+    if u.shape[1] == 1 and u.shape[0] > 1:
+        raise ValueError(f"{name} of shape {u.shape} would be {u.shape[0]} runs of one value each; "
+                         "pass a 1-D array (T,) for one run, or (S, T) with the runs on the first axis")
+    if np.any(u < 0) or np.any(u > 1):
+        raise ValueError(f"{name} must be finite and lie in [0, 1] ({offending(u, (u < 0) | (u > 1))})")
+    return u
+
+
+def _band_pair(band, name, bound):
+    """Two quantiles ``0 <= lo <= hi <= 1`` across runs, as Python floats."""
+    try:
+        lo, hi = (float(check_hyper(b, name)) for b in band)
+    except TypeError:  # not a pair
+        raise ValueError(f"{name} must be two quantiles 0 <= lo <= hi <= 1, got {shown(band)}") from None
+    if not 0 <= lo <= hi <= 1:
+        raise ValueError(f"{name} must be two quantiles 0 <= lo <= hi <= 1, got {shown(band)}")
+    return lo, hi
+
+
+_PIT_PLOT = dict(pit_values=Custom(_runs, "PIT values (T,) or (S, T) in [0, 1]"),
+                 band=Custom(_band_pair, "two quantiles 0 <= lo <= hi <= 1"), ax=_AX)
+
+
+@declare(kind=Choice(*_KINDS), interval=Choice(None, "wilson", "clopper-pearson"), key=Key(optional=True),
+         n_bins=_BINS, n_resamples=Int(1, 2**20, what="bootstrap resamples"),
+         level=Real(0.0, 1.0, open_lo=True, open_hi=True, static=True), density=Bool(), probs=_REAL,
+         labels=Custom(_labels_like_probs, "outcomes of the shape of 1-D probs"),
+         sample_weight=Optional(Custom(_one_shape, "weights of the shape of 1-D probs")), ax=_AX)
 def reliability_diagram(
     probs,
     labels,
@@ -109,22 +200,7 @@ def reliability_diagram(
     """
     from .stats import calibration_curve, corp_curve, score_decomposition, smooth_calibration_curve
 
-    if kind not in _KINDS:
-        raise ValueError(f"kind must be one of {_KINDS}, got {shown(kind)}")
-    if interval not in (None, "wilson", "clopper-pearson"):
-        raise ValueError(f"interval must be 'wilson', 'clopper-pearson' or None, got {shown(interval)}")
-    key = None if key is None else check_key(key)
-    n_bins = check_static_int(n_bins, "n_bins", 1, 2**20, what="bins to draw")
-    n_resamples = check_static_int(n_resamples, "n_resamples", 1, 2**20, what="bootstrap resamples")
-    level = float(check_hyper(level, "level", 0.0, 1.0, open_lo=True, open_hi=True))
-    if not isinstance(density, (bool, np.bool_)):
-        raise ValueError(f"density must be a bool, got {shown(density)}")
-    p = _real_array(probs, "probs")
-    y = _real_array(labels, "labels")
-    if p.ndim == 1 and (p.shape != y.shape or (sample_weight is not None and np.shape(sample_weight) != p.shape)):
-        raise ValueError(
-            f"probs, labels and sample_weight must have one shape, got {p.shape}, {y.shape}, {np.shape(sample_weight)}"
-        )
+    p, y = probs, labels
     ax = _axes(ax)
     ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--")
     drawn = None
@@ -177,6 +253,53 @@ def reliability_diagram(
     return ax
 
 
+def _class_rows(probs, name, bound):
+    v = _real_array(probs, name)
+    if v.ndim != 2 or v.shape[1] < 2:
+        raise ValueError(f"{name} must have shape (n, C) with C >= 2, got {v.shape}")
+    return v
+
+
+def _classes(classes, name, bound):
+    """Class indices in ``[0, C)`` as a list of ints."""
+    C = bound["probs"].shape[1]
+    try:
+        classes = [check_static_int(c, name) for c in classes]
+    except TypeError:  # not a sequence
+        raise ValueError(f"{name} must be a sequence of class indices, got {shown(classes)}") from None
+    if any(not 0 <= c < C for c in classes):
+        raise ValueError(f"{name} must lie in [0, {C}), got {shown(classes)}")
+    return classes
+
+
+def _class_names(names, name, bound):
+    """One name per class, as a list of strings."""
+    C = bound["probs"].shape[1]
+    try:
+        names = [str(c) for c in names]
+    except TypeError:
+        raise ValueError(f"{name} must be a sequence of {C} class names, got {shown(names)}") from None
+    if len(names) < C:
+        raise ValueError(f"{name} must name all {C} classes, got {len(names)}")
+    return names
+
+
+def _panel_axes(axes, name, bound):
+    """At least one ``Axes`` per panel: the top label and each class of ``classes``."""
+    k = 1 + len(bound["classes"] if bound["classes"] is not None else range(bound["probs"].shape[1]))
+    try:
+        axes = list(axes)
+    except TypeError:
+        raise ValueError(f"{name} must be a sequence of matplotlib Axes, got {shown(axes)}") from None
+    if len(axes) < k:
+        raise ValueError(f"need {k} axes, got {len(axes)}")
+    return [_check_axes(a, f"{name}[{i}]") for i, a in enumerate(axes)]
+
+
+@declare(probs=Custom(_class_rows, "predictions (n, C), C >= 2"), labels=_REAL, n_bins=_BINS,
+         classes=Optional(Custom(_classes, "class indices in [0, C)")),
+         class_names=Optional(Custom(_class_names, "a name for each class")),
+         axes=Optional(Custom(_panel_axes, "a sequence of 1 + len(classes) Axes")))
 def multiclass_reliability_diagram(
     probs,
     labels,
@@ -205,17 +328,9 @@ def multiclass_reliability_diagram(
     Returns:
         The list of ``Axes`` drawn on.
     """
-    v = _real_array(probs, "probs")
-    y = _real_array(labels, "labels")
-    if v.ndim != 2 or v.shape[1] < 2:
-        raise ValueError(f"probs must have shape (n, C) with C >= 2, got {v.shape}")
-    try:
-        classes = list(range(v.shape[1])) if classes is None else [check_static_int(c, "classes") for c in classes]
-    except TypeError:  # not a sequence
-        raise ValueError(f"classes must be a sequence of class indices, got {shown(classes)}") from None
-    if any(not 0 <= c < v.shape[1] for c in classes):
-        raise ValueError(f"classes must lie in [0, {v.shape[1]}), got {shown(classes)}")
-    names = [str(c) for c in range(v.shape[1])] if class_names is None else list(class_names)
+    v, y = probs, labels
+    classes = list(range(v.shape[1])) if classes is None else classes
+    names = [str(c) for c in range(v.shape[1])] if class_names is None else class_names
     if axes is None:
         plt = _pyplot()
         k = 1 + len(classes)
@@ -225,9 +340,6 @@ def multiclass_reliability_diagram(
         axes = list(grid.ravel())
         for extra in axes[k:]:
             extra.set_visible(False)
-    axes = list(axes)
-    if len(axes) < 1 + len(classes):
-        raise ValueError(f"need {1 + len(classes)} axes, got {len(axes)}")
     reliability_diagram(v, y, n_bins=n_bins, ax=axes[0], **kwargs)
     axes[0].set_title("top label", fontsize="small")
     for a, c in zip(axes[1:], classes):
@@ -236,6 +348,51 @@ def multiclass_reliability_diagram(
     return axes[: 1 + len(classes)]
 
 
+def _horizons(T, name, bound):
+    T = _real_array(T, name)
+    if T.ndim != 1 or T.size == 0 or np.any(T <= 0):
+        raise ValueError(f"{name} must be a non-empty 1-D array of positive horizons (log axes), got {shown(T)}")
+    return T
+
+
+def _along_T(values, what, T):
+    v = _real_array(values, what)
+    if v.shape != T.shape:
+        raise ValueError(f"{what} must have one value per T ({T.shape[0]}), got shape {v.shape}")
+    return v
+
+
+def _series(series, name, bound):
+    """A non-empty mapping of names to one value per ``T``, as a dict of float64 arrays."""
+    if not isinstance(series, Mapping) or not series:
+        raise ValueError(f"{name} must be a non-empty mapping of names to values at each T, got {shown(series)}")
+    return {k: _along_T(v, f"{name}[{k!r}]", bound["T"]) for k, v in series.items()}
+
+
+def _bands(bands, name, bound):
+    """A mapping of series names to ``(low, high)``, each one value per ``T`` (bands of names
+    not in ``series`` are not drawn, nor checked)."""
+    if not isinstance(bands, Mapping):
+        raise ValueError(f"{name} must be a mapping of names to (low, high), got {shown(bands)}")
+    out = {}
+    for k, pair in bands.items():
+        if k not in bound["series"]:
+            continue
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise ValueError(f"{name}[{k!r}] must be a pair (low, high), got {shown(pair)}")
+        out[k] = tuple(_along_T(b, f"{name}[{k!r}]", bound["T"]) for b in pair)
+    return out
+
+
+def _function(fn, name, bound):
+    if not callable(fn):
+        raise ValueError(f"{name} must be a function of T, got {shown(fn)}")
+    return fn
+
+
+@declare(T=Custom(_horizons, "positive horizons (n,)"), series=Custom(_series, "name -> one value per T"),
+         bands=Optional(Custom(_bands, "name -> (low, high), one value per T each")),
+         bound=Optional(Custom(_function, "a function of T")), ax=_AX)
 def rate_plot(
     T: Sequence[float],
     series: Mapping[str, Sequence[float]],
@@ -259,27 +416,11 @@ def rate_plot(
     Returns:
         The ``Axes``.
     """
-    T = _real_array(T, "T")
-    if T.ndim != 1 or T.size == 0 or np.any(T <= 0):
-        raise ValueError(f"T must be a non-empty 1-D array of positive horizons (log axes), got {shown(T)}")
-    if not isinstance(series, Mapping) or not series:
-        raise ValueError(f"series must be a non-empty mapping of names to values at each T, got {shown(series)}")
-    if bands is not None and not isinstance(bands, Mapping):
-        raise ValueError(f"bands must be a mapping of names to (low, high), got {shown(bands)}")
-    if bound is not None and not callable(bound):
-        raise ValueError(f"bound must be a function of T, got {shown(bound)}")
-
-    def along_T(values, what):
-        v = _real_array(values, what)
-        if v.shape != T.shape:
-            raise ValueError(f"{what} must have one value per T ({T.shape[0]}), got shape {v.shape}")
-        return v
-
     ax = _axes(ax)
     for name, values in series.items():
-        (line,) = ax.loglog(T, along_T(values, f"series[{name!r}]"), "o-", ms=3, label=name)
+        (line,) = ax.loglog(T, values, "o-", ms=3, label=name)
         if bands and name in bands:
-            lo, hi = (along_T(b, f"bands[{name!r}]") for b in bands[name])
+            lo, hi = bands[name]
             ax.fill_between(T, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
     if bound is not None:
         tt = np.geomspace(T.min(), T.max(), 50)
@@ -290,6 +431,22 @@ def rate_plot(
     return ax
 
 
+def _figure_axes(ax, name, bound):
+    """An ``Axes`` whose figure can be saved."""
+    ax = _check_axes(ax, name)
+    if not callable(getattr(ax.figure, "savefig", None)):
+        raise ValueError(f"{name} must be a matplotlib Axes on a figure, got {shown(ax)}")
+    return ax
+
+
+def _path(path, name, bound):
+    """A file path: a ``str`` or ``os.PathLike``."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"{name} must be a str or os.PathLike file path, got {type(path).__name__} {shown(path)}")
+    return path
+
+
+@declare(ax=Custom(_figure_axes, "a matplotlib Axes on a figure"), path=Custom(_path, "a file path"))
 def save(ax, path: str | os.PathLike) -> str:
     """Save the figure holding ``ax`` to ``path`` (folders created) and close it."""
     import matplotlib.pyplot as plt
@@ -305,39 +462,8 @@ def save(ax, path: str | os.PathLike) -> str:
 # ---- forecasts of real outcomes (paper 002's experiments) -----------------------------------
 
 
-
-def _real_array(values, name: str) -> np.ndarray:
-    """``values`` as a finite float64 NumPy array; a ``ValueError`` naming ``name`` otherwise."""
-    try:
-        v = np.asarray(values)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an array of real numbers, got {shown(values)}") from None
-    if v.dtype.kind not in "biuf":
-        raise ValueError(f"{name} must be an array of real numbers, got dtype {v.dtype}")
-    v = v.astype(np.float64)
-    if not np.all(np.isfinite(v)):
-        raise ValueError(f"{name} contains NaN or infinite values ({offending(v, ~np.isfinite(v))})")
-    return v
-
-
-def _runs(pit_values) -> np.ndarray:
-    u = _real_array(pit_values, "pit_values")
-    if u.ndim == 1:
-        u = u[None, :]
-    if u.ndim != 2 or u.shape[1] < 1:
-        raise ValueError(f"pit_values must have shape (T,) or (S, T), got {np.shape(pit_values)}")
-    if not np.all(np.isfinite(u)) or np.any(u < 0) or np.any(u > 1):
-        raise ValueError("pit_values must be finite and lie in [0, 1]")
-    return u
-
-
 def _band(values: np.ndarray, band):
-    try:
-        lo, hi = (float(check_hyper(b, "band")) for b in band)
-    except TypeError:  # not a pair
-        raise ValueError(f"band must be two quantiles 0 <= lo <= hi <= 1, got {shown(band)}") from None
-    if not 0 <= lo <= hi <= 1:
-        raise ValueError(f"band must be two quantiles 0 <= lo <= hi <= 1, got {shown(band)}")
+    lo, hi = band  # checked by the declaration (_band_pair)
     return np.median(values, axis=0), np.quantile(values, lo, axis=0), np.quantile(values, hi, axis=0)
 
 
@@ -348,6 +474,14 @@ def _median_with_band(ax, x, mid, lo, hi, n_runs: int, label, color):
         ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
 
 
+def _levels(levels, name, bound):
+    q = _real_array(levels, name)
+    if q.ndim != 1 or q.size == 0 or np.any(q < 0) or np.any(q > 1):
+        raise ValueError(f"{name} must be a non-empty 1-D array of levels in [0, 1], got {shown(levels)}")
+    return q
+
+
+@declare(**_PIT_PLOT, levels=Optional(Custom(_levels, "levels in [0, 1] (n,)")))
 def quantile_reliability_curve(pit_values, *, levels=None, ax=None, label=None, band=(0.0, 1.0), color=None):
     """Observed frequency $f_q$ of $u_t \\le q$ against the level $q$; the diagonal is calibration.
 
@@ -362,10 +496,8 @@ def quantile_reliability_curve(pit_values, *, levels=None, ax=None, label=None, 
     Returns:
         The ``Axes``.
     """
-    u = _runs(pit_values)
-    q = np.asarray(QCE_LEVELS, dtype=float) if levels is None else _real_array(levels, "levels")
-    if q.ndim != 1 or q.size == 0 or np.any(q < 0) or np.any(q > 1):
-        raise ValueError(f"levels must be a non-empty 1-D array of levels in [0, 1], got {shown(levels)}")
+    u = pit_values
+    q = np.asarray(QCE_LEVELS, dtype=float) if levels is None else levels
     f = (u[:, None, :] <= q[None, :, None]).mean(axis=2)  # (S, Q)
     mid, lo, hi = _band(f, band)
     ax = _axes(ax)
@@ -380,6 +512,7 @@ def quantile_reliability_curve(pit_values, *, levels=None, ax=None, label=None, 
     return ax
 
 
+@declare(n_bins=_BINS, **_PIT_PLOT)
 def pit_histogram_plot(pit_values, *, n_bins: int = 10, ax=None, label=None, band=(0.0, 1.0), color=None):
     """Histogram of PIT values as densities (flat at 1 when calibrated), median over runs with a band.
 
@@ -391,8 +524,7 @@ def pit_histogram_plot(pit_values, *, n_bins: int = 10, ax=None, label=None, ban
     Returns:
         The ``Axes``.
     """
-    n_bins = check_static_int(n_bins, "n_bins", 1, 2**20, what="bins to draw")
-    u = _runs(pit_values)
+    u = pit_values
     idx = np.clip((u * n_bins).astype(int), 0, n_bins - 1)
     dens = np.stack([np.bincount(r, minlength=n_bins) for r in idx]) / u.shape[1] * n_bins
     mid, lo, hi = _band(dens, band)

@@ -118,3 +118,28 @@ def test_bad_inputs_are_named_and_numpy_numbers_accepted():
     pit_histogram_plot(np.array([0.2, 0.4]), n_bins=np.int32(4))
     plt = pytest.importorskip("matplotlib.pyplot")
     plt.close("all")
+
+
+def test_plots_declare_their_inputs():
+    """Every plot states its inputs once (``declare``); a column of PIT values (S runs of one
+    value each, a stray axis most likely), a short list of class names, something that is not
+    an Axes and a path that is not one are refused by name."""
+    from jcalib._validation import declared
+
+    for fn in (plots.reliability_diagram, plots.multiclass_reliability_diagram, plots.rate_plot, plots.save,
+               pit_histogram_plot, quantile_reliability_curve):
+        assert declared(fn), fn.__name__
+    u = np.linspace(0.05, 0.95, 10)
+    with pytest.raises(ValueError, match=r"pit_values of shape \(10, 1\) would be 10 runs of one value each"):
+        pit_histogram_plot(u[:, None])
+    with pytest.raises(ValueError, match="pit_values"):
+        quantile_reliability_curve(u[:, None])
+    with pytest.raises(ValueError, match="class_names must name all 3 classes"):
+        plots.multiclass_reliability_diagram(np.full((3, 3), 1 / 3), np.array([0, 1, 2]), class_names=["a"])
+    with pytest.raises(ValueError, match="ax must be a matplotlib Axes"):
+        pit_histogram_plot(u, ax="figure")
+    ax = pit_histogram_plot(u, n_bins=np.int64(5))
+    with pytest.raises(ValueError, match="path must be a str or os.PathLike"):
+        plots.save(ax, 3)
+    with pytest.raises(ValueError, match=r"bands\['a'\] must be a pair"):
+        plots.rate_plot([1, 10], {"a": [1.0, 2.0]}, bands={"a": [1.0, 2.0, 3.0]})
