@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Shaped
 
-__all__ = ["pav_block_sums", "pav_by_rounds"]
+__all__ = ["mul_wide", "pav_block_sums", "pav_by_rounds", "products_ge"]
 
 
 def pav_by_rounds(y: Float[Array, " n"], w: Float[Array, " n"]) -> Float[Array, " n"]:
@@ -49,23 +49,26 @@ def pav_by_rounds(y: Float[Array, " n"], w: Float[Array, " n"]) -> Float[Array, 
     return means(start)
 
 
-def _mul_wide(a, b):
-    """``(hi, lo)`` 32-bit words of the product of two uint32 below $2^{31}$ (16-bit limbs)."""
+def mul_wide(a, b):
+    """``(hi, lo)``: the 32-bit words of the 64-bit product of two uint32 arrays (16-bit limbs,
+    carries kept), for the exact comparisons here and the CORP bootstrap's uniform row indices."""
     m = jnp.uint32(0xFFFF)
     a0, a1, b0, b1 = a & m, a >> 16, b & m, b >> 16
-    p00, mid = a0 * b0, a0 * b1 + a1 * b0  # mid < 2^32: both terms are below 2^31
+    p00, p01, p10 = a0 * b0, a0 * b1, a1 * b0
+    mid = p01 + p10
+    mid_carry = (mid < p01).astype(jnp.uint32)  # the middle sum's bit 32
     lo = p00 + (mid << 16)
-    return a1 * b1 + (mid >> 16) + (lo < p00).astype(jnp.uint32), lo
+    return a1 * b1 + (mid >> 16) + (mid_carry << 16) + (lo < p00).astype(jnp.uint32), lo
 
 
-def _products_ge(a, b, c, d):
+def products_ge(a, b, c, d):
     """``a * b >= c * d`` exactly, for non-negative int32 (64-bit products)."""
     if jax.dtypes.canonicalize_dtype(jnp.int64) == jnp.int64:
         i64 = jnp.int64
         return a.astype(i64) * b.astype(i64) >= c.astype(i64) * d.astype(i64)
     u = jnp.uint32
-    h1, l1 = _mul_wide(a.astype(u), b.astype(u))
-    h2, l2 = _mul_wide(c.astype(u), d.astype(u))
+    h1, l1 = mul_wide(a.astype(u), b.astype(u))
+    h2, l2 = mul_wide(c.astype(u), d.astype(u))
     return (h1 > h2) | ((h1 == h2) & (l1 >= l2))
 
 
@@ -78,7 +81,7 @@ def _pool_round(state):
     wp = jnp.concatenate([jnp.zeros((b, 1), w.dtype), w[:, :-1]], axis=1)
     yp = jnp.concatenate([jnp.zeros((b, 1), wy.dtype), wy[:, :-1]], axis=1)
     if jnp.issubdtype(w.dtype, jnp.integer):
-        ge = _products_ge(yp, w, wy, wp)  # yp / wp >= wy / w, exactly
+        ge = products_ge(yp, w, wy, wp)  # yp / wp >= wy / w, exactly
     else:
         ge = yp * w >= wy * wp
     # a block of weight 0 joins the one before it; the first block, if of weight 0, takes the second

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conformance import count_compilations
 
-from jcalib._isotonic import _products_ge, pav_block_sums
+from jcalib._isotonic import mul_wide, pav_block_sums, products_ge
 from jcalib.recalibration import pav
 
 
@@ -56,9 +56,21 @@ def test_products_compared_exactly_in_32_bits():
     c[500:1000] = np.maximum(c[500:1000], 1)
     ok = (d >= 0) & (d < 2**31)
     a, b, c, d = a[ok], b[ok], c[ok], d[ok]
-    got = _products_ge(*(jnp.asarray(v, jnp.int32) for v in (a, b, c, d)))
+    got = products_ge(*(jnp.asarray(v, jnp.int32) for v in (a, b, c, d)))
     expected = np.array([int(x) * int(y) >= int(z) * int(t) for x, y, z, t in zip(a, b, c, d)])
     np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+def test_wide_products_of_any_32_bit_words():
+    # the carries of the limbs' middle sum and of the low word, up to (2^32 - 1)^2
+    rng = np.random.default_rng(2)
+    a = np.concatenate([rng.integers(0, 2**32, 3000, dtype=np.uint64), np.array([2**32 - 1, 131071, 0], np.uint64)])
+    b = np.concatenate([rng.integers(0, 2**32, 3000, dtype=np.uint64), np.array([2**32 - 1, 2**32 - 1, 5], np.uint64)])
+    a[:1000] |= np.uint64(0xFFFF)  # limbs at their largest: the middle sum overflows 32 bits
+    b[:1000] |= np.uint64(0xFFFF0000)
+    hi, lo = mul_wide(jnp.asarray(a.astype(np.uint32)), jnp.asarray(b.astype(np.uint32)))
+    got = [(int(h) << 32) | int(x) for h, x in zip(np.asarray(hi), np.asarray(lo))]
+    assert got == [int(x) * int(y) for x, y in zip(a, b)]
 
 
 def test_jit_without_retracing():

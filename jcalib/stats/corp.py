@@ -87,7 +87,7 @@ from .._validation import (
     Weights,
     declare,
 )
-from .._isotonic import _mul_wide, pav_block_sums, pav_by_rounds
+from .._isotonic import mul_wide, pav_block_sums, pav_by_rounds
 from ..recalibration import pav
 
 __all__ = ["CORPCurve", "ScoreDecomposition", "corp_curve", "quantile_score_decomposition", "score_decomposition"]
@@ -319,8 +319,8 @@ def _uniform_rows(key, m, n):
     for two words $a, b$ (each index's probability is $1/n$ to within $2^{-64}$)."""
     a, b = _words(key, (2, m))
     nn = jnp.full((m,), n, jnp.uint32)
-    h1, l1 = _mul_wide(nn, a)
-    h2, _ = _mul_wide(nn, b)
+    h1, l1 = mul_wide(nn, a)
+    h2, _ = mul_wide(nn, b)
     return (h1 + ((l1 + h2) < l1).astype(jnp.uint32)).astype(jnp.int32)
 
 
