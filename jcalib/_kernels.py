@@ -21,7 +21,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Float
 
-from ._validation import as_int
+from ._validation import Int
 
 __all__ = [
     "DEFAULT_TILE",
@@ -57,11 +57,7 @@ class MultinomialKernel(eqx.Module):
         degree: $d \ge 0$ (static).
     """
 
-    degree: int = eqx.field(static=True, converter=as_int)
-
-    def __check_init__(self):
-        if isinstance(self.degree, bool) or not isinstance(self.degree, int) or self.degree < 0:
-            raise ValueError(f"degree must be a non-negative integer, got {self.degree!r}")
+    degree: int = eqx.field(static=True, converter=Int(0, 2**20, what="terms of the kernel's sum").converter("degree"))
 
     @property
     def diag_bound(self) -> float:

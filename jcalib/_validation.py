@@ -488,7 +488,7 @@ __all__ += [
     "Spec", "declare", "declared", "check_fields", "check_static_int", "format_bytes",
     "Int", "Integer", "Real", "Bool", "Choice", "Key", "Optional", "Custom", "BoundaryOnly",
     "BinaryProbs", "BinaryLabels", "SimplexProbs", "ClassLabels", "Weights", "RealArray", "IntArray", "Distribution",
-    "MAX_BINS", "BINS", "MAX_STEPS", "STEPS", "binary_inputs", "multiclass_inputs", "binary_or_multiclass_inputs",
+    "MAX_BINS", "BINS", "MAX_STEPS", "STEPS", "HORIZON", "binary_inputs", "multiclass_inputs", "binary_or_multiclass_inputs",
 ]
 
 MAX_BINS = 2**24  # forecast grids / bins: tables of n_bins entries per class and per state
@@ -959,6 +959,13 @@ def check_fields(module, **specs: Spec) -> dict:
     return seen
 
 
+def _horizon(value, name, bound):
+    from .core.keys import check_horizon
+
+    return check_horizon(value, name)
+
+
+HORIZON = Custom(_horizon, "a horizon: an int in [1, 2**31 - 128] (core.keys.MAX_ROUNDS)")
 BINS = Int(1, MAX_BINS, bytes_per=8, what="its per-bin tables")  # a number of bins or grid cells
 MAX_STEPS = 2**20  # iterations of a fixed-length optimisation loop (one lax.scan)
 STEPS = Int(1, MAX_STEPS, what="a fixed-length loop of that many iterations would not finish")

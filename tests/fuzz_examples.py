@@ -261,8 +261,10 @@ E["core.Trajectory"] = nothing("a container built by play (core.play's example)"
 E["core.OptimResult"] = nothing("a container built by optimise (core.optimise's example)")
 E["core.Mixture"] = ex(lambda support, probs: core.as_mixture(core.Mixture(support, probs)),
                        {"support": np.array([0.2, 0.5, 0.8]), "probs": np.array([0.2, 0.3, 0.5])}, defaults=False,
-                       kinds={"support": K("real")}, unpaired=("support", "probs"), no_length=True)
-E["core.as_mixture"] = ex(core.as_mixture, {"public": np.array([0.2, 0.5])}, kinds={"public": K("real")})
+                       kinds={"support": K("real")}, unpaired=("support", "probs"), no_length=True,
+                       also_valid=(("support", "extra axis"),))  # a support of vectors (k, d) is documented
+E["core.as_mixture"] = ex(core.as_mixture, {"public": np.array([0.2, 0.5])}, kinds={"public": K("real")},
+                          also_valid=(("public", "extra axis"),))  # any array is a point forecast (documented)
 E["core.as_traced_module"] = Ex(core.as_traced_module, lambda: {"module": forecasters.Constant(0.5)}, kinds={"module": K("object")})
 
 
@@ -291,7 +293,8 @@ E["datasets.ExpertForecasts"] = nothing("a container built by run_expert (its ex
 E["datasets.logistic_stream"] = Ex(datasets.logistic_stream, lambda: {"name": "breast_cancer", "n_passes": 1, "learning_rate": 0.5, "key": KEY()}, jit=False)
 E["datasets.naive_bayes_stream"] = Ex(datasets.naive_bayes_stream, lambda: {"name": "digits", "n_passes": 1, "var_smoothing": 1e-9, "key": KEY()},
                                       jit=False, kinds={"var_smoothing": K("float", lo=0.0)})
-E["datasets.lag_features"] = Ex(datasets.lag_features, lambda: {"series": np.linspace(0.0, 1.0, 30), "n_lags": 3}, jit=False)
+E["datasets.lag_features"] = Ex(datasets.lag_features, lambda: {"series": np.linspace(0.0, 1.0, 30), "n_lags": 3}, jit=False,
+                                min_length=4)  # more values than lags
 E["datasets.sunspots"] = Ex(datasets.sunspots, lambda: {"n_lags": 3}, jit=False)
 E["datasets.wind_power"] = Ex(datasets.wind_power, lambda: {"n_lags": 3, "hub_height": 100.0}, jit=False, kinds={"hub_height": K("float", lo=0.0)})
 
@@ -429,7 +432,8 @@ E["metrics.HistogramState"] = nothing("a state built by StreamingBinnedECE.init 
 E["metrics.WeightedCE"] = nothing("a container built by weighted_calibration_error (its example)")
 E["metrics.PrecisionWarning"] = nothing("a warning type")
 E["metrics.decision_calibration_error"] = multiclass(metrics.decision_calibration_error,
-                                                    {"n_actions": 2, "key": KEY(), "search": SMALL_SEARCH}, defaults=False)
+                                                    {"n_actions": 2, "key": KEY(), "search": SMALL_SEARCH}, defaults=False,
+                                                    also_valid=(("n_actions", "list"),))  # a sequence of K values is documented
 E["metrics.decision_loss_gap"] = multiclass(metrics.decision_loss_gap, {"n_losses": 2, "n_actions": 2, "key": KEY()}, defaults=False)
 _RES = PM - np.eye(3)[YM]
 # the decision-calibration search takes real predictions (N, C): a recalibrator's stages may
@@ -693,7 +697,7 @@ E["recorders.RecalibrationCounts"] = ex(lambda n_bins: core.play(
     {"n_bins": 4}, defaults=False)
 E["recorders.forecast_grid"] = Ex(recorders.forecast_grid, lambda: {"forecaster": forecasters.AlmostOneStepAhead(4)}, jit=False)
 E["recorders.register_shorthand"] = Ex(recorders.register_shorthand, lambda: {"name": "fuzz-grid", "factory": lambda n_bins=4: recorders.GridCounts(n_bins)},
-                                       jit=False)
+                                       jit=False, also_valid=(("name", "unknown option"),))  # any new name registers
 E["recorders.summary_from_trajectory"] = Ex(lambda n_bins: recorders.summary_from_trajectory(_record("full"), n_bins), lambda: {"n_bins": 4})
 
 # scoring
@@ -738,7 +742,7 @@ for _n in ("BootstrapResult", "CalibrationCurve", "CalibrationTestResult", "SKCE
 E["stats.bootstrap"] = ex(lambda probs, labels, key, n_resamples, level, sample_weight: stats.bootstrap(
     metrics.brier, probs, labels, key=key, n_resamples=n_resamples, level=level, sample_weight=sample_weight),
     {"probs": P, "labels": Y, "key": KEY(), "n_resamples": 8, "level": 0.9, "sample_weight": W},
-    kinds={"level": K("float", lo=0.0, hi=1.0)}, defaults=False, aliases={"probs": "arrays[0]", "labels": "arrays[1]"})
+    kinds={"level": K("float", lo=0.0, hi=1.0)}, defaults=False, min_length=2, aliases={"probs": "arrays[0]", "labels": "arrays[1]"})
 E["stats.paired_bootstrap"] = ex(lambda probs_a, probs_b, labels, key, n_resamples, level: stats.paired_bootstrap(
     metrics.brier, probs_a, probs_b, labels, key=key, n_resamples=n_resamples, level=level),
     {"probs_a": P, "probs_b": P[::-1].copy(), "labels": Y, "key": KEY(), "n_resamples": 8, "level": 0.9},

@@ -51,8 +51,8 @@ class Mixture(NamedTuple):
     """A finitely supported mixed strategy: forecast ``support[k]`` with probability ``probs[k]``.
 
     ``support`` is any pytree whose leaves share a leading axis of length k: grid points
-    (shape ``(k,)``), vectors ``(k, d)``, or a stacked distribution module (e.g. k
-    piecewise-constant densities).
+    (shape ``(k,)``, or a list of k numbers), vectors ``(k, d)``, or a stacked distribution
+    module (e.g. k piecewise-constant densities).
 
     Attributes:
         support: pytree with leading axis k.
@@ -115,7 +115,10 @@ class Mixture(NamedTuple):
             # integer and boolean atoms keep their dtype (and are finite); float atoms are checked
             return check_finite(s, "support") if jnp.issubdtype(s.dtype, jnp.floating) else s
 
-        return jax.tree_util.tree_map(leaf, self.support), probs
+        support = self.support
+        if isinstance(support, list) and support and all(isinstance(a, (int, float, np.number)) for a in support):
+            support = np.asarray(support)  # a list of numbers is a support of k numbers, not a pytree of k leaves
+        return jax.tree_util.tree_map(leaf, support), probs
 
 
 _MIXTURE_ATOL = 1e-3  # a mixture's weights may miss the simplex by float32 round-off of a solver

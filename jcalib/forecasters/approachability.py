@@ -70,7 +70,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from .._dtypes import float_dtype
 from .._grid import GRID_WHY, MAX_GRID, grid_index, grid_points, size_field
 from ..core.keys import check_horizon
-from .._validation import check_hyper, check_positive_int
+from .._validation import HORIZON, Real, check_hyper, check_positive_int, declare
 from ..core.types import AbstractForecaster, Forecast, Mixture
 from ..payoffs.base import AbstractPayoff
 from ..payoffs.oracles import AbstractOracle
@@ -85,6 +85,7 @@ __all__ = [
 ]
 
 
+@declare(T=HORIZON, beta=Real(1 / 3 - 1e-12, 0.5 + 1e-12, static=True))  # (the ends up to round-off)
 def tradeoff_parameters(T: int, beta: float) -> tuple[float, float]:
     r"""The trade-off settings $\varepsilon = T^{-\beta}$, $\Lambda = T^{(3\beta - 1)/2}$ (jcalib's choice).
 
@@ -105,10 +106,7 @@ def tradeoff_parameters(T: int, beta: float) -> tuple[float, float]:
         >>> round(eps, 6), round(lam, 3)
         (0.001, 31.623)
     """
-    T = check_horizon(T)
-    b = float(check_hyper(beta, "beta"))
-    if not math.isfinite(b) or b < 1 / 3 - 1e-12 or b > 0.5 + 1e-12:
-        raise ValueError(f"beta must lie in [1/3, 1/2], got {beta!r}")
+    b = beta
     return T ** (-b), T ** ((3 * b - 1) / 2)
 
 

@@ -260,6 +260,7 @@ class DefaultExpectations(AbstractExpectations):
         return self.payoff.jumps(x, forecast)
 
 
+@declare(payoff=Custom(lambda v, name, b: _payoff(v, name, b), "a payoff"))
 def as_expectations(payoff: AbstractPayoff) -> AbstractExpectations:
     """``payoff`` itself if it states its expectations (:class:`AbstractExpectations`), else
     :class:`DefaultExpectations` of it."""

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._grid import MAX_GRID, float_bytes, size_field, table_size
-from .._validation import check_hyper, check_positive_int, declare, Int, Real, RealArray, shown
+from .._validation import Custom, Optional, check_hyper, check_positive_int, declare, Int, Real, RealArray, shown
 from ..distributions import PiecewiseConstant
 from .base import AbstractExpectations, AbstractIntervalPayoff, AbstractPayoff, DirectSum, ExpertContext, _bin_ends
 
@@ -40,9 +40,21 @@ __all__ = [
 ]
 
 
+def _float_dtype(value, name, bound):
+    try:
+        dt = jnp.dtype(value)
+    except TypeError:
+        raise ValueError(f"{name} must be a floating dtype, got {shown(value)}") from None
+    if not jnp.issubdtype(dt, jnp.floating):
+        raise ValueError(f"{name} must be a floating dtype, got {dt}")
+    return dt
+
+
+@declare(n=Custom(lambda v, name, b: table_size(v, name, lambda n: n * float_bytes(), what="the levels", hi=MAX_GRID),
+                  "a number of levels"),
+         dtype=Optional(Custom(_float_dtype, "a floating dtype")))
 def quantile_levels(n: int, dtype=None):
     """The levels $\\alpha_j = j/(n+1)$, $j = 1..n$ (n = 99 gives 0.01, …, 0.99)."""
-    n = table_size(n, "n", lambda n: n * float_bytes(), what="the levels", hi=MAX_GRID)
     dtype = dtype or jnp.result_type(float)
     return jnp.arange(1, n + 1, dtype=dtype) / (n + 1)
 
@@ -496,6 +508,7 @@ class ExpertRegret(AbstractExpectations, AbstractIntervalPayoff):
         return np.ones(self.dim, bool)
 
 
+@declare(n_levels=Int(1, MAX_GRID, bytes_per=8, what="its quantile levels"), lo=Real(static=True), hi=Real(static=True))
 def experiment_payoff(n_levels: int = 99, lo: float = 0.0, hi: float = 1.0) -> DirectSum:
     r"""The payoff of Marx et al.'s experiments (§6.1), blocks normalised (Prop. 4.4).
 

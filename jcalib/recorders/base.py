@@ -25,6 +25,7 @@ import equinox as eqx
 import jax
 from jaxtyping import Array, Int
 
+from .._validation import Custom, declare
 from ..core.types import Forecast, Trajectory
 
 __all__ = ["AbstractRecorder", "History", "Round", "register_shorthand"]
@@ -125,6 +126,22 @@ _SHORTHANDS: dict[str, Callable[..., AbstractRecorder]] = {"full": lambda foreca
 _BUILT_IN = {"full"}  # shorthands of jcalib itself ("summary" joins when jcalib.recorders.grid registers it)
 
 
+def _shorthand_name(name, arg, bound):
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"{arg} must be a non-empty string, got {type(name).__name__} {name!r:.60}")
+    if name in _BUILT_IN:
+        raise ValueError(f"{arg} {name!r} is a built-in shorthand of jcalib and cannot be replaced; choose another name")
+    return name
+
+
+def _factory(factory, arg, bound):
+    if not callable(factory):
+        raise ValueError(f"{arg} must be callable as factory(forecaster, n_bins) -> recorder, got "
+                         f"{type(factory).__name__}")
+    return factory
+
+
+@declare(name=Custom(_shorthand_name, "a new shorthand name"), factory=Custom(_factory, "factory(forecaster, n_bins) -> recorder"))
 def register_shorthand(name: str, factory: Callable[..., AbstractRecorder]) -> None:
     """Make ``record=name`` mean ``factory(forecaster, n_bins)`` in ``play`` and ``sweep``.
 
@@ -138,13 +155,6 @@ def register_shorthand(name: str, factory: Callable[..., AbstractRecorder]) -> N
         ValueError: ``name`` is not a non-empty string, or names a built-in shorthand;
             ``factory`` is not callable.
     """
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"name must be a non-empty string, got {type(name).__name__} {name!r:.60}")
-    if name in _BUILT_IN:
-        raise ValueError(f"name {name!r} is a built-in shorthand of jcalib and cannot be replaced; choose another name")
-    if not callable(factory):
-        raise ValueError(f"factory must be callable as factory(forecaster, n_bins) -> recorder, got "
-                         f"{type(factory).__name__}")
     _SHORTHANDS[name] = factory
 
 
