@@ -31,8 +31,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._grid import GRID_WHY, MAX_GRID, grid_points, lookahead_update, sign_change_index, size_field, table_size
 from .._padded import grid_value, scale, sign_change_below, table_bins
-from ..core.keys import check_horizon
-from .._validation import check_binary_labels, check_positive_int
+from .._validation import HORIZON, Custom, Optional, check_binary_labels, check_positive_int, declare
 from ..core.types import AbstractForecaster, Forecast
 
 __all__ = [
@@ -44,6 +43,13 @@ __all__ = [
 ]
 
 
+def _grid_size(entries_per_bin: int, what: str):
+    """A grid size m (a static int below 2**22) whose table holds ``entries_per_bin * (m + 1)`` bytes."""
+    return Custom(lambda v, name, bound: table_size(v, name, lambda n: entries_per_bin * (n + 1), what=what, hi=MAX_GRID,
+                                                    why=GRID_WHY), "a grid size m")
+
+
+@declare(T=HORIZON)
 def aosa_bins(T: int) -> int:
     r"""The grid size $m = \lceil \sqrt T \rceil$ that Theorem 1 (paper 000) asks for.
 
@@ -57,10 +63,10 @@ def aosa_bins(T: int) -> int:
         >>> aosa_bins(100), aosa_bins(101)
         (10, 11)
     """
-    T = check_horizon(T)
     return math.isqrt(T - 1) + 1
 
 
+@declare(T=HORIZON, n_bins=Optional(_grid_size(8, "its tables")))
 def aosa_bound(T: int, n_bins: int | None = None) -> float:
     r"""Theorem 1's bound $T/m + m + 1$ on AOSA's distance to calibration (unnormalised).
 
@@ -75,8 +81,7 @@ def aosa_bound(T: int, n_bins: int | None = None) -> float:
     Returns:
         The bound as a Python float.
     """
-    T = check_horizon(T)
-    m = aosa_bins(T) if n_bins is None else table_size(n_bins, "n_bins", lambda n: n + 1, hi=MAX_GRID, why=GRID_WHY)
+    m = aosa_bins(T) if n_bins is None else n_bins
     return T / m + m + 1
 
 
@@ -173,6 +178,14 @@ class AlmostOneStepAhead(AbstractForecaster):
         return AOSAState(beta=lookahead_update(state.beta, self._lower_index(forecast), y, self.n_bins))
 
 
+def _outcomes(value, name, bound):
+    y = check_binary_labels(value, name)
+    if y.ndim != 1 or y.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence of outcomes, got shape {tuple(y.shape)}")
+    return y
+
+
+@declare(n_bins=_grid_size(4, "its biases"), y=Custom(_outcomes, "non-empty 0/1 outcomes (T,)"))
 def one_step_ahead(y: Int[Array, " T"], n_bins: int) -> Float[Array, " T"]:
     r"""One-Step-Ahead's look-ahead forecasts $\tilde p_{1:T}$ for a given outcome sequence.
 
@@ -196,11 +209,7 @@ def one_step_ahead(y: Int[Array, " T"], n_bins: int) -> Float[Array, " T"]:
     References:
         Arunachaleswaran, Collina, Roth, Shi (2024), §3 ("One-Step-Ahead"), Theorem 2.
     """
-    m = table_size(n_bins, "n_bins", lambda n: 4 * (n + 1), what="its biases", hi=MAX_GRID, why=GRID_WHY)
-    y = check_binary_labels(y, "y")
-    if y.ndim != 1 or y.shape[0] == 0:
-        raise ValueError(f"y must be a non-empty 1-D sequence of outcomes, got shape {tuple(y.shape)}")
-    return _one_step_ahead(y, m)
+    return _one_step_ahead(y, n_bins)
 
 
 @eqx.filter_jit

@@ -22,16 +22,15 @@ from jaxtyping import Array, Int, PRNGKeyArray
 
 from .._grid import GRID_WHY, MAX_GRID, size_field
 from .._padded import grid_value, scale, sign_change_below, table_bins
-from ..core.keys import check_horizon
-from .._validation import check_positive_int
+from .._validation import HORIZON, check_positive_int, declare
 from ..core.types import AbstractForecaster, Forecast, Mixture
 
 __all__ = ["FosterRandomized", "FosterState", "foster_bins"]
 
 
+@declare(T=HORIZON)
 def foster_bins(T: int) -> int:
     r"""The grid size $k = \lceil T^{1/3} \rceil$ that balances Foster's $T/k$ and $\sqrt{kT}$."""
-    T = check_horizon(T)
     k = max(1, round(T ** (1 / 3)))
     while k**3 < T:  # exact integer ceiling of the cube root
         k += 1
