@@ -133,6 +133,9 @@ def test_bootstrap_intervals(x64):
     # the same key gives the same resamples; every resample keeps the identity
     again = score_decomposition(p, y, key=jax.random.key(0), n_resamples=200)
     np.testing.assert_array_equal(d.resamples, again.resamples)
+    # a resample's draws depend on its key only, not on the chunk it is drawn in
+    np.testing.assert_array_equal(d.resamples[:10],
+                                  score_decomposition(p, y, key=jax.random.key(0), n_resamples=10, chunk=3).resamples)
     r = np.asarray(d.resamples)
     np.testing.assert_allclose(r[:, 0], r[:, 1] - r[:, 2] + r[:, 3], atol=1e-12)
     q = quantile_score_decomposition(p, y + p, [0.5], key=jax.random.key(1), n_resamples=20, score="crps")
