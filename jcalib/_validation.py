@@ -653,6 +653,8 @@ class Choice(Spec):
         self.choices = choices
 
     def check(self, value, name, bound):
+        if isinstance(value, np.str_):  # a NumPy string is the string it holds
+            value = str(value)
         if not any(value is c or (type(value) is type(c) and value == c) for c in self.choices):
             raise ValueError(f"{name} must be one of {', '.join(map(repr, self.choices))}, got {shown(value)}")
         return value

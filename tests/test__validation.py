@@ -388,3 +388,11 @@ def test_the_declared_layer_closes_the_reported_holes():
     probs2 = np.array([[0.3, 0.7], [0.5, 0.5]])  # float64: the host-side precision check must skip traced labels
     assert np.isfinite(float(jax.jit(lambda yy: metrics.nll(probs2, yy))(jnp.array([0, 1]))))
     assert recalibration.TemperatureScaling(n_steps=np.int64(3)).n_steps == 3
+
+
+def test_choice_takes_a_numpy_string_as_the_string_it_holds():
+    from jcalib._validation import Choice
+
+    assert Choice("fair", "standard").check(np.str_("fair"), "estimator", {}) == "fair"
+    with pytest.raises(ValueError, match="estimator must be one of"):
+        Choice("fair", "standard").check(np.str_("other"), "estimator", {})
