@@ -4,7 +4,7 @@ forecasters)."""
 
 from __future__ import annotations
 
-from ..core.keys import check_horizon
+from .._validation import HORIZON, declare
 from ..core.types import AbstractForecaster
 from .aosa import AlmostOneStepAhead
 from .defensive import DefensiveForecaster
@@ -15,6 +15,7 @@ from .trivial import Constant, RunningFrequency
 __all__ = ["binary_suite"]
 
 
+@declare(T=HORIZON)
 def binary_suite(T: int) -> dict[str, AbstractForecaster]:
     r"""AOSA (both tie rules) and every binary baseline, each sized for horizon ``T`` by its
     ``for_horizon``, by display name.
@@ -36,7 +37,6 @@ def binary_suite(T: int) -> dict[str, AbstractForecaster]:
         Arunachaleswaran, Collina, Roth, Shi (2024), *An Elementary Predictor Obtaining
         2√T+1 Distance to Calibration*, Theorem 1.
     """
-    T = check_horizon(T)
     return {
         "AOSA": AlmostOneStepAhead.for_horizon(T),
         "AOSA (tie high)": AlmostOneStepAhead.for_horizon(T, tie="high"),

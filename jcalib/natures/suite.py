@@ -8,7 +8,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import PRNGKeyArray
 
-from .._validation import check_key, check_positive_int
+from .._grid import MAX_GRID
+from .._validation import Int, Key, declare
 from ..core.types import AbstractNature
 from .adaptive import Contrarian, MaxCalibrationError, RandomMixture
 from .oblivious import Bernoulli, Drifting, Markov, Periodic, RegimeSwitch, Replay
@@ -16,6 +17,9 @@ from .oblivious import Bernoulli, Drifting, Markov, Periodic, RegimeSwitch, Repl
 __all__ = ["binary_suite"]
 
 
+# T: the replayed coin is a (T,) sequence drawn here (2**27 rounds: 1 GiB)
+@declare(T=Int(1, 2**27, bytes_per=8, what="its replayed sequence"), n_bins=Int(1, MAX_GRID, bytes_per=8, what="the adaptive natures' tables"),
+         key=Key())
 def binary_suite(T: int, n_bins: int, *, key: PRNGKeyArray) -> dict[str, AbstractNature]:
     r"""Every binary nature, by display name, sized for horizon ``T``.
 
@@ -40,9 +44,6 @@ def binary_suite(T: int, n_bins: int, *, key: PRNGKeyArray) -> dict[str, Abstrac
         >>> len(binary_suite(100, 10, key=jax.random.key(0)))
         12
     """
-    T = check_positive_int(T, "T")
-    n_bins = check_positive_int(n_bins, "n_bins")
-    key = check_key(key)
     wave = 0.5 + 0.4 * jnp.sin(jnp.arange(T) / 50)
     coin = jax.random.bernoulli(key, wave).astype(jnp.int32)
     return {

@@ -20,7 +20,7 @@ from jaxtyping import Array, Float, Int
 from .._dtypes import float_dtype
 from .._grid import GRID_WHY, MAX_GRID, grid_index, off_grid, size_field
 from .._padded import table_bins
-from .._validation import check_positive_int
+from .._validation import Custom, check_positive_int, declare
 from .base import AbstractRecorder, Round, register_builtin_shorthand
 from ..core.types import AbstractForecaster, Trajectory
 
@@ -155,6 +155,19 @@ class GridCounts(AbstractRecorder):
         return GridSummary(counts, h[..., 0, :, 1], s.off_grid, info_counts, h[..., 1, :, 1], s.info_steps, counts.sum(-1))
 
 
+def _forecaster(value, name, bound):
+    if not isinstance(value, AbstractForecaster):
+        raise ValueError(f"{name} must be an AbstractForecaster, got {type(value).__name__}")
+    return value
+
+
+def _trajectory(value, name, bound):
+    if not isinstance(value, Trajectory):
+        raise ValueError(f"{name} must be a Trajectory (the result of play with record='full'), got {type(value).__name__}")
+    return value
+
+
+@declare(forecaster=Custom(_forecaster, "a forecaster"))
 def forecast_grid(forecaster) -> int | None:
     """The grid size $m$ (``n_bins``) of a grid forecaster (forecasts in {0, 1/m, …, 1}), else ``None``.
 
@@ -162,8 +175,6 @@ def forecast_grid(forecaster) -> int | None:
     (:attr:`jcalib.core.AbstractForecaster.value_grid`, ``None`` by default; e.g. Gupta–Ramdas
     scores interval midpoints on a grid twice as fine as its ``n_bins``).
     """
-    if not isinstance(forecaster, AbstractForecaster):
-        raise ValueError(f"forecaster must be an AbstractForecaster, got {type(forecaster).__name__}")
     m = forecaster.value_grid
     return None if m is None else int(m)
 
@@ -191,11 +202,10 @@ def _summary_for(forecaster, n_bins=None) -> GridCounts:
 register_builtin_shorthand("summary", _summary_for)
 
 
+@declare(traj=Custom(_trajectory, "a recorded trajectory"))  # n_bins: GridCounts' own field check
 def summary_from_trajectory(traj: Trajectory, n_bins: int) -> GridSummary:
     """The :class:`GridSummary` of a recorded (unbatched) trajectory on the grid
     $\\{0, 1/n_{bins}, \\dots, 1\\}$."""
-    if not isinstance(traj, Trajectory):
-        raise ValueError(f"traj must be a Trajectory (the result of play with record='full'), got {type(traj).__name__}")
     rec = GridCounts(n_bins)
 
     def body(s, row):
