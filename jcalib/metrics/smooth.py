@@ -341,16 +341,18 @@ _EMAX, _NMAX = _static_max(_MIN_SIGMA)  # the finest grid: (5121, 5120)
 # the one bisection bandwidth k/1024 of each finer grid (k = 10, 9, ..., 2)
 _FINE_K = tuple(next(k for k in range(2, 11) if max(2000, round(20 * 2**_REFINE / k)) // 2 + 1 == E) for E in _FINE_E)
 _SLOT = 32  # rows per slot of the first grid's layout
-_FINE_SLOT = 8  # rows per slot of the finer grids' layouts
+# cells of finer grid c that one slot of the first grid can meet: its rows lie in one cell of
+# width 1/1000, so their cells of grid c span ceil((E_c - 1)/1000) + 1, one more for rounding
+_FINE_J = tuple(-(-(E - 1) // 1000) + 2 for E in _FINE_E)
 
 
 class _FineTables(NamedTuple):
-    """The finer grids' layouts (see :class:`_CountTables`): grid ``c`` (0 to 8: $E = 1025, ...,
-    5121$) in rows ``[c, : n // _FINE_SLOT + E]`` of each array."""
+    """The finer grids' coefficients on the first grid's layout (see :class:`_CountTables`):
+    grid ``c`` (0 to 8: $E = 1025, ..., 5121$) in entry ``c`` of each array."""
 
-    pos: Array  # (9, slots, _FINE_SLOT): position in the first grid's layout of the row at each place (0: none)
-    coef: Array  # (9, slots, _FINE_SLOT, 4): its four masses on grid c's two neighbours (0: none)
-    cell: Array  # (9, slots): the cell of grid c of each slot (sorted)
+    coef: Array  # (9, slots, 32, 4): the row's four masses on grid c's two neighbours (0: none)
+    local: Array  # (9, slots, 32): its cell of grid c minus the cell of its slot's first row
+    base: Array  # (9, slots): the cell of grid c of each slot's first row
     kspecs: tuple  # each finer grid's kernel spectrum at its one bisection bandwidth, (P_c/2 + 1,)
 
 
@@ -364,10 +366,10 @@ class _CountTables(NamedTuple):
     the interpolation fraction $x$), ``cell[t]`` the cell of slot ``t``.
 
     The nine finer grids ($E = 1025, ..., 5121$, one per bisection bandwidth $2/1024, ...,
-    10/1024$) have layouts of their own, in ``fine`` (``None`` until built:
-    :func:`smooth_ece_fine_tables`): the same cut into slots of ``_FINE_SLOT`` rows per cell of
-    that grid, each place holding the row's position in the first grid's layout, so that a
-    count vector in that layout is gathered, multiplied and reduced per slot in one fused loop.
+    10/1024$) use the same layout, with coefficients of their own in ``fine`` (``None`` until
+    built: :func:`smooth_ece_fine_tables`): each row's four masses on that grid, and its cell
+    of that grid relative to the cell of its slot's first row (a slot meets a few cells of a
+    finer grid, so a batch of count vectors reduces to them in one matrix product per slot).
     """
 
     rows: Array  # (slots, 32) sorted row at each position (n: none)
@@ -423,27 +425,28 @@ def smooth_ece_count_tables(p, resid, w, *, fine: bool = True) -> _CountTables:
 
 
 def smooth_ece_fine_tables(p, resid, w, tables: _CountTables) -> _CountTables:
-    """``tables`` (of the same ``p``, ``resid``, ``w``) with the finer grids' layouts
+    """``tables`` (of the same ``p``, ``resid``, ``w``) with the finer grids' coefficients
     (:class:`_FineTables`), built in one program for the nine grids (traceable)."""
-    n = p.shape[0]
     order = tables.order
     ps, vw = p[order], w[order]
     vr = vw * resid[order]
     dt = p.dtype
-    S = _FINE_SLOT
-    T = n // S + _EMAX  # the finest grid's bound; grid c uses its first n // S + E_c slots
+    n = ps.shape[0]
+    rows = tables.rows
 
     def layout(Ec):
-        slot, pos, b, frac = _slot_layout(ps, Ec, S, _EMAX - 1)
-        where = jnp.zeros((T, S), jnp.int32).at[slot, pos].set(tables.place)
-        coef = jnp.zeros((T, S, 4), dt).at[slot, pos].set(_four_masses(frac, vw, vr))
-        cell = jnp.full((T,), Ec - 2, jnp.int32).at[slot].set(b)  # unused slots last: sorted
-        return where, coef, cell
+        Em1 = (Ec - 1).astype(dt)
+        b = jnp.clip(jnp.floor(ps * Em1).astype(jnp.int32), 0, Ec - 2)  # as _reflected_smooth splits
+        frac = ps * Em1 - b.astype(dt)
+        coef = jnp.concatenate([_four_masses(frac, vw, vr), jnp.zeros((1, 4), dt)])[rows]
+        cell = jnp.concatenate([b, jnp.zeros((1,), jnp.int32)])[rows]  # (slots, 32); no row: 0
+        base = jnp.where(rows[:, 0] < n, cell[:, 0], 0)  # a used slot's first place holds a row
+        return coef, jnp.where(rows < n, cell - base[:, None], 0), base
 
-    where, coef, cell = lax.map(layout, jnp.asarray(_FINE_E, jnp.int32))
+    coef, local, base = lax.map(layout, jnp.asarray(_FINE_E, jnp.int32))
     steps = 2**_REFINE
     kspecs = tuple(_kernel_spectrum(jnp.asarray(k / steps, dt), dt, E) for k, E in zip(_FINE_K, _FINE_E))
-    return tables._replace(fine=_FineTables(where, coef, cell, kspecs))
+    return tables._replace(fine=_FineTables(coef, local, base, kspecs))
 
 
 def _counts_in_layout(counts, tables: _CountTables):
@@ -489,20 +492,34 @@ def _class_value(spec, sigma, kspec):
     return _grid_value(out[:, 0], out[:, 1], jnp.asarray(E, jnp.int32), N, Nmax)
 
 
-def _fine_value(counts, tables: _CountTables, sigma, c: int):
+def _fine_values(counts, sigma, tables: _CountTables, c: int):
     """smECE_sigma on finer grid ``c`` (0 to 8: E = 1025 ... 5121; sigma its one bisection
-    bandwidth, 10/1024 ... 2/1024) of a count vector in the first grid's layout: its layout
-    (:class:`_FineTables`) gathered, multiplied and reduced per slot, summed per cell, then
-    relplot's reflected convolution as a periodic one on the grid's own length $2(E - 1)$."""
+    bandwidth, 10/1024 ... 2/1024) of a batch of count vectors in the first grid's layout,
+    with the batch axis between the slot axes, ``(slots, B, 32)``.
+
+    A slot of the first grid (32 rows of one of its cells) meets at most ``_FINE_J[c]`` cells of
+    grid ``c``, so its masses on them are one batched matrix product per slot, ``(B, 32)`` by
+    ``(32, 4 J)`` (the rows' four masses, each in the column of its cell), added into the grid's
+    cells; then relplot's reflected convolution as a periodic one on the grid's own length
+    $2(E - 1)$."""
     ft = tables.fine
     E, Nmax = _CLASSES[c + 1]
-    T = ft.pos.shape[1] - _EMAX + E  # n // _FINE_SLOT + E slots
-    M = counts[ft.pos[c, :T]]  # (T, S)
-    sums = jnp.sum(M[:, :, None] * ft.coef[c, :T], axis=1)  # (T, 4): one fused gather-multiply-reduce
-    spec = _cells_spectrum(jax.ops.segment_sum(sums, ft.cell[c, :T], num_segments=E, indices_are_sorted=True))
-    out = jnp.fft.irfft(spec * ft.kspecs[c][:, None], 2 * (E - 1), axis=0)[:E]
+    J = _FINE_J[c]
+    T, B, S = counts.shape
+    dt = ft.coef.dtype
+    M = counts.astype(dt)
+    onehot = (ft.local[c][:, :, None] == jnp.arange(J, dtype=jnp.int32)[None, None]).astype(dt)  # (T, S, J)
+    W = (ft.coef[c][:, :, None, :] * onehot[..., None]).reshape(T, S, 4 * J)
+    m = lax.dot_general(W, M, (((1,), (2,)), ((0,), (0,))))  # (T, 4 J, B)
+    cell = jnp.minimum(ft.base[c][:, None] + jnp.arange(J, dtype=jnp.int32)[None], E - 1)  # (T, J)
+    cells = jnp.zeros((E, 4, B), dt).at[cell.reshape(-1)].add(m.reshape(T * J, 4, B))
+    lower, upper = cells[:, 0::2], cells[:, 1::2]  # (E, 2, B): weight, residual
+    h = lower + jnp.concatenate([jnp.zeros_like(upper[:1]), upper[:-1]])
+    spec = jnp.fft.rfft(jnp.concatenate([h, h[E - 2 : 0 : -1]]), axis=0)
+    out = jnp.fft.irfft(spec * ft.kspecs[c][:, None, None], 2 * (E - 1), axis=0)[:E]
     N = jnp.maximum(jnp.round(10.0 / sigma).astype(jnp.int32), 200)
-    return _grid_value(out[:, 0], out[:, 1], jnp.asarray(E, jnp.int32), N, Nmax)
+    grid = lambda o, n_: _grid_value(o[:, 0], o[:, 1], jnp.asarray(E, jnp.int32), n_, Nmax)  # noqa: E731
+    return jax.vmap(grid, in_axes=(2, 0))(out, N)
 
 
 def _coarse(spec, sigma, tables: _CountTables):
@@ -530,14 +547,15 @@ def smooth_ece_coarse(spec0, tables: _CountTables):
 def smooth_ece_fine(counts, spec0, values, sigma, tables: _CountTables):
     """:func:`smooth_ece_coarse`'s ``(values, sigma)`` completed where the value is NaN: those
     count vectors (``counts``, in the layout, ``(B, slots * 32)``) search again with the finer
-    grids (:func:`_fine_value`). Each finer grid is the grid of one bisection bandwidth, so it
+    grids (:func:`_fine_values`). Each finer grid is the grid of one bisection bandwidth, so it
     is evaluated at most once in the search, batched over the resamples that reach it (a real
     branch per grid and step; when at most a quarter of the batch reaches it, only those
     resamples are gathered and evaluated)."""
     dt = tables.coef.dtype
     B = spec0.shape[0]
     redo = jnp.isnan(values)
-    counts = counts.astype(dt)
+    T, S = tables.rows.shape
+    M = jnp.moveaxis(counts.astype(dt).reshape(B, T, S), 1, 0)  # (slots, B, 32), once for every grid
     fine_E = jnp.asarray(_FINE_E, jnp.int32)
     K = max(1, B // 4)  # a grid that few resamples reach evaluates a batch of K, not B
 
@@ -550,13 +568,14 @@ def smooth_ece_fine(counts, spec0, values, sigma, tables: _CountTables):
 
             def fine(v, c=c, on_c=on_c):
                 def evaluate(idx):
-                    return jax.vmap(lambda m, si: _fine_value(m, tables, si, c))(counts[idx], s[idx])
+                    return _fine_values(M[:, idx], s[idx], tables, c)
 
                 def few(v):  # at most K resamples on this grid: only they are evaluated
                     idx = jnp.argsort(~on_c, stable=True)[:K]  # those on the grid first
                     return v.at[idx].set(jnp.where(on_c[idx], evaluate(idx), v[idx]))
 
-                return lax.cond(jnp.sum(on_c) <= K, few, lambda v: jnp.where(on_c, evaluate(jnp.arange(B)), v), v)
+                every = lambda v: jnp.where(on_c, _fine_values(M, s, tables, c), v)  # noqa: E731
+                return lax.cond(jnp.sum(on_c) <= K, few, every, v)
 
             v = lax.cond(jnp.any(on_c), fine, lambda v: v, v)
         return v
