@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import math
 import multiprocessing
 import os
 import sys
+import threading
 import time
 import types
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
@@ -272,8 +274,9 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
     forecaster's in no particular order, rebuilt from its counts).
 
     ``distance_pool`` (a ``concurrent.futures`` executor, e.g. of worker processes) replaces
-    ``distance_map``: each forecaster's distances are submitted as soon as its sweeps are done,
-    so they are computed while the other forecasters compile and run."""
+    ``distance_map``: each job's distances are submitted as soon as its sweep is done, so they
+    are computed while the next sweeps compile and run, and equal runs (a deterministic
+    forecaster against a deterministic nature, whatever the seed) are certified once."""
     Ts = [check_positive_int(T, "T") for T in Ts]
     n_seeds = check_positive_int(n_seeds, "n_seeds")
     distance_seeds = check_int(distance_seeds, "distance_seeds", minimum=0)
@@ -292,21 +295,34 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
     for i, (T, fname, f) in enumerate(jobs):
         by_name.setdefault(fname, []).append(i)
 
+    pending = {}  # job index -> the futures of its distances (with distance_pool)
+    submitted: dict = {}  # a task's digest -> its future: equal runs (a deterministic pair) are certified once
+    lock = threading.Lock()
+
+    def submit(task):
+        key = _digest(task)
+        with lock:
+            if key not in submitted:
+                submitted[key] = _submit(distance_pool, task)
+            return submitted[key]
+
     def play_all(idx):
-        return [_job(jobs[i][1], jobs[i][2], natures[jobs[i][0]], jobs[i][0], jax.random.fold_in(k_play, i), n_seeds,
-                     distance_seeds, chunk=chunk, like=like_f.get(jobs[i][1]), t_max=t_max,
-                     keep={n for f, n in keep if f == jobs[i][1]}) for i in idx]
+        out = []
+        for i in idx:
+            out.append(_job(jobs[i][1], jobs[i][2], natures[jobs[i][0]], jobs[i][0], jax.random.fold_in(k_play, i),
+                            n_seeds, distance_seeds, chunk=chunk, like=like_f.get(jobs[i][1]), t_max=t_max,
+                            keep={n for f, n in keep if f == jobs[i][1]}))
+            if distance_pool is not None:  # the workers start on this job while the next one compiles
+                pending[i] = [submit(task) for task in out[-1][1]]
+        return out
 
     results = [None] * len(jobs)
     with ThreadPoolExecutor(max_workers=threads) as pool:
         futures = {pool.submit(play_all, idx): idx for idx in by_name.values()}
         bar = tqdm(total=len(jobs), desc="forecaster x T", disable=not progress, leave=False)
-        pending = {}  # job index -> the futures of its distances (with distance_pool)
         for fut in as_completed(futures):
             for i, r in zip(futures[fut], fut.result()):
                 results[i] = r
-                if distance_pool is not None:
-                    pending[i] = [_submit(distance_pool, task) for task in r[1]]
             bar.update(len(futures[fut]))
         bar.close()
     runs = [r for job_runs, _, _ in results for r in job_runs]
@@ -494,6 +510,17 @@ def _reliability(out_dir, T, key, samples=None) -> str:
                  "small to see, a long line);\ngrey bars: how often each bin was forecast; dashed: calibrated",
                  fontsize="small")
     return plots.save(axes[0, 0], os.path.join(out_dir, "reliability.png"))
+
+
+def _digest(task) -> tuple:
+    """A task of :func:`_distance` as a hashable key: its arrays' dtypes, shapes and bytes
+    (hashed), and its grid."""
+    arrays = [np.ascontiguousarray(a) for a in task[:3] if a is not None]
+    h = hashlib.blake2b(digest_size=20)
+    for a in arrays:
+        h.update(a.dtype.str.encode() + str(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest(), task[2] is None, task[3]
 
 
 def _submit(pool, task):

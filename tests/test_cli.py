@@ -165,3 +165,20 @@ def test_study_compiles_each_forecaster_once_across_horizons():
     assert [(r.forecaster, r.nature, r.seed_index) for r in alone] == [(r.forecaster, r.nature, r.seed_index) for r in short]
     np.testing.assert_array_equal([r.ece for r in alone], [r.ece for r in short])
     np.testing.assert_array_equal([r.certificate for r in alone], [r.certificate for r in short])
+
+
+def test_distances_in_worker_processes_change_no_number():
+    """The demo certifies the distances in spawned worker processes (each job's as soon as its
+    sweep is done, equal runs once): the same numbers as the serial map."""
+    kw = dict(key=jax.random.key(0), distance_seeds=2, forecasters_for=_forecasters, threads=2, distance_map=map,
+              progress=False)
+    serial, _ = cli._study([20, 60], 3, natures_for=_natures, **kw)
+    workers = cli._distance_workers(2)
+    assert workers is not None
+    try:
+        pooled, _ = cli._study([20, 60], 3, natures_for=_natures, distance_pool=workers, **kw)
+    finally:
+        workers.shutdown()
+    assert [(r.forecaster, r.nature, r.seed_index, r.T) for r in pooled] == [(r.forecaster, r.nature, r.seed_index, r.T) for r in serial]
+    np.testing.assert_array_equal([r.dist_lower for r in pooled], [r.dist_lower for r in serial])
+    np.testing.assert_array_equal([r.dist_upper for r in pooled], [r.dist_upper for r in serial])

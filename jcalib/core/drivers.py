@@ -65,6 +65,24 @@ def _check_sizes(T, chunk, n_bins, n_seeds=1, threads=None):
     return T, chunk, n_bins, n_seeds, threads
 
 
+_COMPILED: set = set()
+"""The signatures (:func:`_program_signature`) of the chunk programs a threaded sweep has run."""
+
+
+def _program_signature(forecaster, nature, recorder, keys, chunk, layout, options):
+    """What fixes a chunk program in jit's cache: the modules' structure and static fields, their
+    arrays' shapes and dtypes, the keys', the chunk length, batch layout and compiler options
+    (None when a static part cannot be hashed: then the caller waits as for a new program)."""
+    leaves, treedef = jax.tree_util.tree_flatten((forecaster, nature, recorder, keys))
+    parts = tuple((tuple(x.shape), str(x.dtype)) if hasattr(x, "shape") and hasattr(x, "dtype") else x for x in leaves)
+    sig = (treedef, parts, chunk, layout, options)
+    try:
+        hash(sig)
+    except TypeError:
+        return None
+    return sig
+
+
 def play(
     forecaster: AbstractForecaster,
     nature: AbstractNature,
@@ -225,17 +243,22 @@ def sweep(
                   (F if f_seq else None, N, shard.n_local), options)
     else:  # the same program on equal shares of the seeds (padded with seed 0), side by side
         keys = split_keys(shard.keys, parts)
-        # the other shares start once the first share's first call has compiled the program: started
-        # together, each thread would miss jit's cache and compile the same program again
-        compiled = threading.Event()
+        # the first time a program runs, the other shares start once the first share's first call
+        # has compiled it: started together, each thread would miss jit's cache and compile the
+        # same program again
+        layout_k = (F if f_seq else None, N, keys[0].shape[0])
+        sig = _program_signature(fb, nb, recorder, keys[0], chunk, layout_k, options)
+        compiled = None if sig is not None and sig in _COMPILED else threading.Event()
         with concurrent.futures.ThreadPoolExecutor(parts) as pool:
             outs = []
             for i, k in enumerate(keys):
                 outs.append(pool.submit(run, fb, nb, recorder, k, T, chunk, progress if i == 0 else False, None,
-                                        (F if f_seq else None, N, k.shape[0]), options, compiled if i == 0 else None))
-                if i == 0:
+                                        layout_k, options, compiled if i == 0 else None))
+                if i == 0 and compiled is not None:
                     compiled.wait()
             outs = [o.result() for o in outs]
+        if sig is not None:
+            _COMPILED.add(sig)
         axis = int(f_seq) + int(n_seq)  # the seed axis of run's outputs
         cut = (slice(None),) * axis + (slice(0, shard.n_local),)  # without the padding
         out = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=axis)[cut], *outs)
