@@ -180,6 +180,24 @@ def test_counts_in_float32():
     np.testing.assert_allclose(float(V[0]), float(smooth_ece(p[order], y[order], sample_weight=m.astype(np.float32))), rtol=1e-5)
 
 
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_slot_meets_few_cells_of_each_finer_grid(dtype, request):
+    """The finer grids' masses take, per slot of the first grid, the columns of _FINE_J[c]
+    cells: every row's cell must lie within them, even for forecasts on the grids' boundaries
+    (where rounding decides the cell) and for slots of 32 rows spanning a whole cell."""
+    from jcalib.metrics.smooth import _FINE_E, _FINE_J, smooth_ece_count_tables
+
+    if dtype == np.float64:
+        request.getfixturevalue("x64")
+    rng = np.random.default_rng(6)
+    parts = [rng.random(3000)] + [np.arange(E) / (E - 1) for E in (1001,) + _FINE_E]
+    p = np.concatenate(parts + [np.repeat(np.arange(1000) / 1000, 40)]).astype(dtype)
+    t = jax.jit(smooth_ece_count_tables)(jnp.asarray(p), jnp.asarray(p - 0.5, p.dtype), jnp.ones(p.size, p.dtype))
+    local = np.asarray(t.fine.local)
+    assert local.min() >= 0
+    assert all(local[c].max() < J for c, J in enumerate(_FINE_J)), [int(local[c].max()) for c in range(len(_FINE_J))]
+
 # ---------------------------------------------------------------------------------------------
 # Conformance
 
