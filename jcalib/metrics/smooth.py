@@ -631,8 +631,9 @@ def smooth_ece_of_counts(counts, tables: _CountTables):
     :func:`jcalib.stats._multinomial.counts_by_position` with ``tables.place``). Equal to
     ``smooth_ece`` of the repeated rows to float round-off, at $O(n)$ multiply-adds per count
     vector and FFTs of length $2(E_0 - 1) = 2000$ batched over the rows; a row whose bandwidth
-    is below $11/1024$ also takes $O(n)$ gathered multiply-adds and a pair of FFTs of that
-    grid's length per finer grid its search visits (:func:`smooth_ece_fine`; ``tables`` must
-    have the finer grids' layouts, as :func:`smooth_ece_count_tables` builds by default).
+    is below $11/1024$ also takes $O(n)$ multiply-adds (a matrix product per slot) and a pair of
+    FFTs of that grid's length per finer grid its search visits (:func:`smooth_ece_fine`;
+    ``tables`` must have the finer grids' coefficients, as :func:`smooth_ece_count_tables`
+    builds by default).
     """
     return _values_of_spectra(smooth_ece_counts_spectra(counts, tables), tables, lambda: counts)

@@ -484,10 +484,11 @@ def bootstrap(
     and reduced at once to relplot's grid (one batched matrix product with coefficients laid
     out once for all resamples); :func:`jcalib.metrics.smooth.smooth_ece_coarse` runs the
     bandwidth search on that grid. A resample whose search reaches a bandwidth below $11/1024$
-    (smooth ECE below about 0.01: well-calibrated forecasts) needs relplot's finer grids: each
-    grid's masses come from its own layout of the rows, gathered from the count vector and
-    reduced per slot (:func:`jcalib.metrics.smooth.smooth_ece_fine`; the layouts and this
-    second program are built and compiled only when some resample needs them). Same distribution of resamples and the same value per resample as
+    (smooth ECE below about 0.01: well-calibrated forecasts) needs relplot's finer grids: a
+    slot of the layout meets a few cells of each, so a chunk's masses on a grid are one batched
+    matrix product per slot with that grid's coefficients
+    (:func:`jcalib.metrics.smooth.smooth_ece_fine`; those coefficients and this second program
+    are built and compiled only when some resample needs them). Same distribution of resamples and the same value per resample as
     drawing indices (to float round-off), different draws for a given key; memory
     $O(\mathrm{chunk}\cdot n)$.
 
