@@ -746,7 +746,7 @@ E["stats.bootstrap"] = ex(lambda probs, labels, key, n_resamples, level, sample_
 E["stats.paired_bootstrap"] = ex(lambda probs_a, probs_b, labels, key, n_resamples, level: stats.paired_bootstrap(
     metrics.brier, probs_a, probs_b, labels, key=key, n_resamples=n_resamples, level=level),
     {"probs_a": P, "probs_b": P[::-1].copy(), "labels": Y, "key": KEY(), "n_resamples": 8, "level": 0.9},
-    kinds={"level": K("float", lo=0.0, hi=1.0)}, defaults=False)
+    kinds={"level": K("float", lo=0.0, hi=1.0)}, defaults=False, min_length=2)
 E["stats.consistency_test"] = ex(lambda probs, labels, key, n_resamples, sample_weight: stats.consistency_test(
     metrics.brier, probs, labels, key=key, n_resamples=n_resamples, sample_weight=sample_weight),
     {"probs": P, "labels": Y, "key": KEY(), "n_resamples": 8, "sample_weight": W}, defaults=False)
