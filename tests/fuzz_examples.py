@@ -265,7 +265,8 @@ E["core.Mixture"] = ex(lambda support, probs: core.as_mixture(core.Mixture(suppo
                        also_valid=(("support", "extra axis"),))  # a support of vectors (k, d) is documented
 E["core.as_mixture"] = ex(core.as_mixture, {"public": np.array([0.2, 0.5])}, kinds={"public": K("real")},
                           also_valid=(("public", "extra axis"),))  # any array is a point forecast (documented)
-E["core.as_traced_module"] = Ex(core.as_traced_module, lambda: {"module": forecasters.Constant(0.5)}, kinds={"module": K("object")})
+E["core.as_traced_module"] = Ex(core.as_traced_module, lambda: {"module": forecasters.Constant(0.5)}, kinds={"module": K("object")},
+                                also_valid=(("module", "an int"),))  # a number is a pytree of one setting (documented)
 
 
 def _optax():

@@ -387,8 +387,7 @@ def check_loss_matrices(losses, n_classes: int, name: str = "losses", *, min_act
             f"n_actions >= {min_actions} and L >= 1 (the loss of action a under outcome c), "
             f"got shape {tuple(jnp.shape(losses))}"
         )
-    check_finite(arr, name)
-    return arr
+    return check_finite(arr, name)  # (the returned array carries the in-graph check when traced)
 
 
 def _given_actions(n_actions, losses):

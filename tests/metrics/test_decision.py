@@ -475,3 +475,14 @@ def test_given_losses_are_validated():
         decision_loss_gap(_GOOD_P, _GOOD_Y, 4, losses=np.eye(2))
     # a zero matrix has no gap (not NaN)
     assert float(decision_loss_gap(_GOOD_P, _GOOD_Y, losses=np.zeros((2, 2))).max_gap) == 0.0
+
+
+def test_traced_loss_matrices_with_non_finite_entries_fail_naming_losses():
+    """check_loss_matrices returns the array that carries its in-graph check (a dropped check
+    let an infinite loss reach a later, unnamed error)."""
+    from jcalib.metrics.decision import check_loss_matrices
+
+    f = jax.jit(lambda m: check_loss_matrices(m, 3).sum())
+    assert np.isfinite(float(f(jnp.ones((2, 3)))))
+    with pytest.raises(Exception, match="losses contains NaN or infinite values"):
+        f(jnp.array([[1.0, jnp.inf, 0.0], [0.0, 1.0, 0.0]])).block_until_ready()
