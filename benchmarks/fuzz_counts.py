@@ -91,6 +91,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default="", help="write the counts to this file")
     ap.add_argument("--only", default="", help="comma-separated target prefixes (e.g. metrics,core.play)")
     ap.add_argument("--limit", type=int, default=0, help="run only the first LIMIT inputs of the fixed-seed order")
+    ap.add_argument("--start", type=int, default=0, help="skip the first START inputs of that order (split a run over processes)")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="print both runs' tables over the inputs both ran (JSON files)")
     args = ap.parse_args(argv)
     if args.compare:
@@ -110,6 +111,7 @@ def main(argv=None) -> int:
     cases = fuzz.shuffled(cases) if args.full else fuzz.ci_sample(cases)
     if args.limit:
         cases = cases[: args.limit]
+    cases = cases[args.start:]
     publics = fuzz.public_callables()
     fuzzed = sum(1 for t, _ in publics if fuzz.example_of(t) is not None and fuzz.example_of(t).fn is not None)
 

@@ -278,7 +278,9 @@ E["core.optax_update"] = Ex(lambda grads, params: core.optax_update(_optax(), gr
                             lambda: {"grads": np.array([0.1, 0.2]), "params": np.array([1.0, 2.0])},
                             kinds={"grads": K("real"), "params": K("real")})
 E["core.optimise"] = Ex(lambda params, n_steps: core.optimise(lambda x: jnp.sum(x ** 2), params, _optax(), n_steps),
-                        lambda: {"params": np.array([1.0, 2.0]), "n_steps": 3}, kinds={"params": K("real")})
+                        lambda: {"params": np.array([1.0, 2.0]), "n_steps": 3}, kinds={"params": K("real")},
+                        # params of any shape; 0 steps: the starting point (documented range [0, 2**24])
+                        also_valid=(("params", "extra axis"), ("n_steps", "0 (below 1)")))
 E["core.play"] = Ex(core.play, lambda: {"forecaster": forecasters.Constant(0.3), "nature": natures.Bernoulli(0.4), "T": T,
                                         "key": KEY(), "n_bins": 10, "chunk": 3}, jit=False)
 E["core.sweep"] = Ex(core.sweep, lambda: {"forecaster": forecasters.Constant(0.3), "natures": natures.Bernoulli(0.4), "T": T,
@@ -877,4 +879,5 @@ if _get(stats, "corp_curve"):
                                                  also_valid=(("key", "None"), ("quantiles", "extra axis")))
 E["metrics.SparseGroups"] = Ex(lambda ids: metrics.multicalibration_error(P, Y, metrics.SparseGroups(ids, 2)),
                                lambda: {"ids": np.array([[0, -1], [0, 1], [1, -1], [0, -1], [1, -1], [0, 1]], np.int32)},
-                               kinds={"ids": K("fixed")}, jit=False, why="ids are checked on the host (a group count bounds them)")
+                               kinds={"ids": K("fixed")}, jit=False, why="ids are checked on the host (a group count bounds them)",
+                               no_length=True)  # one row per forecast of the fixed P: a cut ids is a mismatch

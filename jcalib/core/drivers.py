@@ -30,10 +30,9 @@ import jax
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
-from .._validation import check_key, check_static_int
+from .._validation import HORIZON, Custom, Int, Key, declare
 from ..recorders.base import resolve_recorder
 from .batching import as_traced_module, stack_modules
-from .keys import check_horizon
 from .loop import check_compiler_options, chunk_length, run
 from .sharding import gather_seeds, process_checkpoint, shard_seeds, split_keys, thread_parts
 from .types import AbstractForecaster, AbstractNature, check_outcome_spaces
@@ -41,28 +40,49 @@ from .types import AbstractForecaster, AbstractNature, check_outcome_spaces
 __all__ = ["play", "sweep"]
 
 
-def _check_modules(forecaster, nature, names=("forecaster", "nature")):
-    if not isinstance(forecaster, AbstractForecaster):
-        raise ValueError(f"{names[0]} must be an AbstractForecaster, got {type(forecaster).__name__}")
-    if not isinstance(nature, AbstractNature):
-        raise ValueError(f"{names[1]} must be an AbstractNature, got {type(nature).__name__}")
-    check_outcome_spaces(forecaster, nature)
-
-
 MAX_CHUNK = 2**20  # rounds per compiled call: a history's buffer holds this many rounds on the device
 MAX_SEEDS = 2**24  # seeds of one sweep: each holds its own state on the device
 
 
-def _check_sizes(T, chunk, n_bins, n_seeds=1, threads=None):
-    """The drivers' size settings as Python ints, each bounded before anything is allocated."""
-    T = check_horizon(T)
-    chunk = None if chunk is None else check_static_int(chunk, "chunk", 1, MAX_CHUNK, bytes_per=8,
-                                                          what="a history's per-chunk buffer (per forecast)")
+# The drivers' settings, each bounded before anything is allocated.
+_SIZES = dict(
+    T=HORIZON,
+    chunk=Int(1, MAX_CHUNK, bytes_per=8, what="a history's per-chunk buffer (per forecast)", optional=True),
     # the grid of record="summary" (checked even when another recorder ignores it)
-    n_bins = None if n_bins is None else check_static_int(n_bins, "n_bins", 1, 2**22, bytes_per=8, what="its grid counts")
-    n_seeds = check_static_int(n_seeds, "n_seeds", 1, MAX_SEEDS, bytes_per=8, what="the seeds' keys")
-    threads = None if threads is None else check_static_int(threads, "threads", 1, 4096)
-    return T, chunk, n_bins, n_seeds, threads
+    n_bins=Int(1, 2**22, bytes_per=8, what="its grid counts", optional=True),
+    key=Key(),
+)
+
+
+def _forecasters(value, name, bound):
+    seq = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not seq:
+        raise ValueError(f"{name} must not be empty")
+    for f in seq:
+        if not isinstance(f, AbstractForecaster):
+            raise ValueError(f"{name} must be an AbstractForecaster (or a list of them), got {type(f).__name__}")
+    return value
+
+
+def _natures(value, name, bound):
+    seq = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not seq:
+        raise ValueError(f"{name} must not be empty")
+    fs = bound["forecaster"]
+    fs = list(fs) if isinstance(fs, (list, tuple)) else [fs]
+    for n in seq:
+        if not isinstance(n, AbstractNature):
+            raise ValueError(f"{name} must be an AbstractNature{' (or a list of them)' if name == 'natures' else ''}, "
+                             f"got {type(n).__name__}")
+    for f in fs:  # every forecaster plays every nature: their outcome spaces must agree
+        check_outcome_spaces(f, seq[0])
+    for n in seq:
+        check_outcome_spaces(fs[0], n)
+    return value
+
+
+_FORECASTER = Custom(_forecasters, "a forecaster (sweep: or a list of them)")
+_NATURES = Custom(_natures, "a nature (sweep: or a list of them) whose outcomes the forecasters take")
 
 
 _COMPILED: set = set()
@@ -83,6 +103,7 @@ def _program_signature(forecaster, nature, recorder, keys, chunk, layout, option
     return sig
 
 
+@declare(forecaster=_FORECASTER, nature=_NATURES, **_SIZES)
 def play(
     forecaster: AbstractForecaster,
     nature: AbstractNature,
@@ -147,9 +168,6 @@ def play(
         >>> traj.forecast.shape
         (100,)
     """
-    T, chunk, n_bins, _, _ = _check_sizes(T, chunk, n_bins)
-    key = check_key(key)
-    _check_modules(forecaster, nature)
     recorder = resolve_recorder(record, forecaster, n_bins)
     chunk = chunk_length(T, chunk)
     f, n = as_traced_module(forecaster), as_traced_module(nature)
@@ -157,6 +175,8 @@ def play(
                check_compiler_options(compiler_options))
 
 
+@declare(forecaster=_FORECASTER, natures=_NATURES, **_SIZES,
+         n_seeds=Int(1, MAX_SEEDS, bytes_per=8, what="the seeds' keys"), threads=Int(1, 4096, optional=True))
 def sweep(
     forecaster: AbstractForecaster | Sequence[AbstractForecaster],
     natures: AbstractNature | Sequence[AbstractNature],
@@ -216,17 +236,9 @@ def sweep(
     process returns. With ``checkpoint``, each process keeps its own file
     (``<checkpoint>.process<p>-of-<P>``).
     """
-    T, chunk, n_bins, n_seeds, threads = _check_sizes(T, chunk, n_bins, n_seeds, threads)
-    key = check_key(key)
     f_seq = isinstance(forecaster, (list, tuple))
     f_list = list(forecaster) if f_seq else [forecaster]
     n_list = list(natures) if isinstance(natures, (list, tuple)) else [natures]
-    if not f_list or not n_list:
-        raise ValueError("forecasters and natures must not be empty")
-    for f in f_list:
-        _check_modules(f, n_list[0], ("forecaster", "natures"))
-    for n in n_list:
-        _check_modules(f_list[0], n, ("forecaster", "natures"))
     recorder = resolve_recorder(record, f_list[0], n_bins)
     chunk = chunk_length(T, chunk)
     fb, F = stack_modules(f_list, "forecasters") if f_seq else (as_traced_module(f_list[0]), 1)

@@ -537,3 +537,14 @@ def test_mixture_checks_its_weights_and_support():
         jcalib.core.as_mixture(jnp.array([0.2, np.nan]))
     with pytest.raises(ValueError, match="public must be a numeric array"):
         jcalib.core.as_mixture(np.array(["a"]))
+
+
+def test_play_and_sweep_declare_their_settings():
+    """The drivers state their inputs once (jcalib._validation.declare): horizon, key, sizes,
+    and modules whose outcome spaces agree."""
+    from jcalib._validation import declared
+
+    assert {"forecaster", "nature", "T", "chunk", "n_bins", "key"} <= set(declared(jcalib.core.play))
+    assert {"forecaster", "natures", "T", "n_seeds", "threads"} <= set(declared(jcalib.core.sweep))
+    with pytest.raises(ValueError, match="natures must not be empty"):
+        jcalib.core.sweep(jcalib.forecasters.Constant(0.5), [], 10, key=jax.random.key(0))
