@@ -149,8 +149,8 @@ class ApproachabilityPayoff(AbstractPayoff):
     Example:
         >>> import jax.numpy as jnp
         >>> u = ApproachabilityPayoff(4)
-        >>> [round(float(v), 3) for v in u(jnp.asarray(0.3), jnp.asarray(0.5), 1)]
-        [0.0, 0.0, 0.5, 0.0, 0.0, -0.12]
+        >>> tuple(round(float(v), 3) for v in u(jnp.asarray(0.3), jnp.asarray(0.5), 1))
+        (0.0, 0.0, 0.5, 0.0, 0.0, -0.12)
     """
 
     n_bins: int = size_field("n_bins", what="its per-grid-point state", hi=MAX_GRID, why=GRID_WHY)

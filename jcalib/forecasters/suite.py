@@ -30,8 +30,8 @@ def binary_suite(T: int) -> dict[str, AbstractForecaster]:
 
     Example:
         >>> from jcalib.forecasters import binary_suite
-        >>> list(binary_suite(100))[:3]
-        ['AOSA', 'AOSA (tie high)', 'Foster']
+        >>> tuple(binary_suite(100))[:3]
+        ('AOSA', 'AOSA (tie high)', 'Foster')
 
     References:
         Arunachaleswaran, Collina, Roth, Shi (2024), *An Elementary Predictor Obtaining

@@ -232,8 +232,8 @@ class DefaultExpectations(AbstractExpectations):
         >>> mean = Recipe(lambda x, p: jnp.ones(1), lambda y: jnp.stack([y]), lambda p: jnp.stack([p.mean()]),
         ...               n_context=1, n_witness=1, bound_value=1.0)
         >>> p = PiecewiseConstant(jnp.array([0.5, 0.5]), (0.0, 0.5, 1.0))
-        >>> [round(float(v), 4) for v in DefaultExpectations(mean).expect_bins(None, p, p.edges)[:, 0]]
-        [0.25, -0.25]
+        >>> tuple(round(float(v), 4) for v in DefaultExpectations(mean).expect_bins(None, p, p.edges)[:, 0])
+        (0.25, -0.25)
     """
 
     payoff: AbstractPayoff

@@ -45,8 +45,8 @@ def tent_weights(forecasts, n_bins: int) -> Float[Array, "... n_bins+1"]:
             not a positive integer.
 
     Example:
-        >>> [round(float(w), 2) for w in tent_weights(0.3, 4)]
-        [0.0, 0.8, 0.2, 0.0, 0.0]
+        >>> tuple(round(float(w), 2) for w in tent_weights(0.3, 4))
+        (0.0, 0.8, 0.2, 0.0, 0.0)
     """
     p = jnp.asarray(forecasts)
     v = jnp.arange(n_bins + 1, dtype=p.dtype).reshape((1,) * p.ndim + (n_bins + 1,))
