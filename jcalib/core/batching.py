@@ -14,9 +14,18 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .._validation import Custom, declare
+
 __all__ = ["as_traced_module", "batch_axes", "nest", "stack_modules"]
 
 
+def _module(module, name, bound):
+    if isinstance(module, (str, bytes)):
+        raise ValueError(f"{name} must be an equinox Module (a forecaster, a nature) or a pytree, got {type(module).__name__}")
+    return module
+
+
+@declare(module=Custom(_module, "an equinox Module or a pytree of settings"))
 def as_traced_module(module):
     """``module`` with every Python int/float in a non-static field turned into a JAX array.
 
@@ -26,9 +35,6 @@ def as_traced_module(module):
     Raises:
         ValueError: ``module`` is a string (not a module, nor a pytree of settings).
     """
-    if isinstance(module, (str, bytes)):
-        raise ValueError(f"module must be an equinox Module (a forecaster, a nature) or a pytree, got {type(module).__name__}")
-
     def conv(x):
         if isinstance(x, (int, float)) and not isinstance(x, bool):
             return jnp.asarray(x)

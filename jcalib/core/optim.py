@@ -44,7 +44,7 @@ import optax
 from jax import lax
 from jaxtyping import Array, Float
 
-from .._validation import check_finite, check_int, check_static_int, shown
+from .._validation import Custom, Int, check_finite, declare, shown
 
 __all__ = [
     "DEFAULT_UNROLL",
@@ -115,11 +115,35 @@ def _finite_leaf(leaf, name: str):
     return leaf
 
 
-def _check_optimizer(optimizer) -> None:
+def _optimizer(optimizer, name, bound):
     if not (callable(getattr(optimizer, "init", None)) and callable(getattr(optimizer, "update", None))):
-        raise ValueError(f"optimizer must be an optax GradientTransformation, got {type(optimizer).__name__}")
+        raise ValueError(f"{name} must be an optax GradientTransformation, got {type(optimizer).__name__}")
+    return optimizer
 
 
+def _function(what: str, optional: bool = False):
+    def check(fn, name, bound):
+        if (fn is None and optional) or callable(fn):
+            return fn
+        raise ValueError(f"{name} must be a function of the parameters{' or None' if optional else ''}, got {type(fn).__name__}")
+    return Custom(check, what)
+
+
+def _same_shapes(grads, name, bound):
+    params = bound["params"]
+    g_shapes = jax.tree_util.tree_map(jnp.shape, grads)
+    p_shapes = jax.tree_util.tree_map(jnp.shape, params)
+    if g_shapes != p_shapes:
+        raise ValueError(f"{name} must have the structure and shapes of params, got {shown(g_shapes)} and {shown(p_shapes)}")
+    return grads
+
+
+_OPTIMIZER = Custom(_optimizer, "an optax GradientTransformation")
+_PARAMS = Custom(lambda v, name, bound: _real_tree(v, name), "a pytree of finite real floating arrays")
+
+
+@declare(optimizer=_OPTIMIZER, params=_PARAMS,
+         grads=Custom(lambda v, name, bound: _same_shapes(_real_tree(v, name), name, bound), "params' structure and shapes"))
 def optax_update(optimizer: optax.GradientTransformation, grads, state, params):
     """One ``optimizer.update`` + ``apply_updates``, under standard promotion.
 
@@ -128,13 +152,6 @@ def optax_update(optimizer: optax.GradientTransformation, grads, state, params):
             leaf that is not a real floating array, or (when concrete) NaN or ±inf; their
             structures or shapes differ.
     """
-    _check_optimizer(optimizer)
-    grads = _real_tree(grads, "grads")
-    params = _real_tree(params, "params")
-    g_shapes = jax.tree_util.tree_map(jnp.shape, grads)
-    p_shapes = jax.tree_util.tree_map(jnp.shape, params)
-    if g_shapes != p_shapes:
-        raise ValueError(f"grads must have the structure and shapes of params, got {shown(g_shapes)} and {shown(p_shapes)}")
     return _optax_update(optimizer, grads, state, params)
 
 
@@ -151,6 +168,11 @@ def default_unroll(backend: str | None = None) -> int:
     return DEFAULT_UNROLL.get(jax.default_backend() if backend is None else backend, 1)
 
 
+# a bool is refused (Int): lax.scan reads True as every step unrolled, 400 copies of ORCA's step
+# in one program; 0 (lax.scan: unroll everything) is below the minimum
+@declare(n_steps=Int(0, 2**24, what="optimiser steps"), loss=_function("a function of the parameters"),
+         optimizer=_OPTIMIZER, params=_PARAMS, project=_function("a map of the parameters", optional=True),
+         unroll=Int(1, None, optional=True))
 def optimise(
     loss: Callable[[Any], Array],
     params: Any,
@@ -193,16 +215,7 @@ def optimise(
         >>> bool(jnp.allclose(res.params, 3.0, atol=1e-2))
         True
     """
-    n_steps = check_static_int(n_steps, "n_steps", 0, 2**24, what="optimiser steps")
-    if not callable(loss):
-        raise ValueError(f"loss must be a function of the parameters, got {type(loss).__name__}")
-    _check_optimizer(optimizer)
-    params = _real_tree(params, "params")
-    if project is not None and not callable(project):
-        raise ValueError(f"project must be a function of the parameters or None, got {type(project).__name__}")
-    # a bool is refused (check_int): lax.scan reads True as every step unrolled, 400 copies of
-    # ORCA's step in one program; 0 (lax.scan: unroll everything) is below the minimum
-    unroll = default_unroll() if unroll is None else check_int(unroll, "unroll", minimum=1)
+    unroll = default_unroll() if unroll is None else unroll
     if state is None:
         with standard_promotion():
             state = optimizer.init(params)

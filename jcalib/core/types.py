@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._validation import as_float_array, check_finite, check_key, in_graph, is_concrete, offending
+from .._validation import Custom, as_float_array, check_finite, check_key, declare, in_graph, is_concrete, offending
 
 __all__ = [
     "Forecast",
@@ -124,6 +124,23 @@ class Mixture(NamedTuple):
 _MIXTURE_ATOL = 1e-3  # a mixture's weights may miss the simplex by float32 round-off of a solver
 
 
+def _public(public, name, bound):
+    """A forecast's public part, checked: a :class:`Mixture` (its weights and support), else a
+    pytree of non-empty finite real arrays (NaN and ±inf in the graph, behind
+    ``jcalib.config.checks``)."""
+    if isinstance(public, Mixture):
+        return Mixture(*public._checked())
+
+    def atom(v):
+        v = as_float_array(v, name)
+        if v.size == 0:
+            raise ValueError(f"{name} must not be empty, got a leaf of shape {tuple(v.shape)}")
+        return check_finite(v, name)
+
+    return jax.tree_util.tree_map(atom, public)
+
+
+@declare(public=Custom(_public, "a Mixture, or a pytree of finite real arrays"))
 def as_mixture(public) -> Mixture:
     """View a forecast's public part as a :class:`Mixture`.
 
@@ -136,15 +153,8 @@ def as_mixture(public) -> Mixture:
         ValueError: a leaf of ``public`` is not a non-empty real array, or holds NaN or ±inf.
     """
     if isinstance(public, Mixture):
-        return Mixture(*public._checked())
-
-    def atom(v):  # a real, finite value (NaN and ±inf in the graph, behind jcalib.config.checks)
-        v = as_float_array(v, "public")
-        if v.size == 0:
-            raise ValueError(f"public must not be empty, got a leaf of shape {tuple(v.shape)}")
-        return check_finite(v, "public")[None]
-
-    support = jax.tree_util.tree_map(atom, public)
+        return public
+    support = jax.tree_util.tree_map(lambda v: v[None], public)
     leaves = jax.tree_util.tree_leaves(support)
     dtype = jnp.result_type(float)
     if leaves and jnp.issubdtype(leaves[0].dtype, jnp.floating):
