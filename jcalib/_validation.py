@@ -28,7 +28,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .config import checks_enabled
+
+
+def checks_enabled() -> bool:
+    """:func:`jcalib.config.checks_enabled` (imported when called: :mod:`jcalib.config` declares
+    its own inputs with this module)."""
+    from .config import _CHECKS
+
+    return _CHECKS.get()
 
 __all__ = [
     "is_concrete",

@@ -22,18 +22,20 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 
-import numpy as np
+from ._validation import Bool, declare
 
 __all__ = ["checks", "checks_enabled", "set_checks"]
 
 _CHECKS: contextvars.ContextVar[bool] = contextvars.ContextVar("jcalib_checks", default=True)
 
 
+@declare()
 def checks_enabled() -> bool:
     """Whether in-graph (``eqx.error_if``) input checks are staged into functions traced now."""
     return _CHECKS.get()
 
 
+@declare(enabled=Bool())
 def set_checks(enabled: bool) -> None:
     """Turn in-graph input checks on or off for everything traced afterwards (in this context).
 
@@ -41,11 +43,12 @@ def set_checks(enabled: bool) -> None:
         enabled: a ``bool``.
 
     Raises:
-        TypeError: ``enabled`` is not a bool.
+        TypeError: ``enabled`` is not a bool (NumPy bools are).
     """
-    _CHECKS.set(_as_bool(enabled))
+    _CHECKS.set(enabled)
 
 
+@declare(enabled=Bool())
 @contextlib.contextmanager
 def checks(enabled: bool) -> Iterator[None]:
     """Context manager: in-graph input checks on (``True``) or off (``False``) inside the block.
@@ -55,14 +58,8 @@ def checks(enabled: bool) -> Iterator[None]:
         >>> with jcalib.config.checks(False):
         ...     fast = jax.jit(jcalib.metrics.ece).lower(jnp.ones(4) / 2, jnp.ones(4, int)).compile()
     """
-    token = _CHECKS.set(_as_bool(enabled))
+    token = _CHECKS.set(enabled)
     try:
         yield
     finally:
         _CHECKS.reset(token)
-
-
-def _as_bool(enabled) -> bool:
-    if not isinstance(enabled, (bool, np.bool_)):
-        raise TypeError(f"enabled must be a bool, got {type(enabled).__name__}")
-    return bool(enabled)
