@@ -558,7 +558,8 @@ for _n, _a in (("Bernoulli", {"prob": 0.4}), ("Contrarian", {}), ("DistortedMode
                                    "horizon": K("float", lo=0.0), "period": K("float", lo=0.0)})
 E["natures.RegimeSwitch"] = ex(natures.RegimeSwitch, {"rates": np.array([0.2, 0.8]), "switch_prob": 0.01}, use=play_nature,
                                kinds={"rates": K("prob"), "switch_prob": K("float", lo=0.0, hi=1.0)}, no_length=True)
-E["natures.Replay"] = ex(natures.Replay, {"y": Y, "x": P}, use=play_nature)
+E["natures.Replay"] = ex(natures.Replay, {"y": Y, "x": P}, use=play_nature,
+                        also_valid=(("x", "extra axis"),))  # contexts (T, d): a feature vector a round (documented)
 E["natures.Switch"] = Ex(natures.Switch, lambda: {"natures": (natures.Bernoulli(0.3), natures.Contrarian()), "index": 1},
                          use=play_nature, kinds={"index": K("int")})
 E["natures.HalfSpaceAdversary"] = ex(lambda n_grid, lo, hi: natures.HalfSpaceAdversary(_kf().payoff, n_grid, lo, hi),
@@ -765,7 +766,8 @@ E["stats.skce_interval"] = multiclass(stats.skce_interval, {"tile": 4}, kinds={"
 E["stats.skce_test"] = multiclass(stats.skce_test, {"key": KEY(), "tile": 4, "n_resamples": 8}, kinds={"level": K("float", lo=0.0, hi=1.0)},
                                   min_length=2)
 E["stats.smooth_calibration_curve"] = binary(stats.smooth_calibration_curve, {"key": KEY(), "n_resamples": 4, "n_points": 16},
-                                             kinds={"level": K("float", lo=0.0, hi=1.0)}, min_length=2)  # a bootstrap band needs two rows
+                                             kinds={"level": K("float", lo=0.0, hi=1.0)}, min_length=2,  # a bootstrap band needs two rows
+                                             also_valid=(("key", "None"),))  # key=None: the curve alone (documented)
 E["stats.ucme"] = multiclass(stats.ucme, {"test_probs": PM[:3], "test_labels": YM[:3]}, unpaired=("test_probs", "test_labels"))
 
 

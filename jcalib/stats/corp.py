@@ -444,7 +444,8 @@ def _score_decomposition(xs, ys, ws, gid, slot, key, *, score, n_resamples, chun
     unit_of_row = slot // per_unit
     chunk = min(chunk, n_resamples)
     padded = -(-n_resamples // chunk) * chunk
-    keys = jax.random.split(key, padded).reshape(padded // chunk, chunk)
+    keys = jax.random.split(key, padded)
+    keys = keys.reshape((padded // chunk, chunk) + keys.shape[1:])  # a raw uint32 key splits into (padded, 2)
     res = lax.map(lambda ks: _resampled_components(score_fn, sums, scores, lay, unit_of_row, ks, n_units), keys)
     return est, res.reshape(padded, 4)[:n_resamples]
 

@@ -279,3 +279,12 @@ def test_bad_inputs():
         quantile_score_decomposition(np.stack([p, p], 1), y, [0.5])
     with pytest.raises(ValueError, match="labels"):
         corp_curve(p, y[:5])
+
+
+def test_a_raw_uint32_key_draws_the_resamples_of_its_typed_key():
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.05, 0.95, 300)
+    y = (rng.uniform(size=300) < p).astype(np.int32)
+    raw = score_decomposition(p, y, key=jax.random.PRNGKey(5), n_resamples=16, chunk=4)
+    typed = score_decomposition(p, y, key=jax.random.wrap_key_data(jax.random.PRNGKey(5)), n_resamples=16, chunk=4)
+    np.testing.assert_array_equal(np.asarray(raw.low), np.asarray(typed.low))
