@@ -33,9 +33,9 @@ import numpy as np
 def checks_enabled() -> bool:
     """:func:`jcalib.config.checks_enabled` (imported when called: :mod:`jcalib.config` declares
     its own inputs with this module)."""
-    from .config import _CHECKS
+    from .config import checks_enabled as enabled
 
-    return _CHECKS.get()
+    return enabled()
 
 __all__ = [
     "is_concrete",
