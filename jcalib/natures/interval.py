@@ -23,7 +23,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._dtypes import float_dtype
 from .._grid import size_field
-from .._validation import check_finite, check_hyper, check_positive_int, Real
+from .._validation import check_hyper, check_positive_int, Real
 from ..core.types import AbstractNature, Forecast
 from ..distributions import PiecewiseConstant, uniform_edges
 from ..distributions.piecewise import check_edges
@@ -54,9 +54,9 @@ class IIDInterval(AbstractNature):
 
     def __init__(self, probs, edges):
         self.edges = check_edges(edges)
-        # PiecewiseConstant validates shape, sign, sum and NaN of concrete masses; traced masses are
-        # checked in the graph here, under this argument's name
-        self.probs = check_finite(PiecewiseConstant(probs, self.edges).probs, "probs")
+        # PiecewiseConstant checks shape, sign, sum and finiteness: of concrete masses at once,
+        # of traced ones in the graph, under this argument's name
+        self.probs = PiecewiseConstant(probs, self.edges).probs
 
     @classmethod
     def skewed(cls, n: int = 50) -> "IIDInterval":
