@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 import types
+import warnings
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -108,7 +109,10 @@ def _compiler_options(forecaster, T: int) -> dict:
 
 def _distance(values, labels, weights, n_bins):
     """The certified interval of the distance to calibration: ``(lower, upper)`` as floats."""
-    d = M.distance_to_calibration(values, labels, sample_weight=weights, n_bins=n_bins)
+    return _interval(M.distance_to_calibration(values, labels, sample_weight=weights, n_bins=n_bins))
+
+
+def _interval(d) -> tuple[float, float]:
     return float(d.lower), float(d.upper)
 
 
@@ -338,8 +342,9 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
     if distance_pool is not None:
         def result(f, task):
             try:
-                return _distance(*task) if f is None else f.result()
-            except BrokenProcessPool:  # a worker died (killed, out of memory): this process computes it
+                return _distance(*task) if f is None else _interval(f.result())
+            except BrokenProcessPool as e:  # a worker died (killed, out of memory): this process computes it
+                _warn_broken(e)
                 return _distance(*task)
 
         done = tqdm((result(f, t) for i in range(len(jobs)) for f, t in zip(pending[i], results[i][1])),
@@ -431,21 +436,21 @@ def _rate_figure(runs: list[Run], metric: str, path: str, *, ylabel: str, captio
 
 def report(runs: list[Run], out_dir: str, *, title: str = "jcalib demo") -> dict:
     """Write ``summary.md`` (the table and what it shows) and the figures ``distance_vs_T.png``
-    and ``ece_vs_T.png`` to ``out_dir``; return their paths."""
+    (when some distance was certified) and ``ece_vs_T.png`` to ``out_dir``; return their paths."""
     os.makedirs(out_dir, exist_ok=True)
     Ts = sorted({r.T for r in runs})
     n_natures, n_seeds = len({r.nature for r in runs}), 1 + max(r.seed_index for r in runs)
     n_certified = 1 + max((r.seed_index for r in runs if np.isfinite(r.dist_upper)), default=-1)
-    paths = {
-        "distance": _rate_figure(
+    paths = {}
+    if n_certified:  # no distance figure when no distance was certified (--distance-seeds 0)
+        paths["distance"] = _rate_figure(
             runs, "dist_upper", os.path.join(out_dir, "distance_vs_T.png"), bound=True,
             ylabel="distance to calibration (certified upper end, unnormalised)",
-            caption=f"Distance to calibration against T: {n_natures} natures x the first {n_certified} seeds"),
-        "ece": _rate_figure(
-            runs, "ece", os.path.join(out_dir, "ece_vs_T.png"), bound=False, ylabel="ECE (unnormalised)",
-            caption=f"ECE against T: {n_natures} natures x {n_seeds} seeds",
-            band_note="\n(a minimum of 0 runs off the log axis)"),
-    }
+            caption=f"Distance to calibration against T: {n_natures} natures x the first {n_certified} seeds")
+    paths["ece"] = _rate_figure(
+        runs, "ece", os.path.join(out_dir, "ece_vs_T.png"), bound=False, ylabel="ECE (unnormalised)",
+        caption=f"ECE against T: {n_natures} natures x {n_seeds} seeds",
+        band_note="\n(a minimum of 0 runs off the log axis)")
     aosa = [r for r in runs if r.forecaster.startswith("AOSA")]  # both tie rules
     lines = [f"# {title}", "",
              f"{len(runs)} runs: {len({r.forecaster for r in runs})} forecasters x {n_natures} natures x "
@@ -463,8 +468,7 @@ def report(runs: list[Run], out_dir: str, *, title: str = "jcalib demo") -> dict
                   f"{'held in every certified AOSA run' if held else 'was NOT certified in every AOSA run'}.",
                   f"AOSA's own certificate Σ|p−p̃| + ECE(p̃) (the proof's construction) reaches at most "
                   f"{max(certs):.3f} of the bound over all {len(certs)} AOSA runs.", ""]
-    lines.append(f"Figures: `{os.path.basename(paths['distance'])}`, `{os.path.basename(paths['ece'])}`, "
-                 "`reliability.png`.")
+    lines.append("Figures: " + ", ".join(f"`{os.path.basename(f)}`" for f in paths.values()) + ", `reliability.png`.")
     paths["summary"] = os.path.join(out_dir, "summary.md")
     Path(paths["summary"]).write_text("\n".join(lines) + "\n")
     return paths
@@ -524,12 +528,25 @@ def _digest(task) -> tuple:
 
 
 def _submit(pool, task):
-    """``_distance(*task)`` submitted to ``pool``; None where the pool is broken (the caller
-    computes it then)."""
+    """``_distance(*task)`` submitted to ``pool`` (its result a :class:`CalibrationDistance`);
+    None where the pool is broken (the caller computes it then).
+
+    The workers are sent :func:`jcalib.metrics.distance_to_calibration` itself, not a function of
+    this module: under ``python -m jcalib.cli`` (what ``make demo`` runs) this module is
+    ``__main__``, whose functions a spawned worker cannot import."""
+    values, labels, weights, n_bins = task
     try:
-        return pool.submit(_distance, *task)
-    except BrokenProcessPool:
+        return pool.submit(M.distance_to_calibration, values, labels, sample_weight=weights, n_bins=n_bins)
+    except BrokenProcessPool as e:
+        _warn_broken(e)
         return None
+
+
+def _warn_broken(error) -> None:
+    """Say that the distance workers failed (the distances still come, slower); Python's warning
+    filter shows it once."""
+    warnings.warn(f"the distance worker processes failed ({error}); computing the remaining distances in this "
+                  "process", RuntimeWarning, stacklevel=2)
 
 
 def _distance_workers(n: int) -> ProcessPoolExecutor | None:

@@ -1,6 +1,7 @@
 """The demo's command line, its study and report (on a tiny configuration), and the AOSA
 tutorial's table, which must be what ``make demo`` writes."""
 
+import os
 import re
 import subprocess
 import sys
@@ -182,3 +183,23 @@ def test_distances_in_worker_processes_change_no_number():
     assert [(r.forecaster, r.nature, r.seed_index, r.T) for r in pooled] == [(r.forecaster, r.nature, r.seed_index, r.T) for r in serial]
     np.testing.assert_array_equal([r.dist_lower for r in pooled], [r.dist_lower for r in serial])
     np.testing.assert_array_equal([r.dist_upper for r in pooled], [r.dist_upper for r in serial])
+
+
+def test_make_demo_certifies_in_its_workers(tmp_path):
+    """``make demo`` runs ``python -m jcalib.cli``, where this module is ``__main__``: its distance
+    workers must still be able to run the tasks sent to them (they once could not import them,
+    and every distance then ran after the sweeps in the main process, saying nothing). Also
+    ``--distance-seeds 0``: no distance, no distance figure, the rest written."""
+    env = {**os.environ, "JCALIB_COMPILATION_CACHE": "0"}
+    base = [sys.executable, "-m", "jcalib.cli", "demo", "--T", "12", "--seeds", "2",
+            "--no-progress"]
+    done = subprocess.run(base + ["--distance-seeds", "1", "--out", str(tmp_path / "a")], capture_output=True,
+                          text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "worker" not in done.stderr, done.stderr[-2000:]
+    assert (tmp_path / "a" / "distance_vs_T.png").exists()
+    none = subprocess.run(base + ["--distance-seeds", "0", "--out", str(tmp_path / "b")], capture_output=True,
+                          text=True, env=env)
+    assert none.returncode == 0, none.stderr[-2000:]
+    assert not (tmp_path / "b" / "distance_vs_T.png").exists()
+    assert "`ece_vs_T.png`, `reliability.png`" in (tmp_path / "b" / "summary.md").read_text()
