@@ -322,7 +322,10 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
 
     results = [None] * len(jobs)
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        futures = {pool.submit(play_all, idx): idx for idx in by_name.values()}
+        # continuous forecasters first: their distances (many distinct forecasts) are the longest,
+        # and the workers certify them while the grid forecasters' sweeps run
+        order = sorted(by_name.values(), key=lambda idx: forecast_grid(jobs[idx[0]][2]) is not None)
+        futures = {pool.submit(play_all, idx): idx for idx in order}
         bar = tqdm(total=len(jobs), desc="forecaster x T", disable=not progress, leave=False)
         for fut in as_completed(futures):
             for i, r in zip(futures[fut], fut.result()):

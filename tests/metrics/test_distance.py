@@ -10,6 +10,7 @@ import hypothesis.strategies as st
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.sparse as sps
 import pytest
 from hypothesis import given, settings
 from reference import binary_metrics as ref
@@ -145,6 +146,34 @@ def test_lower_distance_matches_dense_lp(seed):
     dense = ref.lower_distance_lp(p, y, w, U)
     assert got <= dense + 1e-9
     assert dense - got <= w.sum() * np.max(np.diff(U)) + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_lower_distance_warm_started_rounds_equal_a_fresh_solve(seed, monkeypatch):
+    """Each cutting-plane round re-solves from the last basis; a fresh solve of the final LP, the
+    interior-point start (used beyond ``_IPM_BREAKPOINTS`` distinct forecasts, forced here on
+    300) and ``scipy.optimize.linprog`` (HiGHS built by SciPy) reach the same optimum."""
+    from scipy.optimize import linprog
+
+    from jcalib.metrics import distance as D
+
+    rng = np.random.default_rng(seed)
+    p, y = rng.random(300), (rng.random(300) < rng.random(300) ** 1.5).astype(int)
+    (v1, w1), (v0, w0) = D._atoms(p, y, np.ones(300))
+    rounds: list = []
+    real = D._Solver.solve
+    monkeypatch.setattr(D._Solver, "solve", lambda self: rounds.append(self) or real(self))
+    value, lp_value, _, _ = D._lower_lp(v1, w1, v0, w0, 1e-7, 40)
+    assert len(rounds) > 1  # the warm start was exercised
+    lp = rounds[-1]._h.getLp()  # the last round's LP, solved from scratch by linprog
+    A = sps.csc_matrix((lp.a_matrix_.value_, lp.a_matrix_.index_, lp.a_matrix_.start_), shape=(lp.num_row_, lp.num_col_))
+    fresh = linprog(lp.col_cost_, A_ub=A, b_ub=lp.row_upper_, bounds=(None, None), method="highs-ds",
+                    options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+    np.testing.assert_allclose(lp_value, -fresh.fun, rtol=1e-9)  # solver tolerance 1e-10, values O(10)
+    assert value <= lp_value and lp_value - value <= 1e-7 * lp_value
+    monkeypatch.setattr(D, "_IPM_BREAKPOINTS", 10)
+    ipm_value, ipm_lp, _, _ = D._lower_lp(v1, w1, v0, w0, 1e-7, 40)
+    np.testing.assert_allclose([ipm_value, ipm_lp], [value, lp_value], rtol=1e-7)  # within the LP's rtol
 
 
 def test_lower_distance_is_below_the_farey_grid_lp_and_can_be_strictly_below():
