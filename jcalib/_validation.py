@@ -18,6 +18,8 @@ equinox module fields too (:func:`check_fields`, :meth:`Spec.converter`).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import inspect
 import abc
@@ -40,6 +42,8 @@ def checks_enabled() -> bool:
 __all__ = [
     "is_concrete",
     "in_graph",
+    "stage_check",
+    "deferred_checks",
     "as_int",
     "check_int",
     "check_key",
@@ -110,8 +114,58 @@ def in_graph(x, bad, message: str):
     """``x``, carrying ``eqx.error_if(x, bad, message)`` when ``x`` is a tracer and in-graph
     checks are on (:mod:`jcalib.config`); concrete ``x`` passes unchanged (checked in NumPy)."""
     if isinstance(x, jax.core.Tracer) and checks_enabled():
-        return eqx.error_if(x, bad, message)
+        return stage_check(x, bad, message)
     return x
+
+
+def stage_check(x, bad, message: str):
+    """``eqx.error_if(x, bad, message)``, or, inside :func:`deferred_checks` and at its level of
+    tracing, ``x`` unchanged with ``any(bad)`` recorded there (the caller returns the flags and
+    raises on the host: no host callback in the program)."""
+    box = _DEFERRED.get()
+    if box is not None and box.here():
+        box.flags.append(jnp.any(jnp.asarray(bad)))
+        box.messages.append(message)
+        return x
+    return eqx.error_if(x, bad, message)
+
+
+class _Deferred:
+    def __init__(self):
+        self.trace = _current_trace()
+        self.flags: list = []
+        self.messages: list[str] = []
+
+    def here(self) -> bool:
+        # a check inside a nested trace (a loop or branch of the traced function) cannot hand its
+        # flag out of that trace: it stays an eqx.error_if
+        return self.trace is not None and _current_trace() is self.trace
+
+    def any(self):
+        """The recorded checks' failures, a bool vector (one entry per message)."""
+        return jnp.stack(self.flags) if self.flags else jnp.zeros((0,), bool)
+
+
+def _current_trace():
+    ctx = getattr(jax._src.core, "trace_ctx", None)  # JAX's current trace (newer JAX); None: never defer
+    return None if ctx is None else ctx.trace
+
+
+_DEFERRED: contextvars.ContextVar = contextvars.ContextVar("jcalib_deferred_checks", default=None)
+
+
+@contextlib.contextmanager
+def deferred_checks():
+    """Record the in-graph checks staged at the current level of tracing instead of staging
+    ``eqx.error_if`` (whose host callback keeps a program out of JAX's persistent compilation
+    cache and runs a branch per check); yields the record (``.any()``, ``.messages``). The
+    caller returns ``.any()`` from its traced function and raises when an entry is true."""
+    box = _Deferred()
+    token = _DEFERRED.set(box)
+    try:
+        yield box
+    finally:
+        _DEFERRED.reset(token)
 
 
 def _gather_tracers(x):
@@ -742,7 +796,7 @@ class Distribution(Spec):
             raise TypeError(f"{name} must be a distribution with a {self.method} method, got {type(value).__name__}")
         if checks_enabled() and any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(value)):
             for bad, message in value.value_rules():
-                value = eqx.error_if(value, bad, f"{name}: {message}")
+                value = stage_check(value, bad, f"{name}: {message}")
         return value
 
 

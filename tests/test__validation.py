@@ -396,3 +396,28 @@ def test_choice_takes_a_numpy_string_as_the_string_it_holds():
     assert Choice("fair", "standard").check(np.str_("fair"), "estimator", {}) == "fair"
     with pytest.raises(ValueError, match="estimator must be one of"):
         Choice("fair", "standard").check(np.str_("other"), "estimator", {})
+
+
+def test_deferred_checks_record_their_own_level_and_leave_nested_traces_alone():
+    """Inside ``deferred_checks`` a check staged at the same level of tracing becomes a flag (no
+    host callback: the program stays cacheable), one inside a nested loop stays an
+    ``eqx.error_if``; the flags say which check failed."""
+    import jax
+    import jax.numpy as jnp
+
+    from jcalib._validation import deferred_checks, stage_check
+
+    def f(x, nested: bool):
+        with deferred_checks() as box:
+            y = stage_check(x, x < 0, "x must be non-negative")
+            if nested:
+                y = jax.lax.fori_loop(0, 2, lambda i, v: stage_check(v, v > 10, "v too large"), y)
+        return y, box.any(), tuple(box.messages)
+
+    assert "callback" not in str(jax.make_jaxpr(lambda x: f(x, False)[:2])(1.0))
+    assert "callback" in str(jax.make_jaxpr(lambda x: f(x, True)[:2])(1.0))  # the loop's check
+    _, failed, messages = f(jnp.float32(-1.0), False)
+    assert messages == ("x must be non-negative",) and bool(failed[0])
+    assert not bool(jax.jit(lambda x: f(x, False)[1])(jnp.float32(2.0))[0])
+    with pytest.raises(Exception, match="v too large"):
+        jax.block_until_ready(jax.jit(lambda x: f(x, True)[0])(jnp.float32(20.0)))

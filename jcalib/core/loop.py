@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._validation import check_positive_int, format_bytes
+from .._validation import check_positive_int, deferred_checks, format_bytes
 from ..recorders.base import AbstractRecorder, Round, stack_outputs
 from .batching import nest
 from .checkpoint import Checkpoint, fingerprint
@@ -56,13 +56,33 @@ def _one_round(forecaster, nature, recorder, c: _Carry, t, keys):
     return new, out
 
 
+def _checked(fn, messages: list):
+    """``fn`` returning also its in-graph input checks as a bool vector (``deferred_checks``: no
+    host callback in the chunk, so its program can be cached across processes); their messages
+    go into ``messages`` when ``fn`` is traced."""
+
+    def checked(*args):
+        with deferred_checks() as box:
+            out = fn(*args)
+        messages[:] = box.messages
+        return out, box.any()
+
+    return checked
+
+
+def _any_over_batch(flags):
+    """A batch's check flags ``(..., n_checks)`` reduced to ``(n_checks,)``."""
+    return jnp.any(flags, axis=tuple(range(flags.ndim - 1)))
+
+
 def _scan_rounds(one, streams, batched: bool, carry: _Carry, t0, n, length: int, round_axis: int):
     """Rounds ``t0, …, t0+n-1`` (``n <= length``, both traced) as loops over blocks and rounds.
 
     ``one(carry, t, keys)`` is one round of the whole batch (the nested vmaps of
-    :func:`_one_round`) and ``streams`` the four round streams (the seeds' with ``batched``).
-    Returns the carry and the per-round outputs in a buffer of ``length`` rows along
-    ``round_axis`` (row ``t - t0``; rows past ``n`` are zeros). ``length`` fixes the program;
+    :func:`_one_round`, returning the carry, the round's output and its check flags) and
+    ``streams`` the four round streams (the seeds' with ``batched``). Returns the carry, the
+    per-round outputs in a buffer of ``length`` rows along ``round_axis`` (row ``t - t0``; rows
+    past ``n`` are zeros) and the flags of the checks failed in any round. ``length`` fixes the program;
     ``t0`` and ``n`` do not, so every horizon T reuses one compiled chunk, and a last partial
     chunk runs fewer iterations of the same program instead of compiling another.
 
@@ -73,7 +93,7 @@ def _scan_rounds(one, streams, batched: bool, carry: _Carry, t0, n, length: int,
     """
     t_like = jnp.zeros((), jnp.int32)
     keys_like = tuple(_stream_block(s, 0, batched)[..., 0] for s in streams)
-    _, out_like = jax.eval_shape(one, carry, t_like, keys_like)
+    _, out_like, failed_like = jax.eval_shape(one, carry, t_like, keys_like)
     buf = jax.tree_util.tree_map(
         lambda o: jnp.zeros(o.shape[:round_axis] + (length,) + o.shape[round_axis:], o.dtype), out_like)
     end = t0 + n
@@ -84,17 +104,18 @@ def _scan_rounds(one, streams, batched: bool, carry: _Carry, t0, n, length: int,
         bkeys = [_stream_block(s, b, batched) for s in streams]
 
         def round_(t, state):
-            c, buf = state
-            c, out = one(c, t, tuple(k[..., t - b * BLOCK] for k in bkeys))
+            c, buf, failed = state
+            c, out, flags = one(c, t, tuple(k[..., t - b * BLOCK] for k in bkeys))
             buf = jax.tree_util.tree_map(
                 lambda a, o: jax.lax.dynamic_update_index_in_dim(a, o, t - t0, round_axis), buf, out)
-            return c, buf
+            return c, buf, failed | flags
 
         lo = jnp.maximum(t0, b * BLOCK)
         hi = jnp.minimum(end, (b + 1) * BLOCK)
         return jax.lax.fori_loop(lo, hi, round_, state)
 
-    return jax.lax.fori_loop(t0 // BLOCK, (end + BLOCK - 1) // BLOCK, block, (carry, buf))
+    failed = jnp.zeros(failed_like.shape, bool)
+    return jax.lax.fori_loop(t0 // BLOCK, (end + BLOCK - 1) // BLOCK, block, (carry, buf, failed))
 
 
 def _stream_block(stream, b, batched: bool):
@@ -107,8 +128,13 @@ def _stream_block(stream, b, batched: bool):
 # ---- the compiled pieces: one function, nested vmaps over (forecaster, nature, seed) ----------
 
 
-def _init_all(forecaster, nature, recorder, keys, layout):
-    return nest(lambda f, n, k: _init(f, n, recorder, k), layout, forecaster, nature, ("seed",))(forecaster, nature, keys)
+def _init_all(forecaster, nature, recorder, keys, layout, messages=None):
+    """The batch's carry before round 0; with ``messages`` (a list), also its init's check flags."""
+    if messages is None:
+        return nest(lambda f, n, k: _init(f, n, recorder, k), layout, forecaster, nature, ("seed",))(forecaster, nature, keys)
+    carry, flags = nest(_checked(lambda f, n, k: _init(f, n, recorder, k), messages), layout, forecaster, nature,
+                        ("seed",))(forecaster, nature, keys)
+    return carry, _any_over_batch(flags)
 
 
 def _chunk_body(forecaster, nature, recorder, keys, carry, fresh, t0, n, length: int, layout):
@@ -118,17 +144,44 @@ def _chunk_body(forecaster, nature, recorder, keys, carry, fresh, t0, n, length:
     ``lax.cond``: the first call of a run initialises, later calls skip it), so a run compiles
     one program, not an init program and a chunk program. The round streams are re-derived
     from the seed keys at each call (three threefry hashes per sequence).
+
+    Returns the carry, the rounds' outputs, and the in-graph input checks of the players' init
+    and rounds: a bool vector (true: failed somewhere in the chunk) and its messages (static),
+    raised by the caller.
     """
-    carry = jax.lax.cond(fresh, lambda c: _init_all(forecaster, nature, recorder, keys, layout), lambda c: c, carry)
+    init_messages, round_messages = [], []
+
+    def init(c):
+        return _init_all(forecaster, nature, recorder, keys, layout, init_messages)
+
+    n_init = jax.eval_shape(init, carry)[1].shape[0]
+    carry, init_failed = jax.lax.cond(fresh, init, lambda c: (c, jnp.zeros((n_init,), bool)), carry)
     # the four round streams, each of the seeds' keys (S,) (or one key): shared by the F and N axes
     batched = layout[2] is not None
     streams = jax.vmap(lambda k: tuple(split_run_key(k)[2]))(keys) if batched else tuple(split_run_key(keys)[2])
 
     def round_all(c, t, ks):
-        return nest(lambda f, nat, c, t, ks: _one_round(f, nat, recorder, c, t, ks), layout, forecaster, nature,
-                    ("all", "shared", "seed"))(forecaster, nature, c, t, ks)
+        (c, out), flags = nest(_checked(lambda f, nat, c, t, ks: _one_round(f, nat, recorder, c, t, ks), round_messages),
+                               layout, forecaster, nature, ("all", "shared", "seed"))(forecaster, nature, c, t, ks)
+        return c, out, _any_over_batch(flags)
 
-    return _scan_rounds(round_all, streams, batched, carry, t0, n, length, sum(a is not None for a in layout))
+    carry, outs, round_failed = _scan_rounds(round_all, streams, batched, carry, t0, n, length,
+                                             sum(a is not None for a in layout))
+    return carry, outs, jnp.concatenate([init_failed, round_failed]), tuple(init_messages + round_messages)
+
+
+def _raise_failed(failed, messages: tuple, x):
+    """Raise the first failed check (``eqx.EquinoxRuntimeError``, as ``eqx.error_if`` would), or
+    return ``x`` (the chunk's results); inside a caller's trace (``jax.jit`` around ``play``),
+    ``x`` behind ``eqx.error_if``."""
+    if isinstance(failed, jax.core.Tracer):
+        for i, message in enumerate(messages):
+            x = eqx.error_if(x, failed[i], message)
+        return x
+    for hit, message in zip(np.asarray(failed), messages):
+        if hit:
+            raise eqx.EquinoxRuntimeError(message)
+    return x
 
 
 _chunk_all = eqx.filter_jit(_chunk_body)
@@ -238,8 +291,8 @@ def _open_checkpoint(path, forecaster, nature, recorder, keys, T, layout, carry,
     # process by jit's cache): its jaxpr goes into the fingerprint, its outputs' structure is a
     # history part's
     one = jnp.ones((), jnp.int32)
-    program, (_, outs), _ = eqx.filter_make_jaxpr(_chunk_all)(forecaster, nature, recorder, keys, carry, one > 0,
-                                                               0 * one, one, 1, layout)
+    program, (_, outs, _, _), _ = eqx.filter_make_jaxpr(_chunk_all)(forecaster, nature, recorder, keys, carry,
+                                                                     one > 0, 0 * one, one, 1, layout)
     like = outs if jax.tree_util.tree_leaves(outs) else None
     fp = fingerprint(forecaster, nature, recorder, keys, T, layout, carry, program, compiler_options)
     return Checkpoint(path, fp, carry, like, round_axis)
@@ -279,8 +332,9 @@ def _run(forecaster, nature, recorder, keys, T, chunk, progress, checkpoint, lay
     t = start
     while t < T:
         n = min(chunk, T - t)
-        carry, outs = chunk_fn(forecaster, nature, recorder, keys, carry, jnp.asarray(fresh), jnp.asarray(t, jnp.int32),
-                               jnp.asarray(n, jnp.int32), chunk, layout)
+        carry, outs, failed, messages = chunk_fn(forecaster, nature, recorder, keys, carry, jnp.asarray(fresh),
+                                                 jnp.asarray(t, jnp.int32), jnp.asarray(n, jnp.int32), chunk, layout)
+        carry, outs = _raise_failed(failed, messages, (carry, outs))
         fresh = False
         if compiled is not None:
             compiled.set()

@@ -70,7 +70,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from .._dtypes import float_dtype
 from .._grid import GRID_WHY, MAX_GRID, grid_index, grid_points, size_field
 from ..core.keys import check_horizon
-from .._validation import HORIZON, Real, check_hyper, check_positive_int, declare
+from .._validation import HORIZON, Real, check_hyper, check_positive_int, declare, stage_check
 from ..core.types import AbstractForecaster, Forecast, Mixture
 from ..payoffs.base import AbstractPayoff
 from ..payoffs.oracles import AbstractOracle
@@ -365,7 +365,7 @@ def check_context_prob(q, name: str = "q", guard=None):
     q = jnp.asarray(q).astype(float_dtype())
     bad = jnp.isnan(q) | (q < 0) | (q > 1)
     msg = f"the model's forecast {name} must be a probability in [0, 1] (got NaN or a value outside)"
-    return eqx.error_if(q if guard is None else guard, bad, msg)
+    return stage_check(q if guard is None else guard, bad, msg)
 
 
 class ApproachabilityRecalibrator(AbstractForecaster):

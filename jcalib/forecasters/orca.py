@@ -62,7 +62,7 @@ import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._grid import size_field
-from .._validation import as_int, check_hyper, check_int, check_positive_int, Int
+from .._validation import as_int, check_hyper, check_int, check_positive_int, Int, stage_check
 from ..core.optim import optimise, standard_promotion
 from ..core.types import AbstractForecaster, Forecast
 from ..distributions import AbstractDistribution, PiecewiseConstant, uniform_edges
@@ -440,7 +440,7 @@ class ORCA(AbstractForecaster):
         if jnp.ndim(y) != 0:
             raise ValueError(f"ORCA's outcome must be a scalar, got shape {jnp.shape(y)}")
         bad = jnp.isnan(y) | (y < self.edges[0]) | (y > self.edges[-1])
-        return eqx.error_if(y, bad, f"outcome y is NaN or outside [{self.edges[0]}, {self.edges[-1]}]")
+        return stage_check(y, bad, f"outcome y is NaN or outside [{self.edges[0]}, {self.edges[-1]}]")
 
     def update(self, state: ORCAState, x, forecast: Forecast, y) -> ORCAState:
         y = self.check_outcome(y).astype(state.total.dtype)

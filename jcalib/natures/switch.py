@@ -17,14 +17,13 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Sequence
 
-import equinox as eqx
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int, PRNGKeyArray
 
-from .._validation import shown
+from .._validation import shown, stage_check
 from ..core.types import AbstractNature, Forecast
 
 __all__ = ["Switch", "SwitchState"]
@@ -50,8 +49,8 @@ class Switch(AbstractNature):
             context, all must, with contexts of one structure and dtype.
         index: which one acts, an int in ``[0, len(natures))`` (an array field, so a sweep
             can vmap over it). A concrete index is checked at construction; a traced one is
-            checked when the run starts (``eqx.error_if``: an out-of-range index raises instead
-            of being clipped).
+            checked when the run starts (an out-of-range index raises instead of being
+            clipped).
 
     Every member sees the same keys; only the selected member's outcome is used, and only its
     state matters for the run.
@@ -92,7 +91,7 @@ class Switch(AbstractNature):
     def init(self, key: PRNGKeyArray) -> SwitchState:
         n = len(self.natures)
         idx = jnp.asarray(self.index, jnp.int32)
-        idx = eqx.error_if(idx, (idx < 0) | (idx >= n), f"Switch index out of range [0, {n})")
+        idx = stage_check(idx, (idx < 0) | (idx >= n), f"Switch index out of range [0, {n})")
         return SwitchState(idx, tuple(m.init(key) for m in self.natures))
 
     def context(self, state: SwitchState, key: PRNGKeyArray):
