@@ -272,7 +272,7 @@ def study(
 
 
 def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, threads, distance_map, progress,
-           keep=frozenset(), distance_pool=None):
+           keep=frozenset(), distance_pool=None, before_distances=None):
     """:func:`study`, and the largest horizon's first seed of each (forecaster, nature) pair in
     ``keep``: its forecasts and outcomes (``{(forecaster, nature): (p, y)}``; a grid
     forecaster's in no particular order, rebuilt from its counts).
@@ -280,7 +280,9 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
     ``distance_pool`` (a ``concurrent.futures`` executor, e.g. of worker processes) replaces
     ``distance_map``: each job's distances are submitted as soon as its sweep is done, so they
     are computed while the next sweeps compile and run, and equal runs (a deterministic
-    forecaster against a deterministic nature, whatever the seed) are certified once."""
+    forecaster against a deterministic nature, whatever the seed) are certified once.
+    ``before_distances(runs, samples)`` (optional) is called once the sweeps are done, before
+    waiting for the distances (the runs' distances still NaN): work that needs no distance."""
     Ts = [check_positive_int(T, "T") for T in Ts]
     n_seeds = check_positive_int(n_seeds, "n_seeds")
     distance_seeds = check_int(distance_seeds, "distance_seeds", minimum=0)
@@ -342,6 +344,8 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
         where += idx
         args += tasks
         offset += len(job_runs)
+    if before_distances is not None:
+        before_distances(runs, samples)
     if distance_pool is not None:
         def result(f, task):
             try:
@@ -440,6 +444,20 @@ def _rate_figure(runs: list[Run], metric: str, path: str, *, ylabel: str, captio
 def report(runs: list[Run], out_dir: str, *, title: str = "jcalib demo") -> dict:
     """Write ``summary.md`` (the table and what it shows) and the figures ``distance_vs_T.png``
     (when some distance was certified) and ``ece_vs_T.png`` to ``out_dir``; return their paths."""
+    return _report(runs, out_dir, title, _ece_figure(runs, out_dir))
+
+
+def _ece_figure(runs: list[Run], out_dir: str) -> str:
+    """``ece_vs_T.png`` (needs no distance)."""
+    os.makedirs(out_dir, exist_ok=True)
+    n_natures, n_seeds = len({r.nature for r in runs}), 1 + max(r.seed_index for r in runs)
+    return _rate_figure(runs, "ece", os.path.join(out_dir, "ece_vs_T.png"), bound=False, ylabel="ECE (unnormalised)",
+                        caption=f"ECE against T: {n_natures} natures x {n_seeds} seeds",
+                        band_note="\n(a minimum of 0 runs off the log axis)")
+
+
+def _report(runs: list[Run], out_dir: str, title: str, ece_path: str) -> dict:
+    """:func:`report` with the ECE figure already drawn (at ``ece_path``)."""
     os.makedirs(out_dir, exist_ok=True)
     Ts = sorted({r.T for r in runs})
     n_natures, n_seeds = len({r.nature for r in runs}), 1 + max(r.seed_index for r in runs)
@@ -450,10 +468,7 @@ def report(runs: list[Run], out_dir: str, *, title: str = "jcalib demo") -> dict
             runs, "dist_upper", os.path.join(out_dir, "distance_vs_T.png"), bound=True,
             ylabel="distance to calibration (certified upper end, unnormalised)",
             caption=f"Distance to calibration against T: {n_natures} natures x the first {n_certified} seeds")
-    paths["ece"] = _rate_figure(
-        runs, "ece", os.path.join(out_dir, "ece_vs_T.png"), bound=False, ylabel="ECE (unnormalised)",
-        caption=f"ECE against T: {n_natures} natures x {n_seeds} seeds",
-        band_note="\n(a minimum of 0 runs off the log axis)")
+    paths["ece"] = ece_path
     aosa = [r for r in runs if r.forecaster.startswith("AOSA")]  # both tie rules
     lines = [f"# {title}", "",
              f"{len(runs)} runs: {len({r.forecaster for r in runs})} forecasters x {n_natures} natures x "
@@ -584,15 +599,22 @@ def _demo(args) -> int:
     # the distances (NumPy and SciPy on the host, most of a run's work after compiling) in two
     # worker processes, started while the sweeps compile
     workers = _distance_workers(2) if args.distance_seeds else None
+    figures = {}
+
+    def draw(runs, samples):  # the figures that need no distance, while the workers finish theirs
+        figures["ece"] = _ece_figure(runs, args.out)
+        figures["reliability"] = _reliability(args.out, max(args.T), k_rel, samples)
+
     try:
         runs, samples = _study(args.T, args.seeds, key=k_study, distance_seeds=args.distance_seeds,
                                forecasters_for=F.binary_suite, natures_for=_natures, threads=2, distance_map=map,
-                               progress=not args.no_progress, keep=keep, distance_pool=workers)
+                               progress=not args.no_progress, keep=keep, distance_pool=workers,
+                               before_distances=draw)
     finally:
         if workers is not None:
             workers.shutdown(cancel_futures=True)
-    paths = report(runs, args.out, title="jcalib demo: online calibration, paper 000")
-    paths["reliability"] = _reliability(args.out, max(args.T), k_rel, samples)
+    paths = _report(runs, args.out, "jcalib demo: online calibration, paper 000", figures["ece"])
+    paths["reliability"] = figures["reliability"]
     print(Path(paths["summary"]).read_text())
     print(f"{len(runs)} runs in {time.perf_counter() - t0:.0f} s; wrote:")
     for k, v in paths.items():
