@@ -130,17 +130,22 @@ def _recal(cls, binary=False, needs_key=False, **kw):
     return setup
 
 
-def _play(forecaster, T, sweep=False):
+def _play(forecaster, T, sweep=False, nature=None):
+    """``play``/``sweep`` of ``forecaster`` against Bernoulli natures (a binary forecaster's
+    sweep records a grid summary), or against ``nature(N)`` (twice in a sweep) with histories."""
     def setup():
         import jcalib.core as C
         import jcalib.forecasters as F
         import jcalib.natures as N
 
         f = forecaster(F)
+        if sweep and nature is not None:
+            return lambda i: C.sweep(f, [nature(N), nature(N)], T, key=_key(i), n_seeds=8, progress=False).y
         if sweep:
             return lambda i: C.sweep(f, [N.Bernoulli(0.3), N.Bernoulli(0.6)], T, key=_key(i), n_seeds=8,
                                      record="summary", n_bins=10, progress=False).counts
-        return lambda i: C.play(f, N.Bernoulli(0.3), T, key=_key(i), progress=False).forecast
+        return lambda i: C.play(f, N.Bernoulli(0.3) if nature is None else nature(N), T, key=_key(i),
+                                progress=False).y
 
     return setup
 
@@ -161,7 +166,15 @@ def _decision():
 
 
 def _orca(F):
-    return F.ORCA(n_steps=100)
+    from jcalib.distributions import uniform_edges
+    from jcalib.payoffs import QuantileCalibration
+
+    return F.ORCA(payoff=QuantileCalibration(9), edges=uniform_edges(10), n_steps=100)
+
+
+def _interval(N):
+    """The real-outcome nature ORCA plays (its outcomes on [0, 1], ten cells)."""
+    return N.IIDInterval.skewed(10)
 
 
 ENTRY_POINTS = {
@@ -173,7 +186,7 @@ ENTRY_POINTS = {
     "ks_test": _test("ks_test"),
     "kuiper_test": _test("kuiper_test"),
     "consistency_test": _consistency,
-    "skce_test": _test("skce_test"),
+    "skce_test": _test("skce_test", needs_key=True),
     "cme_test": _test("cme_test", needs_key=True),
     "pit_uniformity_test": _pit,
     "bootstrap_percentile": _bootstrap("percentile", 20_000, 1000),
@@ -191,8 +204,8 @@ ENTRY_POINTS = {
     "KernelCalibration": _recal("KernelCalibration"),
     "play_aosa": _play(lambda F: F.AlmostOneStepAhead(n_bins=10), 1000),
     "sweep_aosa": _play(lambda F: F.AlmostOneStepAhead(n_bins=10), 1000, sweep=True),
-    "play_orca": _play(_orca, 100),
-    "sweep_orca": _play(_orca, 100, sweep=True),
+    "play_orca": _play(_orca, 100, nature=_interval),
+    "sweep_orca": _play(_orca, 100, sweep=True, nature=_interval),
     "approachability": _approachability,
     "decision_calibration_error": _decision,
 }
