@@ -751,11 +751,14 @@ def distance_to_calibration(
     o = np.argsort(u, kind="stable")
     guide = np.concatenate([[[0.0, 0.0]], np.stack([np.cumsum(u[o] * mu[o]), np.cumsum((1 - u[o]) * mu[o])], axis=1)])
     guide[-1] = (one.n, zero.n)
-    for g in (guide, None, None):  # LP rounding, then two rounds of local improvement
-        g = best_path if g is None else g
-        val, path = _layered_path(one, zero, g)
-        if path is not None and val < best:
-            best, best_path = val, path
+    val, path = _layered_path(one, zero, guide)  # LP rounding
+    if path is not None and val < best:
+        best, best_path = val, path
+    for _ in range(2):  # two rounds of local improvement; a round that changed nothing would repeat itself
+        val, path = _layered_path(one, zero, best_path)
+        if path is None or val >= best:
+            break
+        best, best_path = val, path
     upper = _path_cost(one, zero, best_path)
     is_exact = upper - lower <= rtol * max(1.0, upper)
     if is_exact:
