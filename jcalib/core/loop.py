@@ -330,11 +330,15 @@ def _run(forecaster, nature, recorder, keys, T, chunk, progress, checkpoint, lay
     show = (n_chunks > 1) if progress is None else bool(progress)
     bar = tqdm(total=T, initial=start, unit="round", disable=not show, leave=False)
     t = start
+    failed, messages = None, ()  # the checks failed in any chunk so far, read once at the end (no host sync per chunk)
     while t < T:
         n = min(chunk, T - t)
-        carry, outs, failed, messages = chunk_fn(forecaster, nature, recorder, keys, carry, jnp.asarray(fresh),
-                                                 jnp.asarray(t, jnp.int32), jnp.asarray(n, jnp.int32), chunk, layout)
-        carry, outs = _raise_failed(failed, messages, (carry, outs))
+        carry, outs, now_failed, messages = chunk_fn(forecaster, nature, recorder, keys, carry, jnp.asarray(fresh),
+                                                     jnp.asarray(t, jnp.int32), jnp.asarray(n, jnp.int32), chunk,
+                                                     layout)
+        failed = now_failed if failed is None else failed | now_failed
+        if ckpt is not None:  # a checkpoint never keeps a state past a failed check
+            carry, outs = _raise_failed(failed, messages, (carry, outs))
         fresh = False
         if compiled is not None:
             compiled.set()
@@ -349,6 +353,8 @@ def _run(forecaster, nature, recorder, keys, T, chunk, progress, checkpoint, lay
         if ckpt is not None:
             ckpt.save(carry, t, piece)
     bar.close()
+    if failed is not None:
+        carry, pieces = _raise_failed(failed, messages, (carry, pieces))
     outs = _concat(pieces, round_axis) if pieces else None
     return _finalise(recorder, carry.rstate, outs, n_batch)
 
