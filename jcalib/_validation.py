@@ -31,7 +31,6 @@ import jax.numpy as jnp
 import numpy as np
 
 
-
 def checks_enabled() -> bool:
     """:func:`jcalib.config.checks_enabled` (imported when called: :mod:`jcalib.config` declares
     its own inputs with this module)."""
@@ -131,6 +130,9 @@ def stage_check(x, bad, message: str):
 
 
 class _Deferred:
+    """What :func:`deferred_checks` records: the level of tracing it was opened at, and the
+    flags and messages of the checks staged there."""
+
     def __init__(self):
         self.trace = _current_trace()
         self.flags: list = []

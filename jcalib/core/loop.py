@@ -130,10 +130,12 @@ def _stream_block(stream, b, batched: bool):
 
 def _init_all(forecaster, nature, recorder, keys, layout, messages=None):
     """The batch's carry before round 0; with ``messages`` (a list), also its init's check flags."""
+    def init(f, n, k):
+        return _init(f, n, recorder, k)
+
     if messages is None:
-        return nest(lambda f, n, k: _init(f, n, recorder, k), layout, forecaster, nature, ("seed",))(forecaster, nature, keys)
-    carry, flags = nest(_checked(lambda f, n, k: _init(f, n, recorder, k), messages), layout, forecaster, nature,
-                        ("seed",))(forecaster, nature, keys)
+        return nest(init, layout, forecaster, nature, ("seed",))(forecaster, nature, keys)
+    carry, flags = nest(_checked(init, messages), layout, forecaster, nature, ("seed",))(forecaster, nature, keys)
     return carry, _any_over_batch(flags)
 
 
@@ -160,9 +162,12 @@ def _chunk_body(forecaster, nature, recorder, keys, carry, fresh, t0, n, length:
     batched = layout[2] is not None
     streams = jax.vmap(lambda k: tuple(split_run_key(k)[2]))(keys) if batched else tuple(split_run_key(keys)[2])
 
+    def one(f, nat, c, t, ks):
+        return _one_round(f, nat, recorder, c, t, ks)
+
     def round_all(c, t, ks):
-        (c, out), flags = nest(_checked(lambda f, nat, c, t, ks: _one_round(f, nat, recorder, c, t, ks), round_messages),
-                               layout, forecaster, nature, ("all", "shared", "seed"))(forecaster, nature, c, t, ks)
+        (c, out), flags = nest(_checked(one, round_messages), layout, forecaster, nature,
+                               ("all", "shared", "seed"))(forecaster, nature, c, t, ks)
         return c, out, _any_over_batch(flags)
 
     carry, outs, round_failed = _scan_rounds(round_all, streams, batched, carry, t0, n, length,

@@ -360,8 +360,9 @@ def _layered_path(one: _Side, zero: _Side, guide: np.ndarray, reach: int = 3, bl
     """Round a monotone polyline ``guide`` (k + 1 vertices from (0, 0) to (n1, n0)) to a partition.
 
     Layer k holds lattice points near vertex k: each coordinate is the vertex's floor or ceil,
-    or one of the two nearest atom boundaries on either side (each distinct point once). A group joins a point of layer
-    k to a point of one of the ``reach`` previous layers (skipping a layer merges two groups).
+    or one of the two nearest atom boundaries on either side (each distinct point once). A
+    group joins a point of layer k to a point of one of the ``reach`` previous layers (skipping
+    a layer merges two groups).
     Exact DP over this layered graph, one vectorised step per layer; the group costs (which do
     not depend on the DP's values) for a block of layers are computed in one step.
     """
@@ -384,7 +385,8 @@ def _layered_path(one: _Side, zero: _Side, guide: np.ndarray, reach: int = 3, bl
     # comes after it, so the minima and the points chosen are the same; rows with fewer distinct
     # points keep some copies to stay rectangular
     S = si.shape[1]
-    copy = ((si[:, :, None] == si[:, None, :]) & (sj[:, :, None] == sj[:, None, :]) & np.tri(S, k=-1, dtype=bool)).any(-1)
+    earlier = np.tri(S, k=-1, dtype=bool)  # [s, s']: s' < s
+    copy = ((si[:, :, None] == si[:, None, :]) & (sj[:, :, None] == sj[:, None, :]) & earlier).any(-1)
     order = np.argsort(copy, axis=1, kind="stable")[:, : int((~copy).sum(1).max())]
     si, sj = np.take_along_axis(si, order, 1), np.take_along_axis(sj, order, 1)
     S = si.shape[1]
@@ -597,7 +599,8 @@ def lower_distance_to_calibration(
     $u f_1(u) + (1-u) f_0(u) \le 0$ on $[0,1]$. Its variables are the values at the distinct
     forecasts only (sparse, $O(A)$ rows with two nonzeros each for $A$ atoms), and the
     continuum of constraints between two breakpoints reduces to one convex quadratic
-    inequality, imposed by tangent cuts (cutting planes, HiGHS through highspy, each round re-solved from the last basis).
+    inequality, imposed by tangent cuts (cutting planes, HiGHS through highspy, each round
+    re-solved from the last basis).
 
     Certified: the returned value is $\sum_i w_i f_{y_i}(v_i)$ at an *exactly* feasible dual
     point (the solver's point, scaled to Lipschitz constant 1 and shifted down by its largest
