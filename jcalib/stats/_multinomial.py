@@ -115,15 +115,12 @@ class CountDraws(NamedTuple):
             :func:`poisson_counts` regenerates the Poisson part from it.
         extra: the extra draws, ``(B, K)`` row indices in $[0, n)$.
         live: which extra draws count, ``(B, K)`` bool (the first $n$ minus the Poisson total).
-        counts: the exact Poisson counts ``(T, B, S)`` themselves (the matrix product's input,
-            kept for statistics that need the counts by position: :func:`counts_by_position`).
     """
 
     sums: jax.Array
     attempt: jax.Array
     extra: jax.Array
     live: jax.Array
-    counts: jax.Array
 
 
 def _tie_mark(table: PoissonTable, S: int) -> float:
@@ -170,10 +167,15 @@ def _poisson_pass(keys, attempt, table: PoissonTable, occupied, dtype, exact: bo
 
 
 def poisson_counts(keys, attempt, table: PoissonTable, occupied, dtype=jnp.float32):
-    """The exact Poisson part ``(T, B, S)`` of :func:`multinomial_draws` (from its ``attempt``)."""
+    """The exact Poisson part ``(T, B, S)`` of :func:`multinomial_draws` (from its ``attempt``):
+    from the high words, and again with the low words only when some high word ties a
+    threshold's (a real branch: rare, see :func:`_tie_mark`)."""
     if not table.hi.size:
         return jnp.zeros(occupied.shape[:1] + (keys.shape[0],) + occupied.shape[1:], dtype)
-    return _poisson_pass(keys, attempt, table, occupied, dtype, exact=True)
+    seed = _seeds(keys)[0]
+    m = _poisson_pass(keys, attempt, table, occupied, dtype, exact=False, seed=seed)
+    tied = jnp.any(m >= _tie_mark(table, occupied.shape[1]))
+    return lax.cond(tied, lambda: _poisson_pass(keys, attempt, table, occupied, dtype, True, seed), lambda: m)
 
 
 def multinomial_draws(keys, table: PoissonTable, occupied, coef) -> CountDraws:
@@ -213,29 +215,28 @@ def multinomial_draws(keys, table: PoissonTable, occupied, coef) -> CountDraws:
     seed, k_extra = _seeds(keys)
     if table.hi.size:
         def body(carry):  # (rare) the marked resamples again with their low words, a total outside anew
-            attempt, m, sums, t = carry
+            attempt, sums, t = carry
             bad = outside(t)
             attempt = attempt + (bad & (t >= 0)).astype(jnp.uint32)
-            m = jnp.where(bad[None, :, None], _poisson_pass(keys, attempt, table, occupied, dt, True, seed), m)
-            sums = jnp.where(bad[None, :, None], product(m), sums)
-            return attempt, m, sums, total(sums)
+            sums = jnp.where(bad[None, :, None], product(_poisson_pass(keys, attempt, table, occupied, dt, True, seed)), sums)
+            return attempt, sums, total(sums)
 
-        m = _poisson_pass(keys, attempt, table, occupied, dt, exact=False, seed=seed)
-        sums = product(m)
+        sums = product(_poisson_pass(keys, attempt, table, occupied, dt, exact=False, seed=seed))
         # a loop, not a cond: its buffers are updated in place, while a cond would copy the sums
-        attempt, m, sums, t = lax.while_loop(lambda c: jnp.any(outside(c[3])), body, (attempt, m, sums, total(sums)))
+        attempt, sums, t = lax.while_loop(lambda c: jnp.any(outside(c[2])), body, (attempt, sums, total(sums)))
     else:  # lambda = 0 (n <= 64): every draw is an extra one
-        m = jnp.zeros((T, B, S), dt)
         sums = jnp.zeros((T, B, coef1.shape[-1]), dt)
         t = jnp.zeros((B,), jnp.int32)
     extra = jax.vmap(lambda k: jax.random.randint(k, (table.k_extra,), 0, n, dtype=jnp.int32))(k_extra)
     live = jnp.arange(table.k_extra, dtype=jnp.int32)[None, :] < (n - t)[:, None]
-    return CountDraws(sums, attempt, extra, live, m)
+    return CountDraws(sums, attempt, extra, live)
 
 
 def counts_by_position(keys, draws: CountDraws, table: PoissonTable, occupied, place):
-    """The count vectors of :func:`multinomial_draws` in the layout, ``(B, T * S)`` int32 (row $i$ at ``place[i]``)."""
-    m = draws.counts
+    """The count vectors of :func:`multinomial_draws` in the layout, ``(B, T * S)`` int32 (row $i$
+    at ``place[i]``): the Poisson part regenerated from ``keys`` (:func:`poisson_counts`; the
+    draws keep only its products), the extra draws added."""
+    m = poisson_counts(keys, draws.attempt, table, occupied)
     T, B, S = m.shape
     flat = jnp.transpose(m, (1, 0, 2)).reshape(B, T * S).astype(jnp.int32)
     return flat.at[jnp.arange(B)[:, None], place[draws.extra]].add(draws.live.astype(jnp.int32))

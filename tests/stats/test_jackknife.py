@@ -36,10 +36,12 @@ def _jackknife(statistic, p, y, key, chunk=64):
         tables = R._smooth_tables(pj, yj, w, fine=False)
         fine = lambda: R._smooth_fine_tables(pj, yj, w, tables)  # noqa: E731
         _, delete = R._smooth_chunks(tables, None, R._smooth_groups(tables, order, G, m), chunk, False, fine)
+        per = R._CHUNKS_PER_CALL
     else:
         arrays = (jnp.asarray(p), jnp.asarray(y))
-        delete = lambda s: R._jackknife_chunk(statistic, arrays, None, order, s, chunk, m)  # noqa: E731
-    return np.asarray(R._run_chunks(delete, G, chunk, False, jnp.int32))[:G]
+        delete = lambda s, k: R._jackknife_chunk(statistic, arrays, None, order, s, chunk, m)  # noqa: E731
+        per = 1
+    return np.asarray(R._run_chunks(delete, G, chunk, False, jnp.int32, per))[:G]
 
 
 def test_fast_path_bca_is_the_textbook_interval_with_the_leave_one_out_jackknife(x64):

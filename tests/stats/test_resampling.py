@@ -178,13 +178,33 @@ def test_smooth_ece_fast_path_values_are_smooth_ece_of_the_resamples(x64, kind):
         assert 0 < sum(s < 11 / 1024 for s in sigmas) < B
 
 
+def test_smooth_ece_fast_path_calls_of_several_chunks_equal_a_call_per_chunk():
+    """The fast path runs up to _CHUNKS_PER_CALL chunks per call of its program (a loop of
+    traced length): 7 chunks as calls of 4 and 3 give the values of 7 calls of one chunk, the
+    finer grids' chunks (near-calibrated forecasts) included."""
+    rng = np.random.default_rng(7)
+    p = rng.uniform(0.45, 0.55, 3000)
+    y = (rng.random(3000) < p).astype(np.int32)
+    pj, yj = jnp.asarray(p), jnp.asarray(y)
+    w = jnp.ones_like(pj)
+    R = resampling_module
+    tables = R._smooth_tables(pj, yj, w, fine=False)
+    fine = lambda: R._smooth_fine_tables(pj, yj, w, tables)  # noqa: E731
+    resample, _ = R._smooth_chunks(tables, jax.random.key(5), None, 16, False, fine)
+    assert R._CHUNKS_PER_CALL == 4
+    grouped = R._run_chunks(resample, 100, 16, False, jnp.uint32, per=4)
+    single = R._run_chunks(resample, 100, 16, False, jnp.uint32, per=1)
+    assert np.isfinite(grouped[:100]).all()
+    np.testing.assert_array_equal(grouped, single)  # the same draws and arithmetic per chunk
+
+
 def test_smooth_ece_fast_path_no_retrace():
     p, y = _data(15, 200)
     bootstrap(smooth_ece, p, y, key=jax.random.key(0), n_resamples=20)
-    size = resampling_module._smooth_resample_chunk._cache_size()
+    size = resampling_module._smooth_resample_calls._cache_size()
     p2, y2 = _data(16, 200)
     bootstrap(smooth_ece, p2, y2, key=jax.random.key(1), n_resamples=20)
-    assert resampling_module._smooth_resample_chunk._cache_size() == size
+    assert resampling_module._smooth_resample_calls._cache_size() == size
 
 
 def test_conformance_jit_vmap_no_retrace():
