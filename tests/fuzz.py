@@ -56,6 +56,7 @@ logging.getLogger("jax._src.callback").setLevel(logging.CRITICAL)
 INVALID_KINDS = ("clear", "obscure", "silent", "crash", "hang")
 VALID_KINDS = ("accepted", "refused", "crash", "hang")
 CASE_TIMEOUT = 20.0  # seconds an isolated case may run before it counts as a hang
+STARTUP_TIMEOUT = 60.0  # seconds a child may take to import jax and jcalib, before its first case
 CHILD_MEMORY = 8 * 2**30  # address-space limit of the child process (bytes)
 
 
@@ -541,6 +542,7 @@ def _child(conn, memory: int):
         pass
     jax.config.update("jax_numpy_dtype_promotion", "strict")
     jax.config.update("jax_numpy_rank_promotion", "raise")
+    conn.send("ready")  # imported: a case's time runs from here
     while True:
         try:
             case = conn.recv()
@@ -565,6 +567,8 @@ class Isolated:
         self.proc = ctx.Process(target=_child, args=(child, self.memory), daemon=True)
         self.proc.start()
         child.close()
+        if self.conn.poll(STARTUP_TIMEOUT):  # the child imports jax and jcalib first
+            self.conn.recv()  # "ready" (EOFError: it died starting)
 
     def _stop(self):
         if self.proc is not None:
@@ -574,21 +578,18 @@ class Isolated:
         self.proc = self.conn = None
 
     def classify(self, case: Case) -> Outcome:
-        if self.proc is None or not self.proc.is_alive():
-            self._start()
-            timeout = self.timeout + 60  # the child imports jax and jcalib first
-        else:
-            timeout = self.timeout
         try:
+            if self.proc is None or not self.proc.is_alive():
+                self._start()
             self.conn.send(tuple(case))
-            if self.conn.poll(timeout):
+            if self.conn.poll(self.timeout):
                 kind, detail = self.conn.recv()
                 return Outcome(case, kind, detail)
         except (EOFError, BrokenPipeError, ConnectionResetError):  # the child died
             self.proc.join(10)
         if self.proc.is_alive():
             self._stop()
-            return Outcome(case, "hang", f"no answer in {timeout:.0f} s")
+            return Outcome(case, "hang", f"no answer in {self.timeout:.0f} s")
         self.proc.join(5)
         code = self.proc.exitcode
         self._stop()
