@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 
@@ -44,6 +45,7 @@ def check_one_vs_rest_probs(probs, leaf, base_ndim: int):
     return probs
 
 
+@eqx.filter_jit  # one compiled program per map and shapes (eagerly, each operation compiles one)
 def apply_one_vs_rest(apply1: Callable, params, probs):
     """Apply ``apply1(params, scores (n,)) -> (n,)`` as fitted by :func:`fit_one_vs_rest`."""
     c = probs.shape[1]

@@ -117,6 +117,23 @@ def _log_probs(probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
     return jnp.log(jnp.clip(probs, LOG_CLIP, 1.0))
 
 
+# The fitted maps, each one compiled program (called eagerly, their operations would compile one
+# small program each on a first call: about 0.3 s)
+@jax.jit
+def _temperature_map(probs, log_temperature):
+    return jax.nn.softmax(_log_probs(probs) * jnp.exp(-log_temperature), axis=1)
+
+
+@jax.jit
+def _vector_map(probs, scale, bias):
+    return jax.nn.softmax(_log_probs(probs) * scale[None, :] + bias[None, :], axis=1)
+
+
+@jax.jit
+def _affine_map(probs, weights, bias):
+    return jax.nn.softmax(_log_probs(probs) @ weights.T + bias[None, :], axis=1)
+
+
 def _standardise(z: Float[Array, "n C"], weights: Float[Array, " n"]):
     """Weighted column means ``m`` and scales ``s`` of the log-probabilities, so a fit can run on
     ``u = (z - m) / s`` (module docstring, "Conditioning"). A column whose standard deviation is
@@ -199,7 +216,7 @@ class FittedTemperatureScaling(AbstractFittedRecalibrator):
 
     @declare(probs=SimplexProbs())
     def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
-        return jax.nn.softmax(_log_probs(probs) * jnp.exp(-self.log_temperature), axis=1)
+        return _temperature_map(probs, self.log_temperature)
 
 
 class TemperatureScaling(AbstractRecalibrator):
@@ -276,7 +293,7 @@ class FittedVectorScaling(AbstractFittedRecalibrator):
     @declare(probs=SimplexProbs())
     def __call__(self, probs: Float[Array, "n C"]) -> Float[Array, "n C"]:
         probs = _check_apply_probs(probs, self.bias.shape[-1])
-        return jax.nn.softmax(_log_probs(probs) * self.scale[None, :] + self.bias[None, :], axis=1)
+        return _vector_map(probs, self.scale, self.bias)
 
 
 class VectorScaling(AbstractRecalibrator):
@@ -351,8 +368,7 @@ def _fit_affine(probs, labels, weights, reg_lambda, reg_mu, n_steps) -> _Affine:
 
 
 def _apply_affine(weights, bias, probs):
-    probs = _check_apply_probs(probs, bias.shape[-1])
-    return jax.nn.softmax(_log_probs(probs) @ weights.T + bias[None, :], axis=1)
+    return _affine_map(_check_apply_probs(probs, bias.shape[-1]), weights, bias)
 
 
 def _check_matrix_settings(module):
