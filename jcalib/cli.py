@@ -40,7 +40,8 @@ from . import natures as N
 from . import plots
 from ._cache import enable_compilation_cache
 from ._padded import padded
-from ._validation import check_int, check_key, check_positive_int
+from .config import checks
+from ._validation import check_binary_labels, check_binary_probs, check_int, check_key, check_positive_int
 from .core import sweep
 from .core.loop import chunk_length
 from .recorders import GridCounts, forecast_grid
@@ -117,7 +118,18 @@ def _interval(d) -> tuple[float, float]:
 
 
 # one compiled program per history shape instead of one per operation of an eager vmap
-_batched_ece = jax.jit(jax.vmap(jax.vmap(M.ece)))
+_ece_of_runs = jax.jit(jax.vmap(jax.vmap(M.ece)))
+
+
+def _batched_ece(forecasts, outcomes):
+    """The ECE of each (nature, seed) run of a sweep. Its arrays are checked here, on the host,
+    and the compiled program carries no check: an in-graph check is a host callback, and a
+    program with one is kept out of the persistent compilation cache (each demo would compile
+    it again)."""
+    forecasts = check_binary_probs(forecasts, "forecasts")
+    outcomes = check_binary_labels(outcomes, "outcomes")
+    with checks(False):
+        return _ece_of_runs(forecasts, outcomes)
 
 _PADDED = (F.AlmostOneStepAhead, F.FosterRandomized, F.GuptaRamdas, N.MaxCalibrationError, N.RandomMixture)
 """The classes whose grid :func:`_like` pads to the largest horizon's (``jcalib._padded``)."""

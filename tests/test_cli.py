@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from jcalib import cli
+from jcalib import metrics as M
 from jcalib.forecasters import AlmostOneStepAhead, RunningFrequency, aosa_bound
 from jcalib.natures import Bernoulli, Contrarian
 
@@ -203,3 +204,29 @@ def test_make_demo_certifies_in_its_workers(tmp_path):
     assert none.returncode == 0, none.stderr[-2000:]
     assert not (tmp_path / "b" / "distance_vs_T.png").exists()
     assert "`ece_vs_T.png`, `reliability.png`" in (tmp_path / "b" / "summary.md").read_text()
+
+
+def test_batched_ece_program_has_no_host_callback(monkeypatch):
+    """The demo's ECE of every (nature, seed) run is checked on the host, so its program holds no
+    in-graph check (a host callback would keep it out of the persistent compilation cache and
+    every demo would compile it again), and it gives ``metrics.ece`` run by run."""
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=(2, 3, 50)).astype(np.float32)
+    y = (rng.uniform(size=p.shape) < p).astype(np.int32)
+    original, traced = cli._ece_of_runs, []
+
+    def spy(*args):  # the program as traced where the demo calls it
+        traced.append(str(jax.make_jaxpr(original)(*args)))
+        return original(*args)
+
+    monkeypatch.setattr(cli, "_ece_of_runs", spy)
+    got = np.asarray(cli._batched_ece(p, y))
+    assert traced and "callback" not in traced[0]
+    checked = jax.make_jaxpr(jax.vmap(jax.vmap(M.ece)))(p, y)  # traced with the checks on (a fresh trace)
+    assert "callback" in str(checked)
+    want = [[float(M.ece(p[i, j], y[i, j])) for j in range(3)] for i in range(2)]
+    np.testing.assert_allclose(got, want, rtol=1e-6)  # float32: one program against 6 calls
+    with pytest.raises(ValueError, match="forecasts contains NaN"):
+        cli._batched_ece(np.where(p > 0.5, np.nan, p), y)
+    with pytest.raises(ValueError, match="outcomes must be 0 or 1"):
+        cli._batched_ece(p, y + 1)
