@@ -12,7 +12,8 @@ slower than the statistic of :func:`jcalib.metrics.smooth_ece` from counts). Ins
    threshold's, so the low words are drawn only when that happens (about once in 3000
    resamples at $n = 10^5$).
 2. Given their total $T = t$, such counts are $\mathrm{Multinomial}(t; 1/n, \dots)$, so adding
-   $n - t$ further uniform row indices (``jax.random.randint``) makes them
+   $n - t$ further uniform row indices (two random words each, reduced mod $n$ as
+   ``jax.random.randint`` reduces them) makes them
    $\mathrm{Multinomial}(n; 1/n, \dots)$ exactly. Totals outside $[n - K, n]$,
    $K = \min(n, \lceil 8\sqrt n\rceil)$ (each side a 4-standard-deviation event: about 6
    resamples in $10^5$), are redrawn (rejection on $T$ alone keeps step 2 exact); so at most
@@ -23,12 +24,15 @@ products of the counts with per-position coefficients (what a statistic linear i
 slot needs, :func:`jcalib.metrics.smooth.smooth_ece_of_draws`): one batched matrix product, with
 the batch axis laid out between the two position axes so that no transpose is needed.
 
-The random words are Threefry-2x32 with 20 rounds (Salmon et al. 2011, the generator behind
-JAX's default keys) applied to a block counter (one block gives the words of two positions),
-keyed by two words drawn from the user's key with ``jax.random.bits``: reproducible from the
-key. It is written here with ``jax.numpy`` integer operations, which XLA fuses into one
-vectorised loop (0.2 ms per $10^5$ words on this project's CPU, against 0.8 ms for
-``jax.random.bits``; tested equal to JAX's own Threefry in ``tests/stats/test__multinomial.py``).
+Every random word is Threefry-2x32 with 20 rounds (Salmon et al. 2011, the generator behind
+JAX's default keys) of a counter, keyed by the resample's key data itself (as JAX's Threefry
+keys it): the counter's first word is the block (one block gives the words of two positions, or
+the two words of one extra index), its second the stream (the Poisson pass's, or the extra
+draws'). Reproducible from the key. It is written here with ``jax.numpy`` integer operations,
+which XLA fuses into one vectorised loop (0.2 ms per $10^5$ words on this project's CPU,
+against 0.8 ms for ``jax.random.bits``; tested equal to JAX's own Threefry in
+``tests/stats/test__multinomial.py``), and one cipher serves every draw: each of
+``jax.random``'s functions would compile its own copy (0.3 s apiece of a first call).
 """
 
 from __future__ import annotations
@@ -128,10 +132,23 @@ def _tie_mark(table: PoissonTable, S: int) -> float:
     return float(2 ** math.ceil(math.log2(S * table.hi.size + 1)))
 
 
+_EXTRA_STREAM = 0xFFFFFFFF  # the counter's second word for the extra draws (the Poisson passes use 2a, 2a + 1)
+
+
 def _seeds(keys):
-    """The cipher's key words ``(B, 2)`` for each key, and the keys of the extra draws."""
-    split = jax.vmap(jax.random.split)(keys)  # one split serves both
-    return jax.vmap(lambda k: jax.random.bits(k, (2,), jnp.uint32))(split[:, 0]), split[:, 1]
+    """The cipher's key words ``(B, 2)``: each key's own data (its first two words), as JAX's
+    Threefry uses them; every word drawn here is the cipher of a counter under them."""
+    data = jax.random.key_data(keys) if jnp.issubdtype(keys.dtype, jax.dtypes.prng_key) else keys
+    return data.reshape(data.shape[0], -1)[:, :2].astype(jnp.uint32)
+
+
+def _uniform_rows(seed, n: int, K: int):
+    """``(B, K)`` row indices in $[0, n)$: two cipher words per index (counter ``(i,``
+    :data:`_EXTRA_STREAM` ``)``), reduced mod $n$ as ``jax.random.randint`` reduces its two words."""
+    hi, lo = threefry2x32(seed[:, :1], seed[:, 1:], jnp.arange(K, dtype=jnp.uint32)[None, :], jnp.uint32(_EXTRA_STREAM))
+    span = jnp.uint32(n)
+    offset = (hi % span) * jnp.uint32(2**32 % n) + lo % span  # wraps for n > 2^16, as randint's does
+    return (offset % span).astype(jnp.int32)
 
 
 def _poisson_pass(keys, attempt, table: PoissonTable, occupied, dtype, exact: bool, seed=None):
@@ -142,7 +159,7 @@ def _poisson_pass(keys, attempt, table: PoissonTable, occupied, dtype, exact: bo
     ``seed``: the keys' :func:`_seeds`, when they are already known.
     """
     T, S = occupied.shape
-    seed = _seeds(keys)[0] if seed is None else seed
+    seed = _seeds(keys) if seed is None else seed
     s0, s1 = seed[None, :, :1], seed[None, :, 1:]  # (1, B, 1)
     blocks = jnp.arange(T * S // 2, dtype=jnp.uint32).reshape(T, 1, S // 2)  # one block serves two positions
 
@@ -172,7 +189,7 @@ def poisson_counts(keys, attempt, table: PoissonTable, occupied, dtype=jnp.float
     threshold's (a real branch: rare, see :func:`_tie_mark`)."""
     if not table.hi.size:
         return jnp.zeros(occupied.shape[:1] + (keys.shape[0],) + occupied.shape[1:], dtype)
-    seed = _seeds(keys)[0]
+    seed = _seeds(keys)
     m = _poisson_pass(keys, attempt, table, occupied, dtype, exact=False, seed=seed)
     tied = jnp.any(m >= _tie_mark(table, occupied.shape[1]))
     return lax.cond(tied, lambda: _poisson_pass(keys, attempt, table, occupied, dtype, True, seed), lambda: m)
@@ -212,7 +229,7 @@ def multinomial_draws(keys, table: PoissonTable, occupied, coef) -> CountDraws:
         return (t > n) | (t < n - table.k_extra)
 
     attempt = jnp.zeros((B,), jnp.uint32)
-    seed, k_extra = _seeds(keys)
+    seed = _seeds(keys)
     if table.hi.size:
         def body(carry):  # (rare) the marked resamples again with their low words, a total outside anew
             attempt, sums, t = carry
@@ -227,7 +244,7 @@ def multinomial_draws(keys, table: PoissonTable, occupied, coef) -> CountDraws:
     else:  # lambda = 0 (n <= 64): every draw is an extra one
         sums = jnp.zeros((T, B, coef1.shape[-1]), dt)
         t = jnp.zeros((B,), jnp.int32)
-    extra = jax.vmap(lambda k: jax.random.randint(k, (table.k_extra,), 0, n, dtype=jnp.int32))(k_extra)
+    extra = _uniform_rows(seed, n, table.k_extra)
     live = jnp.arange(table.k_extra, dtype=jnp.int32)[None, :] < (n - t)[:, None]
     return CountDraws(sums, attempt, extra, live)
 

@@ -70,6 +70,21 @@ def test_marginals_are_binomial():
     assert scipy.stats.ks_2samp(m[:, : n // 10].ravel(), m[:, -n // 10 :].ravel()).pvalue > 1e-3
 
 
+@pytest.mark.parametrize("n", [7, 1000, 100_003])
+def test_extra_rows_are_uniform(n):
+    """The extra draws' row indices: in [0, n), uniform (chi-square over up to 50 cells of rows), and
+    the words of raw uint32 keys and of typed keys with the same data are the same."""
+    keys = jax.random.split(jax.random.key(3), 64)
+    rows = np.asarray(_multinomial._uniform_rows(_multinomial._seeds(keys), n, 2000))
+    assert rows.min() >= 0 and rows.max() < n
+    c = min(n, 50)
+    cell_of = lambda r: r.astype(np.int64) * c // n  # noqa: E731
+    expected = np.bincount(cell_of(np.arange(n)), minlength=c) / n * rows.size  # rows per cell
+    assert scipy.stats.chisquare(np.bincount(cell_of(rows.ravel()), minlength=c), expected).pvalue > 1e-3
+    raw = _multinomial._seeds(jax.random.key_data(keys))
+    np.testing.assert_array_equal(np.asarray(raw), np.asarray(_multinomial._seeds(keys)))
+
+
 def test_a_keys_draws_do_not_depend_on_its_batch():
     table = poisson_table(300, lam=0.9, k_extra=40)  # rejections now and then
     keys = jax.random.split(jax.random.key(4), 64)
