@@ -115,6 +115,17 @@ def _binned_null(key, lo, F, counts, bias_sums, *, n_resamples, p_exp):
     return _ece_of_bin_sums(counts[None], bias_sums[None], ones, p_exp)
 
 
+@functools.partial(jax.jit, static_argnames=("n_resamples", "p_exp"))
+def _binned_p_value(key, lo, F, counts, bias_sums, bins, y, *, n_resamples, p_exp):
+    """The p-value of the observed bins' ECE against :func:`_binned_null`, in one program (run
+    operation by operation, the observed value and the p-value would compile a dozen programs
+    of their own on a first call)."""
+    null = _binned_null(key, lo, F, counts, bias_sums, n_resamples=n_resamples, p_exp=p_exp)
+    # compare like with like: the observed value by the same per-bin formula as the null's
+    observed = jax.ops.segment_sum(y.astype(bias_sums.dtype), bins, num_segments=lo.shape[0])
+    return _p_value(_ece_of_bin_sums(counts, bias_sums, observed, p_exp), null)
+
+
 def _binned_ece_null_tables(p, n_bins: int = 15, strategy: str = "uniform"):
     """Host tables of the fast path: per-bin count CDF windows and per-bin sums of the forecasts."""
     n_bins = check_positive_int(n_bins, "n_bins")  # the strategy was checked by binned_ece
@@ -136,11 +147,8 @@ def _consistency_binned(p, y, key, n_resamples, options):
     p_exp = options.get("order", 1)
     observed = binned_ece(p, y, **options)  # validates the options, and is the reported value
     bins, lo, F, counts, bias_sums = _binned_ece_null_tables(p, options.get("n_bins", 15), options.get("strategy", "uniform"))
-    ones = jax.ops.segment_sum(y.astype(p.dtype), bins, num_segments=lo.shape[0])
-    # compare like with like: the observed value by the same per-bin formula as the null's
-    obs = _ece_of_bin_sums(counts, bias_sums, ones, p_exp)
-    null = _binned_null(key, lo, F, counts, bias_sums, n_resamples=n_resamples, p_exp=p_exp)
-    return CalibrationTestResult(observed, _p_value(obs, null))
+    return CalibrationTestResult(observed, _binned_p_value(key, lo, F, counts, bias_sums, bins, y,
+                                                           n_resamples=n_resamples, p_exp=p_exp))
 
 
 def _callable(fn, name, bound):

@@ -14,7 +14,7 @@ from reference import stats as ref
 from jcalib.metrics import binned_ece, classwise_ece, smooth_ece, top_label_ece
 from jcalib.stats import consistency as module
 from jcalib.stats import consistency_test
-from jcalib.stats.consistency import _binned_ece_null_tables, _binned_null, _general_null, _surrogate
+from jcalib.stats.consistency import _binned_ece_null_tables, _binned_null, _binned_p_value, _general_null, _surrogate
 
 
 def test_surrogate_labels_follow_the_forecasts():
@@ -143,10 +143,10 @@ def test_fast_path_no_retrace():
     rng = np.random.default_rng(10)
     y = (rng.random(500) < 0.5).astype(np.int32)
     consistency_test(binned_ece, rng.random(500), y, key=jax.random.key(0), n_resamples=100)
-    size = _binned_null._cache_size()
+    size = _binned_p_value._cache_size()
     for _ in range(3):  # new data of the same n: bin windows have one width per n
         consistency_test(binned_ece, rng.random(500) ** 2, y, key=jax.random.key(1), n_resamples=100)
-    assert _binned_null._cache_size() == size
+    assert _binned_p_value._cache_size() == size
 
 
 def test_bad_inputs():
