@@ -60,6 +60,14 @@ DEFAULT_KERNEL = GaussianKernel(0.5)
 def _vectors(probs, labels, sample_weight):
     """Forecast vectors ``P`` (n, C), residuals ``R = e_y - P``, weights (or None) and the
     labels as int32 class indices."""
+    P, R, y = _vectors_of(probs, labels)
+    return P, R, sample_weight, y
+
+
+@jax.jit
+def _vectors_of(probs, labels):
+    """:func:`_vectors`' arrays, one compiled program per shape (operation by operation, each
+    of its operations would compile a program of its own on a first call)."""
     if probs.ndim == 2:
         P, y = probs, labels
         R = jax.nn.one_hot(y, P.shape[1], dtype=P.dtype) - P
@@ -68,7 +76,7 @@ def _vectors(probs, labels, sample_weight):
         P = jnp.stack([1 - p, p], axis=1)
         R = jnp.stack([p - y, y - p], axis=1)
         y = y.astype(jnp.int32)
-    return P, R, sample_weight, y
+    return P, R, y
 
 
 def _kernel_diag(kernel, P):
@@ -627,7 +635,14 @@ def cme_test(
         key = Key(single=True).check(key, "key", {})  # drawing the locations: None is the library's TypeError
         if n < 2 * J + 1:
             raise ValueError(f"drawing n_test={J} test locations needs at least {2 * J + 1} rows (n >= 2 n_test + 1), got {n}")
-        idx = jax.random.choice(key, n, (J,), replace=False)
-        Pt, yt = P[idx], y[idx]
-        keep = jnp.ones((n,), bool).at[idx].set(False)
+        return _cme_test_drawn(kernel, P, R, y, key, J)
     return _cme_test(kernel, P, R, Pt, yt, keep)
+
+
+@eqx.filter_jit
+def _cme_test_drawn(kernel, P, R, y, key, n_test: int):
+    """:func:`_cme_test` at ``n_test`` rows drawn without replacement as the test locations
+    (left out of the statistic), in the same program."""
+    idx = jax.random.choice(key, P.shape[0], (n_test,), replace=False)
+    keep = jnp.ones((P.shape[0],), bool).at[idx].set(False)
+    return _cme_test(kernel, P, R, P[idx], y[idx], keep)

@@ -491,3 +491,28 @@ def test_nll_at_zero_warns_and_matches_sklearn_with_x64(fresh_precision_warning)
     with jax.enable_x64(True):
         np.testing.assert_allclose(float(multiclass_metrics.nll(v, y)), sk_log_loss(y, v, labels=[0, 1, 2]), rtol=1e-12)
     np.testing.assert_allclose(f32, (-np.log(np.finfo(np.float32).eps) - np.log(0.5)) / 2, rtol=1e-6)
+
+
+def test_binned_ece_is_one_compiled_program():
+    """Eager calls on new data of the same shape compile the binned ECE once, as one program
+    (not each of its operations), and a new setting compiles one more."""
+    import jax.monitoring
+
+    compiled = []
+
+    def listen(event, duration, **kw):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(kw.get("fun_name", ""))
+
+    rng = np.random.default_rng(0)
+    jax.clear_caches()
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        for _ in range(3):
+            p = rng.uniform(size=300)
+            binned_ece(p, (rng.uniform(size=300) < p).astype(np.int32))
+        binned_ece(p, (rng.uniform(size=300) < p).astype(np.int32), n_bins=10)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert compiled.count("jit(binned_ece_kernel)") == 2, compiled
+    assert len(compiled) <= 10, compiled  # and a few array conversions (operation by operation: 35 on the first call)

@@ -403,3 +403,29 @@ def test_block_size_below_two_is_refused_whichever_estimator():
     for estimator in ("unbiased", "biased", "block"):
         with pytest.raises(ValueError, match="block_size"):
             skce(p, y, estimator=estimator, block_size=1)
+
+
+def test_cme_drawn_locations_compile_one_program():
+    """Eager calls on new data of the same shape: the draw of the locations, the statistic and
+    its p-value are one compiled program, compiled once (the operations of the draw and of the
+    forecast vectors are not compiled one by one)."""
+    import jax.monitoring
+
+    compiled = []
+
+    def listen(event, duration, **kw):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(kw.get("fun_name", ""))
+
+    data = [_data(s, 41) for s in range(3)]
+    jax.clear_caches()
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        for i, (p, y) in enumerate(data):
+            cme_test(p, y, key=jax.random.key(i), n_test=4)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert compiled.count("jit(_cme_test_drawn)") == 1, compiled
+    assert compiled.count("jit(_vectors_of)") == 1, compiled
+    # the two, and the keys and array conversions of the first call (JAX's own small programs)
+    assert len(compiled) <= 8, compiled
