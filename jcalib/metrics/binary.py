@@ -167,7 +167,14 @@ def ece(
         Arunachaleswaran, Collina, Roth, Shi (2024), *An Elementary Predictor Obtaining
         $2\sqrt{T}+1$ Distance to Calibration*, §2 (definition of ECE).
     """
-    _, _, (bias,) = group_sums(probs, sample_weight * (probs - labels))
+    return _ece_of(probs, labels, sample_weight)
+
+
+@jax.jit
+def _ece_of(probs, labels, w):
+    """:func:`ece` of checked inputs, one compiled program per shape (operation by operation,
+    each of its operations would compile a program of its own on a first call: 1 s)."""
+    _, _, (bias,) = group_sums(probs, w * (probs - labels))
     return jnp.sum(jnp.abs(bias))
 
 
@@ -422,7 +429,13 @@ def mce(
         Naeini, Cooper, Hauskrecht (2015), *Obtaining well calibrated probabilities using
         Bayesian binning*, AAAI; Guo, Pleiss, Sun, Weinberger (2017), §2.
     """
-    _, wb, bias = _binned(probs, labels, sample_weight, n_bins, strategy)
+    return _mce_of(probs, labels, sample_weight, n_bins, strategy)
+
+
+@functools.partial(jax.jit, static_argnums=(3, 4))
+def _mce_of(probs, labels, w, n_bins, strategy):
+    """:func:`mce` of checked inputs, one compiled program per shape and setting."""
+    _, wb, bias = _binned(probs, labels, w, n_bins, strategy)
     return jnp.max(jnp.where(wb > 0, jnp.abs(bias) / jnp.where(wb > 0, wb, 1), 0))
 
 

@@ -493,9 +493,13 @@ def test_nll_at_zero_warns_and_matches_sklearn_with_x64(fresh_precision_warning)
     np.testing.assert_allclose(f32, (-np.log(np.finfo(np.float32).eps) - np.log(0.5)) / 2, rtol=1e-6)
 
 
-def test_binned_ece_is_one_compiled_program():
-    """Eager calls on new data of the same shape compile the binned ECE once, as one program
-    (not each of its operations), and a new setting compiles one more."""
+@pytest.mark.parametrize("metric, program, options", [
+    (binned_ece, "binned_ece_kernel", {"n_bins": 10}), (mce, "_mce_of", {"n_bins": 10}), (ece, "_ece_of", None),
+])
+def test_metric_is_one_compiled_program(metric, program, options):
+    """Eager calls on new data of the same shape compile the metric once, as one program (not
+    each of its operations: binned_ece compiled 35 on its first call), and a new setting compiles
+    one more."""
     import jax.monitoring
 
     compiled = []
@@ -510,9 +514,10 @@ def test_binned_ece_is_one_compiled_program():
     try:
         for _ in range(3):
             p = rng.uniform(size=300)
-            binned_ece(p, (rng.uniform(size=300) < p).astype(np.int32))
-        binned_ece(p, (rng.uniform(size=300) < p).astype(np.int32), n_bins=10)
+            metric(p, (rng.uniform(size=300) < p).astype(np.int32))
+        if options is not None:
+            metric(p, (rng.uniform(size=300) < p).astype(np.int32), **options)
     finally:
         jax.monitoring.unregister_event_duration_listener(listen)
-    assert compiled.count("jit(binned_ece_kernel)") == 2, compiled
-    assert len(compiled) <= 10, compiled  # and a few array conversions (operation by operation: 35 on the first call)
+    assert compiled.count(f"jit({program})") == 1 + (options is not None), compiled
+    assert len(compiled) <= 10, compiled  # and a few array conversions of the first call
