@@ -18,7 +18,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..core.optim import lbfgs_minimise
+from ..core.optim import newton_minimise
 from .scaling import LOG_CLIP
 
 __all__ = ["fit_one_vs_rest", "apply_one_vs_rest", "check_one_vs_rest_probs", "log_features", "fit_logistic"]
@@ -73,9 +73,10 @@ def log_features(s):
 
 def fit_logistic(features, targets, weights, coefficients: Callable, n_steps: int, init):
     r"""Minimise the weighted mean cross-entropy of $\sigma(x^\top a(\theta) + c(\theta))$ against
-    (possibly smoothed) ``targets`` in $[0, 1]$ over $\theta$, by ``n_steps`` L-BFGS steps (the
-    scaling module's fixed-length, best-iterate minimiser). ``coefficients(theta)`` returns the
-    slope vector and intercept, so restricted models are linear maps of one $\theta$."""
+    (possibly smoothed) ``targets`` in $[0, 1]$ over $\theta$, by at most ``n_steps`` steps of
+    Newton's method (:func:`jcalib.core.optim.newton_minimise`: the loss is convex in
+    $\theta$). ``coefficients(theta)`` returns the slope vector and intercept, so restricted
+    models are linear maps of one $\theta$."""
     total = jnp.sum(weights)
 
     def loss(theta):
@@ -84,4 +85,4 @@ def fit_logistic(features, targets, weights, coefficients: Callable, n_steps: in
         # -[t log σ(z) + (1 - t) log(1 - σ(z))], written stably
         return jnp.sum(weights * (jax.nn.softplus(z) - targets * z)) / total
 
-    return lbfgs_minimise(loss, init, n_steps)
+    return newton_minimise(loss, init, n_steps)

@@ -19,11 +19,13 @@ an AdaBoost needs). Four forms, as in the authors' ``betacal`` package:
 $\mathrm{logit}(s)$ without intercept): $q(1 - s) = 1 - q(s)$, so $s = 1/2$ stays fixed, and
 it is binary temperature scaling of the score's logit with temperature $1/a$.
 
-Fitting minimises the weighted mean cross-entropy (maximum likelihood) by L-BFGS in a
-fixed-length ``lax.scan``. The constraint $a, b \ge 0$ of ``"abm"`` is handled as betacal
-handles it: the unconstrained fit is kept when both slopes are non-negative; if $a < 0$ the
-model refitted with $a = 0$ is used, else if $b < 0$ the one with $b = 0$. All three fits run
-every time (fixed shapes, so the fit jits and vmaps) and the choice is a ``jnp.where``.
+Fitting minimises the weighted mean cross-entropy (maximum likelihood), convex in the
+parameters, by Newton's method with a backtracking line search in a fixed-length ``lax.scan``
+(:func:`jcalib.core.optim.newton_minimise`). The constraint $a, b \ge 0$ of ``"abm"`` is
+handled as betacal handles it: the unconstrained fit is kept when both slopes are
+non-negative; if $a < 0$ the model refitted with $a = 0$ is used, else if $b < 0$ the one with
+$b = 0$. All three fits run every time (fixed shapes, so the fit jits and vmaps) and the
+choice is a ``jnp.where``.
 betacal's logistic regression has an L2 penalty of $1/(2C)$ with $C = 10^{11}$, negligible;
 jcalib's is unpenalised. Scores are clipped to $[10^{-12}, 1 - 10^{-12}]$ before the logs
 (betacal clips at the float's machine epsilon).
@@ -125,7 +127,7 @@ class BetaCalibration(AbstractRecalibrator):
         parameters: ``"abm"`` (three parameters, $a, b \ge 0$), ``"am"`` ($a = b$),
             ``"ab"`` ($m = 1/2$) or ``"a"`` ($a = b$ and $m = 1/2$: $\sigma(a\,\mathrm{logit}(s))$)
             (static).
-        n_steps: L-BFGS iterations per fit (static; fixed scan length, idle after convergence).
+        n_steps: Newton iterations per fit, at most (static; fixed scan length, idle after convergence).
 
     Examples:
         >>> import jax.numpy as jnp

@@ -92,14 +92,16 @@ def _platt_apply1(params, scores):
 class PlattScaling(AbstractRecalibrator):
     r"""Platt scaling $q = \sigma(a\,\mathrm{logit}(s) + b)$ (module docstring).
 
-    A two-parameter convex problem, solved by ``n_steps`` L-BFGS steps from $a = 1, b = 0$
-    (the identity) in a fixed-length ``lax.scan``: deterministic (no key), jit- and vmap-able,
+    A two-parameter convex problem, solved by at most ``n_steps`` steps of Newton's method
+    with a backtracking line search (:func:`jcalib.core.optim.newton_minimise`; Platt's own
+    fit is a Newton method too) from $a = 1, b = 0$ (the identity) in a fixed-length
+    ``lax.scan``: deterministic (no key), jit- and vmap-able,
     so bootstrap refits (``jax.vmap`` over ``sample_weight``) are one call.
 
     Attributes:
         smooth_targets: Platt's targets $t_\pm$ (True, scikit-learn's choice) or the labels
             (static).
-        n_steps: L-BFGS iterations (static; steps after convergence idle).
+        n_steps: Newton iterations, at most (static; steps after convergence idle).
 
     Examples:
         >>> import jax.numpy as jnp

@@ -122,3 +122,77 @@ def test_inputs_are_checked_and_numpy_integers_accepted():
         optax_update(opt, jnp.array([np.nan, 1.0]), opt.init(jnp.ones(2)), jnp.ones(2))
     with pytest.raises(ValueError, match="module must be an equinox Module"):
         jcalib.core.as_traced_module("x")
+
+
+# ---- newton_minimise: the recalibrators' fits of one to three parameters -----------------------
+
+
+def _logistic(seed, n=400):
+    """A weighted logistic regression (slope, intercept) with an unused third parameter."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-(1.5 * x - 0.3)))).astype(np.float64)
+    w = rng.uniform(0.5, 1.5, n)
+
+    def loss(theta):
+        z = theta[0] * x + theta[1]
+        return jnp.sum(w * (jax.nn.softplus(z) - y * z)) / np.sum(w)
+
+    return loss, x, y, w
+
+
+def test_newton_matches_scipy_on_a_logistic_regression(x64):
+    """The optimum of a convex fit, against scipy's BFGS run to a tight tolerance; the unused
+    third parameter (gradient and Hessian row 0) keeps its initial value."""
+    import scipy.optimize
+
+    from jcalib.core.optim import newton_minimise
+
+    for seed in range(3):
+        loss, *_ = _logistic(seed)
+        got = np.asarray(jax.jit(lambda t: newton_minimise(loss, t, 50))(jnp.array([1.0, 0.0, 7.0])))
+        want = scipy.optimize.minimize(lambda t: float(loss(jnp.asarray(t))), [1.0, 0.0],
+                                       jac=lambda t: np.asarray(jax.grad(loss)(jnp.asarray([*t, 0.0])))[:2],
+                                       method="BFGS", options={"gtol": 1e-12}).x
+        np.testing.assert_allclose(got[:2], want, rtol=1e-7)  # float64: both at the optimum
+        assert got[2] == 7.0
+
+
+def test_newton_one_step_on_a_quadratic_and_nonconvex_start():
+    """A quadratic is minimised by its first Newton step; a nonconvex start (negative curvature:
+    the steepest-descent fallback) still reaches the minimum; a pytree keeps its structure."""
+    from jcalib.core.optim import newton_minimise
+
+    A = jnp.array([[3.0, 1.0], [1.0, 2.0]])
+    quad = lambda p: 0.5 * p["v"] @ A @ p["v"] - p["v"] @ jnp.array([1.0, 1.0])  # noqa: E731
+    got = newton_minimise(quad, {"v": jnp.zeros(2)}, 1)["v"]
+    # float32: one solve of a damped (lambda = sqrt(eps)(1 + 3)) 2x2 system
+    np.testing.assert_allclose(np.asarray(got), np.linalg.solve(np.asarray(A), [1.0, 1.0]), rtol=2e-3)
+    double_well = lambda x: (x**2 - 1) ** 2 + 0.1 * x  # noqa: E731  (f'' < 0 near 0)
+    x = float(newton_minimise(double_well, jnp.asarray(0.1), 50))
+    # downhill from 0.1 lies the local minimum near +1: the root of 4x^3 - 4x + 0.1 there
+    root = max(np.roots([4.0, 0.0, -4.0, 0.1]).real)
+    assert abs(x - root) < 1e-4, (x, root)  # float32, |x| ~ 1
+
+
+def test_newton_vmapped_fits_equal_single_fits_and_trace_once():
+    """Fits of several weightings in one vmap (bootstrap refits) stop where each alone stops,
+    and new weights reuse the program."""
+    from jcalib.core.optim import newton_minimise
+
+    loss0, x, y, _ = _logistic(4)
+    x, y = jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32)
+
+    def fit(w):
+        def loss(theta):
+            z = theta[0] * x + theta[1]
+            return jnp.sum(w * (jax.nn.softplus(z) - y * z)) / jnp.sum(w)
+        return newton_minimise(loss, jnp.array([1.0, 0.0]), 30)
+
+    W = jax.random.poisson(jax.random.key(0), 1.0, (6, x.shape[0])).astype(jnp.float32)
+    run = jax.jit(jax.vmap(chex.assert_max_traces(fit, n=1)))
+    batch = np.asarray(run(W))
+    run(W[::-1])
+    for i in range(6):
+        # float32: reductions batched under vmap reorder; near the optimum the steps follow g, H
+        np.testing.assert_allclose(batch[i], np.asarray(jax.jit(fit)(W[i])), rtol=1e-5, atol=1e-6)
