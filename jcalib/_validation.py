@@ -185,6 +185,16 @@ def _concrete(x, dtype=None) -> jax.Array:
         return jnp.asarray(x, dtype)
 
 
+def cast(x, dtype) -> jax.Array:
+    """``x.astype(dtype)``; for concrete ``x`` converted in NumPy (a conversion on the device
+    compiles a program of its own on a first call)."""
+    if x.dtype == dtype:
+        return x
+    if isinstance(x, jax.core.Tracer):
+        return x.astype(dtype)
+    return _concrete(np.asarray(x).astype(dtype))
+
+
 def as_float_array(x, name: str) -> jax.Array:
     """Convert to a JAX float array (keeping float64 if enabled), rejecting non-numeric input."""
     x = _gather_tracers(x)
@@ -199,7 +209,7 @@ def as_float_array(x, name: str) -> jax.Array:
         if isinstance(arr, jax.core.Tracer):
             arr = arr.astype(jnp.result_type(float))
         else:
-            arr = _concrete(arr, jnp.result_type(float))
+            arr = cast(arr, jnp.result_type(float))
     if not jnp.issubdtype(arr.dtype, jnp.floating):
         raise ValueError(f"{name} must have a real floating dtype, got {arr.dtype}")
     return arr
@@ -828,7 +838,7 @@ class BinaryLabels(Spec):
         _check_ndim(y, name, self.ndim, False)
         _check_length(y, name, bound, self.length_of)
         like = _ref(bound, self.dtype_of)
-        return y if like is None else y.astype(like.dtype)
+        return y if like is None else cast(y, like.dtype)
 
 
 class SimplexProbs(Spec):
@@ -872,7 +882,10 @@ class Weights(Spec):
         ref = _ref(bound, self.length_of)
         if value is None:
             if self.fill and ref is not None:
-                return jnp.ones(ref.shape[:1], ref.dtype if jnp.issubdtype(ref.dtype, jnp.floating) else float)
+                dtype = ref.dtype if jnp.issubdtype(ref.dtype, jnp.floating) else jnp.result_type(float)
+                if is_concrete(ref):  # made in NumPy: jnp.ones would compile a program
+                    return _concrete(np.ones(ref.shape[:1], dtype))
+                return jnp.ones(ref.shape[:1], dtype)
             return None
         n = ref.shape[0] if ref is not None and getattr(ref, "ndim", 0) else None
         if n is None:

@@ -421,3 +421,28 @@ def test_deferred_checks_record_their_own_level_and_leave_nested_traces_alone():
     assert not bool(jax.jit(lambda x: f(x, False)[1])(jnp.float32(2.0))[0])
     with pytest.raises(Exception, match="v too large"):
         jax.block_until_ready(jax.jit(lambda x: f(x, True)[0])(jnp.float32(20.0)))
+
+
+def test_cast_converts_concrete_arrays_without_compiling():
+    """``cast`` of a concrete array converts in NumPy (no program compiled); a tracer is cast in
+    the graph; the same dtype passes the array through."""
+    import jax.monitoring
+
+    from jcalib._validation import cast
+
+    compiled = []
+
+    def listen(event, duration, **kw):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(kw.get("fun_name", ""))
+
+    x = jnp.arange(5, dtype=jnp.int32)
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        y = cast(x, jnp.float32)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert y.dtype == jnp.float32 and not compiled, compiled
+    np.testing.assert_array_equal(np.asarray(y), np.arange(5.0))
+    assert cast(x, jnp.int32) is x
+    assert jax.jit(lambda a: cast(a, jnp.float32))(x).dtype == jnp.float32

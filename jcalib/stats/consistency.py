@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._validation import Bool, Custom, Int, Key, binary_or_multiclass_inputs, check_positive_int, declare, is_concrete
+from .._validation import Bool, Custom, Int, Key, binary_or_multiclass_inputs, cast, check_positive_int, declare, is_concrete
 from ..metrics.binary import bin_index, binned_ece, quantile_bin_index
 from ._poisson_binomial import poisson_binomial_cdfs
 from ._result import CalibrationTestResult
@@ -131,7 +131,8 @@ def _binned_ece_null_tables(p, n_bins: int = 15, strategy: str = "uniform"):
     n_bins = check_positive_int(n_bins, "n_bins")  # the strategy was checked by binned_ece
     bins, counts, bias_sums = _bin_sums_unit(p, n_bins, strategy)
     lo, F = poisson_binomial_cdfs(np.asarray(p, np.float64), np.asarray(bins), n_bins)
-    return bins, jnp.asarray(lo, jnp.int32), jnp.asarray(F, p.dtype), counts, bias_sums
+    # NumPy arrays of the final dtypes: converted on the device, each would compile a program
+    return bins, np.asarray(lo, np.int32), np.asarray(F, np.dtype(p.dtype)), counts, bias_sums
 
 
 @functools.partial(jax.jit, static_argnames=("n_bins", "strategy"))
@@ -223,7 +224,7 @@ def consistency_test(
         Bröcker, Smith (2007), *Increasing the reliability of reliability diagrams*, Weather
         and Forecasting 22(3), §4 (consistency resampling).
     """
-    p, y, w = probs, labels.astype(jnp.int32), sample_weight
+    p, y, w = probs, cast(labels, jnp.int32), sample_weight
     options = _binned_ece_options(statistic)
     if options is not None and p.ndim == 1 and w is None and not resample_forecasts and is_concrete(p) and is_concrete(y):
         return _consistency_binned(p, y, key, n_resamples, options)
