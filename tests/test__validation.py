@@ -1,5 +1,7 @@
 """Input checks at the Python boundary raise clear ValueErrors."""
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -442,7 +444,8 @@ def test_cast_converts_concrete_arrays_without_compiling():
         y = cast(x, jnp.float32)
     finally:
         jax.monitoring.unregister_event_duration_listener(listen)
-    assert y.dtype == jnp.float32 and not compiled, compiled
+    # only JAX's transfer of the NumPy result ("stage") may compile, no conversion
+    assert y.dtype == jnp.float32 and not [c for c in compiled if "stage" not in c], compiled
     np.testing.assert_array_equal(np.asarray(y), np.arange(5.0))
     assert cast(x, jnp.int32) is x
     assert jax.jit(lambda a: cast(a, jnp.float32))(x).dtype == jnp.float32
