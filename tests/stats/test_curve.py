@@ -199,3 +199,17 @@ def test_bad_inputs():
 
 def test_docstring_examples():
     assert doctest.testmod(module, raise_on_error=True).attempted > 0
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_binned_curve_program_has_no_host_callback(strategy):
+    """The binned curve's compiled program holds no in-graph check (its forecasts were checked at
+    the boundary): a host callback would keep it out of the persistent compilation cache, and a
+    warm ``jcalib demo`` would compile it again for its reliability figure."""
+    p = np.linspace(0.01, 0.99, 50, dtype=np.float32)
+    y = (p > 0.5).astype(np.float32)
+    w = np.ones_like(p)
+    jaxpr = jax.make_jaxpr(lambda p, y, w: module._binned(p, y, w, np.float32(0.9), 10, "wilson", strategy))(p, y, w)
+    assert "callback" not in str(jaxpr)
+    got = calibration_curve(p, y.astype(np.int32), n_bins=10, strategy=strategy)
+    assert np.isfinite(np.asarray(got.forecast)[np.asarray(got.weight) > 0]).all()
