@@ -285,7 +285,8 @@ def lbfgs_minimise(loss: Callable, init, n_steps: int):
     return carry[2]
 
 
-_ARMIJO = 1e-4  # sufficient decrease of a Newton step: f(x + t d) <= f(x) + c t g'd (Nocedal, Wright 2006, eq. 3.4)
+# sufficient decrease of a Newton step, f(x + t d) <= f(x) + c t g'd (Nocedal, Wright 2006, eq. 3.4)
+_ARMIJO = 1e-4
 _HALVINGS = 40  # the backtracking gives up below t = 2^-40
 
 
@@ -295,8 +296,8 @@ def newton_minimise(loss: Callable, init, n_steps: int):
     ``n_steps`` iterations; returns the last accepted iterate.
 
     Each iteration solves $(H + \lambda I)\,d = -g$ with the exact Hessian $H$ (forward over
-    reverse mode) and $\lambda = \sqrt\epsilon\,(1 + \max_i |H_{ii}|)$ for the dtype's machine epsilon
-    $\epsilon$: a damping far below the curvature of any direction the loss depends on, which
+    reverse mode) and $\lambda = \sqrt\epsilon\,(1 + \max_i |H_{ii}|)$ for the dtype's machine
+    epsilon $\epsilon$: a damping far below the curvature of any direction the loss depends on, which
     keeps the step finite along directions it does not depend on (a restricted model's unused
     parameters: their gradient is 0 and so is their step). Where $d$ is not a descent direction
     (the Hessian indefinite) the step is $-g$. The step length halves from 1 until the
