@@ -80,6 +80,7 @@ def test_extra_rows_are_uniform(n):
     c = min(n, 50)
     cell_of = lambda r: r.astype(np.int64) * c // n  # noqa: E731
     expected = np.bincount(cell_of(np.arange(n)), minlength=c) / n * rows.size  # rows per cell
+    # 1e-3: a uniform sampler fails one seed in a thousand; the keys are fixed, so the test is deterministic
     assert scipy.stats.chisquare(np.bincount(cell_of(rows.ravel()), minlength=c), expected).pvalue > 1e-3
     raw = _multinomial._seeds(jax.random.key_data(keys))
     np.testing.assert_array_equal(np.asarray(raw), np.asarray(_multinomial._seeds(keys)))
