@@ -206,10 +206,7 @@ def as_float_array(x, name: str) -> jax.Array:
         except (TypeError, ValueError) as e:
             raise ValueError(f"{name} must be a numeric array, got {type(x).__name__}") from e
     if arr.dtype == jnp.bool_ or jnp.issubdtype(arr.dtype, jnp.integer):
-        if isinstance(arr, jax.core.Tracer):
-            arr = arr.astype(jnp.result_type(float))
-        else:
-            arr = cast(arr, jnp.result_type(float))
+        arr = cast(arr, jnp.result_type(float))
     if not jnp.issubdtype(arr.dtype, jnp.floating):
         raise ValueError(f"{name} must have a real floating dtype, got {arr.dtype}")
     return arr

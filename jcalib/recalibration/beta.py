@@ -127,7 +127,8 @@ class BetaCalibration(AbstractRecalibrator):
         parameters: ``"abm"`` (three parameters, $a, b \ge 0$), ``"am"`` ($a = b$),
             ``"ab"`` ($m = 1/2$) or ``"a"`` ($a = b$ and $m = 1/2$: $\sigma(a\,\mathrm{logit}(s))$)
             (static).
-        n_steps: Newton iterations per fit, at most (static; fixed scan length, idle after convergence).
+        n_steps: Newton iterations per fit, at most (static; fixed scan length, idle after
+            convergence).
 
     Examples:
         >>> import jax.numpy as jnp

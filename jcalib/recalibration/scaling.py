@@ -230,8 +230,9 @@ class TemperatureScaling(AbstractRecalibrator):
     \qquad z_i = \log\operatorname{clip}(\hat p_i, 10^{-12}, 1).$$
 
     Optimised over $\log T$ (so $T > 0$ without constraints) by at most ``n_steps`` steps of
-    Newton's method from $T = 1$. Temperature scaling keeps the arg-max, so accuracy is unchanged. The fit is
-    deterministic (no key); it jits and vmaps, e.g. over bootstrap ``sample_weight``.
+    Newton's method from $T = 1$. Temperature scaling keeps the arg-max, so accuracy is
+    unchanged. The fit is deterministic (no key); it jits and vmaps, e.g. over bootstrap
+    ``sample_weight``.
 
     Attributes:
         n_steps: number of Newton iterations, at most (static: a fixed scan length;

@@ -132,7 +132,8 @@ def _tie_mark(table: PoissonTable, S: int) -> float:
     return float(2 ** math.ceil(math.log2(S * table.hi.size + 1)))
 
 
-_EXTRA_STREAM = 0xFFFFFFFF  # the counter's second word for the extra draws (the Poisson passes use 2a, 2a + 1)
+# the counter's second word for the extra draws (the Poisson passes use 2a and 2a + 1)
+_EXTRA_STREAM = 0xFFFFFFFF
 
 
 def _seeds(keys):
@@ -145,21 +146,21 @@ def _seeds(keys):
 def _uniform_rows(seed, n: int, K: int):
     """``(B, K)`` row indices in $[0, n)$: two cipher words per index (counter ``(i,``
     :data:`_EXTRA_STREAM` ``)``), reduced mod $n$ as ``jax.random.randint`` reduces its two words."""
-    hi, lo = threefry2x32(seed[:, :1], seed[:, 1:], jnp.arange(K, dtype=jnp.uint32)[None, :], jnp.uint32(_EXTRA_STREAM))
+    block = jnp.arange(K, dtype=jnp.uint32)[None, :]
+    hi, lo = threefry2x32(seed[:, :1], seed[:, 1:], block, jnp.uint32(_EXTRA_STREAM))
     span = jnp.uint32(n)
     offset = (hi % span) * jnp.uint32(2**32 % n) + lo % span  # wraps for n > 2^16, as randint's does
     return (offset % span).astype(jnp.int32)
 
 
-def _poisson_pass(keys, attempt, table: PoissonTable, occupied, dtype, exact: bool, seed=None):
-    """The Poisson counts ``(T, B, S)`` of step 1 (module docstring) for each key's ``attempt``.
+def _poisson_pass(seed, attempt, table: PoissonTable, occupied, dtype, exact: bool):
+    """The Poisson counts ``(T, B, S)`` of step 1 (module docstring) for each key's ``attempt``,
+    the keys given by their cipher words ``seed`` (:func:`_seeds`).
 
     ``exact=False``: from the high words only, with :func:`_tie_mark` added where a high word
     equals a threshold's (the low word would decide); ``exact=True``: the low words decide those.
-    ``seed``: the keys' :func:`_seeds`, when they are already known.
     """
     T, S = occupied.shape
-    seed = _seeds(keys) if seed is None else seed
     s0, s1 = seed[None, :, :1], seed[None, :, 1:]  # (1, B, 1)
     blocks = jnp.arange(T * S // 2, dtype=jnp.uint32).reshape(T, 1, S // 2)  # one block serves two positions
 
@@ -190,9 +191,9 @@ def poisson_counts(keys, attempt, table: PoissonTable, occupied, dtype=jnp.float
     if not table.hi.size:
         return jnp.zeros(occupied.shape[:1] + (keys.shape[0],) + occupied.shape[1:], dtype)
     seed = _seeds(keys)
-    m = _poisson_pass(keys, attempt, table, occupied, dtype, exact=False, seed=seed)
+    m = _poisson_pass(seed, attempt, table, occupied, dtype, exact=False)
     tied = jnp.any(m >= _tie_mark(table, occupied.shape[1]))
-    return lax.cond(tied, lambda: _poisson_pass(keys, attempt, table, occupied, dtype, True, seed), lambda: m)
+    return lax.cond(tied, lambda: _poisson_pass(seed, attempt, table, occupied, dtype, True), lambda: m)
 
 
 def multinomial_draws(keys, table: PoissonTable, occupied, coef) -> CountDraws:
@@ -235,10 +236,10 @@ def multinomial_draws(keys, table: PoissonTable, occupied, coef) -> CountDraws:
             attempt, sums, t = carry
             bad = outside(t)
             attempt = attempt + (bad & (t >= 0)).astype(jnp.uint32)
-            sums = jnp.where(bad[None, :, None], product(_poisson_pass(keys, attempt, table, occupied, dt, True, seed)), sums)
+            sums = jnp.where(bad[None, :, None], product(_poisson_pass(seed, attempt, table, occupied, dt, True)), sums)
             return attempt, sums, total(sums)
 
-        sums = product(_poisson_pass(keys, attempt, table, occupied, dt, exact=False, seed=seed))
+        sums = product(_poisson_pass(seed, attempt, table, occupied, dt, exact=False))
         # a loop, not a cond: its buffers are updated in place, while a cond would copy the sums
         attempt, sums, t = lax.while_loop(lambda c: jnp.any(outside(c[2])), body, (attempt, sums, total(sums)))
     else:  # lambda = 0 (n <= 64): every draw is an extra one
