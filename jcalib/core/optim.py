@@ -4,9 +4,9 @@ ORCA's per-round minimax (paper 002, Algorithm 2), the decision-calibration part
 (paper 004) and the sigmoid-witness search (paper 003) all run an optax optimiser for a
 *static* number of steps (DESIGN.md, "Drivers own the loops": tolerance-based while-loops
 stall vmapped batches). :func:`optimise` is that loop, written once (and
-:func:`lbfgs_minimise` its L-BFGS variant for the smooth fits of offline recalibrators, which
-idles once converged and returns the best iterate, and :func:`newton_minimise` Newton's method
-for the fits of one to three parameters):
+:func:`lbfgs_minimise` an L-BFGS for the smooth fits of offline recalibrators, one evaluation of
+the loss per step, which idles once converged, and :func:`newton_minimise` Newton's method for
+the fits of one to three parameters):
 
 ```
 params_{k+1} = params_k + optimizer.update(∇ loss(params_k), state_k, params_k)   k = 0..n-1
@@ -235,59 +235,91 @@ def optimise(
     return OptimResult(params, state, losses)
 
 
-def lbfgs_minimise(loss: Callable, init, n_steps: int):
-    """Minimise ``loss`` from ``init`` by L-BFGS (``optax.lbfgs``, zoom line search) in a lax.scan
-    of exactly ``n_steps`` iterations, returning the best parameters seen.
+# sufficient decrease of a line-search step, f(x + t d) <= f(x) + c t g'd (Nocedal, Wright 2006, eq. 3.4)
+_ARMIJO = 1e-4
+_HALVINGS = 40  # the backtracking gives up below t = 2^-40
 
-    Once the fit has converged -- gradient norm below $\\epsilon(1 + |f|)$ for the dtype's
-    machine epsilon $\\epsilon$, or the line search failing twice in a row (it reports a positive
-    decrease or curvature error once float precision is exhausted) -- the remaining iterations
-    idle: a ``lax.cond`` skips their work when the fit is not vmapped (under vmap both branches
-    run, so batched fits stay in lock-step and the step count stays fixed). Without this, each
-    iteration after convergence would run the line search to its limit (about 16 loss
-    evaluations) for nothing. Steps that merely fail to lower the float32 objective do not stop
-    the fit: on ill-conditioned problems (weak ODIR, many classes) L-BFGS makes real progress
-    through such plateaus. The returned parameters have the lowest objective seen (ties go to the
-    later iterate), so the objective at the result is never above its value at ``init``.
+
+def lbfgs_minimise(loss: Callable, init, n_steps: int, memory: int = 10):
+    r"""Minimise a smooth ``loss`` from ``init`` (a pytree, raveled to $k$ numbers) by L-BFGS
+    with a backtracking line search, in a ``lax.scan`` of exactly ``n_steps`` evaluations of the
+    loss and its gradient; returns the last accepted iterate.
+
+    Each step evaluates $f$ and $\nabla f$ at one trial point $x + t d$ -- the loss appears once in
+    the program, which keeps it small. The trial is accepted on sufficient decrease,
+    $f(x + t d) \le f(x) + 10^{-4}\, t\, \nabla f(x)^\top d + \rho$ with
+    $\rho = 2\epsilon(1 + |f(x)|)$ for the rounding of $f$ ($\epsilon$ the dtype's machine
+    epsilon); then the pair $(s, y) = (t d, \nabla f(x + t d) - \nabla f(x))$ enters the memory of
+    the ``memory`` newest pairs (skipped unless $s^\top y > \epsilon\, y^\top y$, which keeps
+    the inverse-Hessian estimate positive definite without a curvature condition), the next
+    direction is $d = -H \nabla f$ by the two-loop recursion with $H_0 = (s^\top y / y^\top y) I$
+    (Nocedal and Wright 2006, Algorithms 7.4 and 7.5; the first direction is the gradient
+    scaled to length at most 1), and $t = 1$. A rejected trial halves $t$ (Algorithm 3.1). A
+    unit step is accepted at almost every iteration of the recalibrators' convex fits, so an
+    iteration costs about one evaluation.
+
+    Once the gradient norm is below $\epsilon(1 + |f|)$, or no step down to $t = 2^{-40}$
+    passes, the remaining steps idle: a ``lax.cond`` skips their work when the fit is not
+    vmapped (under vmap both branches run, so batched fits stay in lock-step and the step count
+    stays fixed). The first evaluation is of ``init`` itself, so the objective at the result is
+    never above its value at ``init`` (beyond the rounding $\rho$ per step).
     """
-    opt = optax.lbfgs()
-    value_and_grad = optax.value_and_grad_from_state(loss)
-    eps = float(jnp.finfo(jax.tree.leaves(init)[0].dtype).eps)
+    from jax.flatten_util import ravel_pytree
+
+    x0, unravel = ravel_pytree(init)
+    value_and_grad = jax.value_and_grad(lambda x: loss(unravel(x)))
+    dt = x0.dtype
+    eps = float(jnp.finfo(dt).eps)
+
+    def direction(g, S, Y, rho):
+        # the two-loop recursion over the memory, newest pair in row 0; an empty row has rho = 0
+        # and drops out of both loops
+        def newest_first(q, pair):
+            s, y, r = pair
+            a = r * jnp.dot(s, q)
+            return q - a * y, a
+
+        def oldest_first(r, pair):
+            s, y, rh, a = pair
+            return r + s * (a - rh * jnp.dot(y, r)), None
+
+        q, a = lax.scan(newest_first, g, (S, Y, rho))
+        yy = jnp.dot(Y[0], Y[0])
+        # H0 = (s'y / y'y) I from the newest pair; with no pair yet, the gradient scaled to length <= 1
+        h0 = jnp.where(rho[0] > 0, 1 / (rho[0] * jnp.where(yy > 0, yy, 1)), 1 / jnp.maximum(1, jnp.linalg.norm(g)))
+        r, _ = lax.scan(oldest_first, h0 * q, (S, Y, rho, a), reverse=True)
+        return -r
 
     def advance(carry):
-        params, state, best, best_value, fails, _ = carry
-        value, grad = value_and_grad(params, state=state)
-        updates, new_state = opt.update(grad, state, params, value=value, grad=grad, value_fn=loss)
-        new_params = optax.apply_updates(params, updates)
-        new_value = optax.tree.get(new_state, "value")  # the line search's value at new_params
-        info = optax.tree.get(new_state, "info")
-        failed = (info.decrease_error > 0) | (info.curvature_error > 0)
-        fails = jnp.where(failed, fails + 1, 0)
-        finite = jnp.isfinite(new_value)
-        better = finite & (new_value <= best_value)
-        best = jax.tree.map(lambda a, b: jnp.where(better, a, b), new_params, best)
-        best_value = jnp.where(better, new_value, best_value)
-        done = (~finite) | (fails >= 2) | (optax.tree.norm(grad) <= eps * (1 + jnp.abs(value)))
-        keep = lambda a, b: jnp.where(finite, a, b)  # noqa: E731  (a NaN step is never taken)
-        params, state = jax.tree.map(keep, new_params, params), jax.tree.map(keep, new_state, state)
-        return params, state, best, best_value, fails, done
+        x, fx, g, d, t, S, Y, rho, _ = carry
+        trial = x + t * d
+        ft, gt = value_and_grad(trial)
+        rounding = 2 * eps * (1 + jnp.abs(fx))
+        accept = jnp.isfinite(ft) & (ft <= fx + _ARMIJO * t * jnp.dot(g, d) + rounding)
+        s, y = t * d, gt - g
+        sy = jnp.dot(s, y)
+        store = accept & jnp.isfinite(fx) & (sy > eps * jnp.dot(y, y))
+
+        def push(memory, row):
+            return jnp.where(store, jnp.concatenate([row[None], memory[:-1]]), memory)
+
+        S, Y, rho = push(S, s), push(Y, y), push(rho, 1 / jnp.where(store, sy, 1))
+        x, fx, g = jnp.where(accept, trial, x), jnp.where(accept, ft, fx), jnp.where(accept, gt, g)
+        new_d = direction(g, S, Y, rho)
+        d = jnp.where(accept, jnp.where(jnp.dot(g, new_d) < 0, new_d, -g), d)
+        done = (accept & (jnp.linalg.norm(g) <= eps * (1 + jnp.abs(fx)))) | (~accept & (t < 2.0**-_HALVINGS))
+        t = jnp.where(accept, jnp.ones((), dt), t / 2)
+        return x, fx, g, d, t, S, Y, rho, done
 
     def step(carry, _):
         return lax.cond(carry[-1], lambda c: c, advance, carry), None
 
-    # optax's L-BFGS mixes int32 state with default-width ints (int64 under x64); it is not our
-    # code, so trace it under standard promotion even when a caller has made promotion strict
-    # (the same workaround as jcalib.core.optimise, whose fixed-step loop cannot express the
-    # early stop and best-iterate bookkeeping here).
-    with standard_promotion():
-        carry = (init, opt.init(init), init, loss(init), jnp.asarray(0, jnp.int32), jnp.asarray(False))
-        carry, _ = lax.scan(step, carry, None, length=n_steps)
-    return carry[2]
-
-
-# sufficient decrease of a Newton step, f(x + t d) <= f(x) + c t g'd (Nocedal, Wright 2006, eq. 3.4)
-_ARMIJO = 1e-4
-_HALVINGS = 40  # the backtracking gives up below t = 2^-40
+    # the first trial is init itself (d = 0), accepted against f = inf
+    zero, rows = jnp.zeros_like(x0), jnp.zeros((memory, x0.size), dt)
+    carry = (x0, jnp.asarray(jnp.inf, dt), zero, zero, jnp.ones((), dt), rows, rows, jnp.zeros((memory,), dt),
+             jnp.asarray(False))
+    carry, _ = lax.scan(step, carry, None, length=n_steps)
+    return unravel(carry[0])
 
 
 def newton_minimise(loss: Callable, init, n_steps: int):
@@ -313,8 +345,8 @@ def newton_minimise(loss: Callable, init, n_steps: int):
     For the offline recalibrators' fits of one to three parameters (temperature, Platt and beta
     calibration): their objectives are convex in the parameters of the map (logistic and
     multinomial log-loss of a linear function of them), where Newton's method converges
-    quadratically, and the program is a fraction of L-BFGS's with its zoom line search
-    (compiled in about half the time).
+    quadratically, and the program compiles in about half the time of L-BFGS's with optax's zoom
+    line search.
     """
     from jax.flatten_util import ravel_pytree
 
