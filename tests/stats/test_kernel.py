@@ -268,10 +268,27 @@ def test_cme_drawn_locations_are_held_out_rows(x64, C):
     p, y = _data(8, 40, C)
     k = jax.random.key(3)
     got = cme_test(p, y, key=k, n_test=3)
-    idx = np.asarray(jax.random.choice(k, 40, (3,), replace=False))
+    idx = np.asarray(jax.lax.top_k(jax.random.uniform(k, (40,)), 3)[1])  # the rows of the 3 largest uniforms
+    assert len(set(idx.tolist())) == 3
     rest = np.setdiff1d(np.arange(40), idx)
     want = cme_test(p[rest], y[rest], test_probs=p[idx], test_labels=y[idx])
     np.testing.assert_allclose([float(v) for v in got], [float(v) for v in want], rtol=1e-10)
+
+
+def test_chi2_survival_series_matches_scipy(x64):
+    """The CME test's p-value, P(chi2_k >= x) for integer k, by its finite series: against
+    scipy at every k up to the bound, from x = 0 to far in the tail (float64: the series'
+    rounding is a few eps per term)."""
+    import scipy.stats
+
+    from jcalib.stats.kernel import _chi2_sf
+
+    sf = jax.jit(_chi2_sf, static_argnums=2)
+    for max_df in (1, 2, 5, 12):
+        for k in range(1, max_df + 1):
+            for x in (0.0, 1e-6, 0.3, 2.0, 11.0, 60.0, 400.0):
+                want = scipy.stats.chi2.sf(x, k)
+                assert float(sf(jnp.int32(k), jnp.float64(x), max_df)) == pytest.approx(want, rel=1e-12, abs=1e-300)
 
 
 def test_cme_singular_covariance(x64):
@@ -406,8 +423,8 @@ def test_block_size_below_two_is_refused_whichever_estimator():
 
 
 def test_cme_drawn_locations_compile_one_program():
-    """Eager calls on new data of the same shape: the draw of the locations, the statistic and
-    its p-value are one compiled program, compiled once (the operations of the draw and of the
+    """Eager calls on new data of the same shape: the forecast vectors, the draw of the
+    locations, the statistic and its p-value are one compiled program, compiled once (the operations of the draw and of the
     forecast vectors are not compiled one by one)."""
     import jax.monitoring
 
@@ -426,6 +443,6 @@ def test_cme_drawn_locations_compile_one_program():
     finally:
         jax.monitoring.unregister_event_duration_listener(listen)
     assert compiled.count("jit(_cme_test_drawn)") == 1, compiled
-    assert compiled.count("jit(_vectors_of)") == 1, compiled
-    # the two, and the keys and array conversions of the first call (JAX's own small programs)
+    assert "jit(_vectors_of)" not in compiled, compiled  # inside the test's program
+    # that one, and the keys and array conversions of the first call (JAX's own small programs)
     assert len(compiled) <= 8, compiled
