@@ -210,10 +210,18 @@ def check_compiler_options(options) -> tuple:
 
 
 def _placeholder(like):
-    """Zeros shaped like ``like`` (a tree of ShapeDtypeStructs): the carry a first chunk ignores."""
+    """Zeros shaped like ``like`` (a tree of ShapeDtypeStructs): the carry a first chunk ignores.
 
-    # jnp.zeros also makes (all-zero) key arrays, for states that hold keys
-    return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), like)
+    NumPy zeros, which reach the chunk without a program of their own (``jnp.zeros`` compiles
+    one per shape and dtype on a first call); ``jnp.zeros`` for key arrays, which NumPy cannot
+    hold."""
+
+    def zeros(s):
+        if jnp.issubdtype(s.dtype, jax.dtypes.prng_key):
+            return jnp.zeros(s.shape, s.dtype)
+        return np.zeros(s.shape, s.dtype)
+
+    return jax.tree_util.tree_map(zeros, like)
 
 
 def _vmapped_finalise(recorder, n_batch: int):

@@ -80,3 +80,14 @@ def test_the_chunk_is_written_to_the_persistent_cache(tmp_path):
     env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(tmp_path), "JCALIB_COMPILATION_CACHE": "1"}
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=env)
     assert any(p.name.startswith("jit__chunk_body") for p in tmp_path.iterdir())
+
+
+def test_first_chunk_placeholder_compiles_nothing():
+    """The carry a first chunk ignores is NumPy zeros (no program per shape and dtype on a first
+    call), except key arrays, which NumPy cannot hold."""
+    like = {"x": jax.ShapeDtypeStruct((3, 2), jnp.float32), "n": jax.ShapeDtypeStruct((), jnp.int32),
+            "k": jax.ShapeDtypeStruct((2,), jax.random.key(0).dtype)}
+    got = loop._placeholder(like)
+    assert isinstance(got["x"], np.ndarray) and got["x"].dtype == np.float32 and not got["x"].any()
+    assert isinstance(got["n"], np.ndarray) and got["n"].shape == ()
+    assert jax.dtypes.issubdtype(got["k"].dtype, jax.dtypes.prng_key) and got["k"].shape == (2,)
