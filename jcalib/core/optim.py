@@ -45,7 +45,7 @@ import optax
 from jax import lax
 from jaxtyping import Array, Float
 
-from .._validation import Custom, Int, check_finite, declare, shown
+from .._validation import BoundaryOnly, Custom, Int, check_finite, declare, shown
 
 __all__ = [
     "DEFAULT_UNROLL",
@@ -172,8 +172,12 @@ def default_unroll(backend: str | None = None) -> int:
 
 # a bool is refused (Int): lax.scan reads True as every step unrolled, 400 copies of ORCA's step
 # in one program; 0 (lax.scan: unroll everything) is below the minimum
+# traced params are checked for their structure and dtype only: optimise runs inside the library's
+# compiled programs (ORCA's rounds, the decision searches) on parameters they drew themselves,
+# where an in-graph finiteness check is a host callback that keeps the program out of JAX's
+# persistent cache
 @declare(n_steps=Int(0, 2**24, what="optimiser steps"), loss=_function("a function of the parameters"),
-         optimizer=_OPTIMIZER, params=_PARAMS, project=_function("a map of the parameters", optional=True),
+         optimizer=_OPTIMIZER, params=BoundaryOnly(_PARAMS), project=_function("a map of the parameters", optional=True),
          unroll=Int(1, None, optional=True))
 def optimise(
     loss: Callable[[Any], Array],

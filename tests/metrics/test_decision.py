@@ -486,3 +486,18 @@ def test_traced_loss_matrices_with_non_finite_entries_fail_naming_losses():
     assert np.isfinite(float(f(jnp.ones((2, 3)))))
     with pytest.raises(Exception, match="losses contains NaN or infinite values"):
         f(jnp.array([[1.0, jnp.inf, 0.0], [0.0, 1.0, 0.0]])).block_until_ready()
+
+
+def test_dce_program_has_no_host_callback():
+    """The search's compiled program holds no in-graph check of the parameters it drew itself
+    (``optimise`` checks traced parameters for structure and dtype only): a host callback would
+    keep it out of the persistent compilation cache, so every new process compiled it again."""
+    from jcalib.metrics import decision as module
+
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), 40).astype(np.float32)
+    labels = rng.integers(0, 3, 40).astype(np.int32)
+    jaxpr = jax.make_jaxpr(lambda k, p, y, w: module._dce_core(k, p, y, w, PartitionSearch(n_steps=5), actions=(2,),
+                                                               single=True))(jax.random.key(0), probs, labels,
+                                                                             np.ones(40, np.float32))
+    assert "callback" not in str(jaxpr)
