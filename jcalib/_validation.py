@@ -117,6 +117,22 @@ def in_graph(x, bad, message: str):
     return x
 
 
+def checked_at_the_boundary(fn):
+    """``fn`` traced with the in-graph checks off: for a library core, jitted, whose public caller
+    checked its inputs (at the boundary or in the graph) and which calls other public functions
+    on values it derived from them. Their in-graph checks would only re-check those values, and
+    each is a host callback, which keeps the core's program out of JAX's persistent
+    compilation cache. Trace-time checks (shapes, dtypes) still run."""
+    from .config import checks
+
+    @functools.wraps(fn)
+    def traced(*args, **kwargs):
+        with checks(False):
+            return fn(*args, **kwargs)
+
+    return traced
+
+
 def stage_check(x, bad, message: str):
     """``eqx.error_if(x, bad, message)``, or, inside :func:`deferred_checks` and at its level of
     tracing, ``x`` unchanged with ``any(bad)`` recorded there (the caller returns the flags and

@@ -40,8 +40,7 @@ from . import natures as N
 from . import plots
 from ._cache import enable_compilation_cache
 from ._padded import padded
-from ._validation import check_binary_labels, check_binary_probs, check_int, check_key, check_positive_int
-from .config import checks
+from ._validation import check_binary_labels, check_binary_probs, check_int, check_key, check_positive_int, checked_at_the_boundary
 from .core import sweep
 from .core.loop import chunk_length
 from .recorders import GridCounts, forecast_grid
@@ -118,7 +117,7 @@ def _interval(d) -> tuple[float, float]:
 
 
 # one compiled program per history shape instead of one per operation of an eager vmap
-_ece_of_runs = jax.jit(jax.vmap(jax.vmap(M.ece)))
+_ece_of_runs = jax.jit(checked_at_the_boundary(jax.vmap(jax.vmap(M.ece))))
 
 
 def _batched_ece(forecasts, outcomes):
@@ -128,8 +127,7 @@ def _batched_ece(forecasts, outcomes):
     it again)."""
     forecasts = check_binary_probs(forecasts, "forecasts")
     outcomes = check_binary_labels(outcomes, "outcomes")
-    with checks(False):
-        return _ece_of_runs(forecasts, outcomes)
+    return _ece_of_runs(forecasts, outcomes)
 
 _PADDED = (F.AlmostOneStepAhead, F.FosterRandomized, F.GuptaRamdas, N.MaxCalibrationError, N.RandomMixture)
 """The classes whose grid :func:`_like` pads to the largest horizon's (``jcalib._padded``)."""

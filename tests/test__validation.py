@@ -449,3 +449,20 @@ def test_cast_converts_concrete_arrays_without_compiling():
     np.testing.assert_array_equal(np.asarray(y), np.arange(5.0))
     assert cast(x, jnp.int32) is x
     assert jax.jit(lambda a: cast(a, jnp.float32))(x).dtype == jnp.float32
+
+
+def test_checked_at_the_boundary_traces_no_in_graph_check():
+    """A core traced under checked_at_the_boundary stages no check of the public functions it
+    calls (no host callback in its program), still runs their trace-time checks, and leaves the
+    checks on for everything traced after it."""
+    from jcalib.metrics import ece
+
+    def core(p, y):
+        return ece(p, y)
+
+    p, y = jnp.linspace(0.05, 0.95, 20), (jnp.arange(20) % 2).astype(jnp.float32)
+    assert "callback" in str(jax.make_jaxpr(core)(p, y))
+    assert "callback" not in str(jax.make_jaxpr(V.checked_at_the_boundary(core))(p, y))
+    with pytest.raises(ValueError):  # a shape is still checked when traced
+        jax.make_jaxpr(V.checked_at_the_boundary(core))(p, y[:3])
+    assert "callback" in str(jax.make_jaxpr(core)(p, y))

@@ -18,6 +18,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .._validation import checked_at_the_boundary
 from ..core.optim import newton_minimise
 from .scaling import LOG_CLIP
 
@@ -46,6 +47,7 @@ def check_one_vs_rest_probs(probs, leaf, base_ndim: int):
 
 
 @eqx.filter_jit  # one compiled program per map and shapes (eagerly, each operation compiles one)
+@checked_at_the_boundary
 def apply_one_vs_rest(apply1: Callable, params, probs):
     """Apply ``apply1(params, scores (n,)) -> (n,)`` as fitted by :func:`fit_one_vs_rest`."""
     c = probs.shape[1]

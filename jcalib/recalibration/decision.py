@@ -73,6 +73,7 @@ from .._validation import (
     check_key,
     check_same_length,
     check_simplex_probs,
+    checked_at_the_boundary,
     declare,
     multiclass_inputs,
 )
@@ -135,6 +136,7 @@ def _solve_adjustment(cells, residual, weights, ridge):
 # The search's learning rate and scale, the ridge and the losses are traced (one compilation
 # for all their values); the search's counts are static fields of `search`.
 @partial(jax.jit, static_argnames=("n_actions", "hard", "project"))
+@checked_at_the_boundary
 def _stage(key, current, onehot, weights, search, ridge, losses, *, n_actions, hard, project):
     residual = onehot - current
     if losses is None:
@@ -165,6 +167,7 @@ def _fit_stages(key, probs, onehot, weights, search, ridge, losses, *, n_stages,
 
 
 @partial(jax.jit, static_argnames=("hard", "project"))
+@checked_at_the_boundary
 def _next(w, d, current, *, hard, project):
     # One fitted stage on new predictions (the body of `_apply`'s scan).
     return _project(current + partition_weights(w, current, hard=hard) @ d, project)

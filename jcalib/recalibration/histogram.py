@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._validation import BINS, Choice, SimplexProbs, as_int, check_fields, declare, multiclass_inputs
+from .._validation import BINS, Choice, SimplexProbs, as_int, check_fields, checked_at_the_boundary, declare, multiclass_inputs
 from ..metrics.binary import bin_index, quantile_bin_index
 from ._one_vs_rest import apply_one_vs_rest, check_one_vs_rest_probs, fit_one_vs_rest
 from .base import AbstractFittedRecalibrator, AbstractRecalibrator
@@ -93,6 +93,7 @@ def _histogram1(scores, targets, weights, n_bins, strategy):
 
 
 @jax.jit(static_argnames=("n_bins", "strategy"))
+@checked_at_the_boundary
 def _histogram_fit(probs, labels, weights, n_bins, strategy):
     return fit_one_vs_rest(lambda s, t, w: _histogram1(s, t, w, n_bins, strategy), probs, labels, weights)
 

@@ -61,7 +61,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-from .._validation import RealArray, SimplexProbs, Weights, declare, multiclass_inputs
+from .._validation import RealArray, SimplexProbs, Weights, checked_at_the_boundary, declare, multiclass_inputs
 from ._one_vs_rest import apply_one_vs_rest, check_one_vs_rest_probs, fit_one_vs_rest
 from .base import AbstractFittedRecalibrator, AbstractRecalibrator
 
@@ -210,6 +210,7 @@ def _isotonic1(scores, targets, weights):
 
 
 @jax.jit
+@checked_at_the_boundary
 def _isotonic_fit(probs, labels, weights):
     return fit_one_vs_rest(_isotonic1, probs, labels, weights)
 

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._validation import Bool, Custom, Int, Key, binary_or_multiclass_inputs, cast, check_positive_int, declare, is_concrete
+from .._validation import Bool, Custom, Int, Key, binary_or_multiclass_inputs, cast, check_positive_int, checked_at_the_boundary, declare, is_concrete
 from ..metrics.binary import bin_index, binned_ece, quantile_bin_index
 from ._poisson_binomial import poisson_binomial_cdfs
 from ._result import CalibrationTestResult
@@ -136,6 +136,7 @@ def _binned_ece_null_tables(p, n_bins: int = 15, strategy: str = "uniform"):
 
 
 @functools.partial(jax.jit, static_argnames=("n_bins", "strategy"))
+@checked_at_the_boundary
 def _bin_sums_unit(p, n_bins, strategy):
     """Bins (binned_ece's own rule), bin sizes and per-bin forecast sums, unit weights."""
     bins = bin_index(p, n_bins) if strategy == "uniform" else quantile_bin_index(p, n_bins)

@@ -26,8 +26,7 @@ import numpy as np
 from jax.scipy.special import betainc, ndtri
 from jaxtyping import Array, Float
 
-from .._validation import BINS, Choice, Int, Key, Optional, Real, binary_or_multiclass_inputs, declare
-from ..config import checks
+from .._validation import BINS, Choice, Int, Key, Optional, Real, binary_or_multiclass_inputs, checked_at_the_boundary, declare
 from ..metrics.binary import bin_index
 from ..metrics.smooth import reflected_kernel_sum, smooth_ece
 from .resampling import bootstrap
@@ -143,11 +142,9 @@ def _equal_mass_index(p, w, n_bins):
 
 
 @eqx.filter_jit
+@checked_at_the_boundary  # the forecasts were checked by the public caller: bin_index checks nothing again
 def _binned(p, y, w, level, n_bins, interval, strategy):
-    # the checked forecasts' bins, without bin_index's own checks: in this trace they would be
-    # host callbacks, which keep the program out of the persistent compilation cache
-    with checks(False):
-        idx = bin_index(p, n_bins) if strategy == "uniform" else _equal_mass_index(p, w, n_bins)
+    idx = bin_index(p, n_bins) if strategy == "uniform" else _equal_mass_index(p, w, n_bins)
     wb = jax.ops.segment_sum(w, idx, num_segments=n_bins)
     fb = jax.ops.segment_sum(w * p, idx, num_segments=n_bins)
     yb = jax.ops.segment_sum(w * y, idx, num_segments=n_bins)

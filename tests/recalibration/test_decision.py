@@ -350,3 +350,19 @@ def test_unrolled_search_fits_the_same_stages():
     for bad in (0, True, 1.5):
         with pytest.raises(ValueError, match="unroll"):
             PartitionSearch(unroll=bad)
+
+
+def test_stage_programs_have_no_host_callback():
+    """A stage's fit and its application hold no in-graph check of the values they derive (their
+    inputs were checked at fit's and the fitted map's boundary): a host callback would keep the
+    programs out of the persistent compilation cache."""
+    from jcalib.recalibration import decision as module
+
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), 40).astype(np.float32)
+    onehot = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 40)]
+    w = np.full(40, 1 / 40, np.float32)
+    fit = jax.make_jaxpr(lambda k: module._stage(k, probs, onehot, w, PartitionSearch(n_steps=3), np.float32(1e-6),
+                                                 None, n_actions=2, hard=True, project=True))(jax.random.key(0))
+    apply = jax.make_jaxpr(lambda wd: module._next(wd, wd, probs, hard=True, project=True))(np.zeros((2, 3), np.float32))
+    assert "callback" not in str(fit) and "callback" not in str(apply)

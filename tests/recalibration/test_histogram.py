@@ -102,3 +102,19 @@ def test_adapter_and_bad_input():
 
 def test_docstring_examples():
     assert doctest.testmod(histogram_module, raise_on_error=True).attempted > 0
+
+
+def test_fit_and_apply_programs_have_no_host_callback():
+    """The fit's and the map's programs hold no in-graph check (``bin_index`` on scores checked
+    at the boundary): a host callback would keep them out of the persistent compilation cache."""
+    import jax
+
+    from jcalib.recalibration import _one_vs_rest
+
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), 30).astype(np.float32)
+    labels = rng.integers(0, 3, 30).astype(np.int32)
+    fit = jax.make_jaxpr(lambda p: histogram_module._histogram_fit(p, labels, np.ones(30, np.float32), 5, "uniform"))(probs)
+    fitted = HistogramBinning(n_bins=5).fit(probs, labels)
+    apply = jax.make_jaxpr(lambda p: _one_vs_rest.apply_one_vs_rest(histogram_module._histogram_apply1, fitted, p))(probs)
+    assert "callback" not in str(fit) and "callback" not in str(apply)

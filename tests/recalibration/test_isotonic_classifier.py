@@ -190,3 +190,15 @@ def test_adapter_and_bad_input():
 
 def test_docstring_examples():
     assert doctest.testmod(iso_module, raise_on_error=True).attempted > 0
+
+
+def test_fit_program_has_no_host_callback():
+    """The fit's program holds no in-graph check (``pav`` on values derived from inputs checked
+    at the boundary): a host callback would keep it out of the persistent compilation cache."""
+    from jcalib.recalibration import isotonic_classifier as module
+
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), 30).astype(np.float32)
+    labels = rng.integers(0, 3, 30).astype(np.int32)
+    jaxpr = jax.make_jaxpr(lambda p: module._isotonic_fit(p, labels, np.ones(30, np.float32)))(probs)
+    assert "callback" not in str(jaxpr)

@@ -166,3 +166,10 @@ def test_bad_inputs():
 
 def test_docstring_examples():
     assert doctest.testmod(module, raise_on_error=True).attempted > 0
+
+
+def test_binned_tables_program_has_no_host_callback():
+    """The fast path's bin sums hold no in-graph check (``bin_index`` on forecasts checked at the
+    boundary): a host callback would keep the program out of the persistent compilation cache."""
+    p = np.linspace(0.01, 0.99, 50, dtype=np.float32)
+    assert "callback" not in str(jax.make_jaxpr(lambda p: module._bin_sums_unit(p, 10, "uniform"))(p))
