@@ -40,7 +40,14 @@ from . import natures as N
 from . import plots
 from ._cache import enable_compilation_cache
 from ._padded import padded
-from ._validation import check_binary_labels, check_binary_probs, check_int, check_key, check_positive_int, checked_at_the_boundary
+from ._validation import (
+    check_binary_labels,
+    check_binary_probs,
+    check_int,
+    check_key,
+    check_positive_int,
+    checked_at_the_boundary,
+)
 from .core import sweep
 from .core.loop import chunk_length
 from .recorders import GridCounts, forecast_grid

@@ -177,8 +177,8 @@ def default_unroll(backend: str | None = None) -> int:
 # where an in-graph finiteness check is a host callback that keeps the program out of JAX's
 # persistent cache
 @declare(n_steps=Int(0, 2**24, what="optimiser steps"), loss=_function("a function of the parameters"),
-         optimizer=_OPTIMIZER, params=BoundaryOnly(_PARAMS), project=_function("a map of the parameters", optional=True),
-         unroll=Int(1, None, optional=True))
+         optimizer=_OPTIMIZER, params=BoundaryOnly(_PARAMS),
+         project=_function("a map of the parameters", optional=True), unroll=Int(1, None, optional=True))
 def optimise(
     loss: Callable[[Any], Array],
     params: Any,

@@ -36,7 +36,16 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._validation import BINS, Choice, SimplexProbs, as_int, check_fields, checked_at_the_boundary, declare, multiclass_inputs
+from .._validation import (
+    BINS,
+    Choice,
+    SimplexProbs,
+    as_int,
+    check_fields,
+    checked_at_the_boundary,
+    declare,
+    multiclass_inputs,
+)
 from ..metrics.binary import bin_index, quantile_bin_index
 from ._one_vs_rest import apply_one_vs_rest, check_one_vs_rest_probs, fit_one_vs_rest
 from .base import AbstractFittedRecalibrator, AbstractRecalibrator

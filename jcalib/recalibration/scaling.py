@@ -306,7 +306,7 @@ class VectorScaling(AbstractRecalibrator):
     r"""Vector scaling (Guo et al. 2017): $q = \operatorname{softmax}(a \odot z + b)$ fitted by
     weighted mean NLL.
 
-    Unregularised, as in Guo et al. (2017, §4.2); At most ``n_steps`` L-BFGS steps from $a = 1, b = 0$.
+    Unregularised, as in Guo et al. (2017, §4.2); at most ``n_steps`` L-BFGS steps from $a = 1, b = 0$.
     The objective is convex in $(a, b)$; its minimiser is unique up to adding a constant to every
     $b_j$ (which does not change $q$). Deterministic (no key).
 

@@ -27,7 +27,18 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._validation import Bool, Custom, Int, Key, binary_or_multiclass_inputs, cast, check_positive_int, checked_at_the_boundary, declare, is_concrete
+from .._validation import (
+    Bool,
+    Custom,
+    Int,
+    Key,
+    binary_or_multiclass_inputs,
+    cast,
+    check_positive_int,
+    checked_at_the_boundary,
+    declare,
+    is_concrete,
+)
 from ..metrics.binary import bin_index, binned_ece, quantile_bin_index
 from ._poisson_binomial import poisson_binomial_cdfs
 from ._result import CalibrationTestResult

@@ -26,7 +26,17 @@ import numpy as np
 from jax.scipy.special import betainc, ndtri
 from jaxtyping import Array, Float
 
-from .._validation import BINS, Choice, Int, Key, Optional, Real, binary_or_multiclass_inputs, checked_at_the_boundary, declare
+from .._validation import (
+    BINS,
+    Choice,
+    Int,
+    Key,
+    Optional,
+    Real,
+    binary_or_multiclass_inputs,
+    checked_at_the_boundary,
+    declare,
+)
 from ..metrics.binary import bin_index
 from ..metrics.smooth import reflected_kernel_sum, smooth_ece
 from .resampling import bootstrap

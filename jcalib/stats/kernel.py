@@ -521,7 +521,6 @@ def _ucme(kernel, P, R, w, Pt, yt):
     return jnp.mean(zbar**2)
 
 
-@eqx.filter_jit
 def _chi2_sf(df, x, max_df: int):
     r"""$P(\chi^2_k \ge x)$ for an integer $k = $ ``df`` in $[1, $ ``max_df`` $]$ (static bound),
     by the finite series of $Q(k/2, x/2)$: with $h = x/2$,
@@ -540,6 +539,7 @@ def _chi2_sf(df, x, max_df: int):
     return jnp.where(odd, erfc(jnp.sqrt(h)), 0) + jnp.sum(jnp.where(i < n_terms, term, 0))
 
 
+@eqx.filter_jit
 def _cme_test(kernel, P, R, Pt, yt, keep):
     Z = _deviations(kernel, P, R, Pt, yt)
     dt = Z.dtype

@@ -424,8 +424,9 @@ def test_block_size_below_two_is_refused_whichever_estimator():
 
 def test_cme_drawn_locations_compile_one_program():
     """Eager calls on new data of the same shape: the forecast vectors, the draw of the
-    locations, the statistic and its p-value are one compiled program, compiled once (the operations of the draw and of the
-    forecast vectors are not compiled one by one)."""
+    locations, the statistic and its p-value are one compiled program, compiled once (the
+    operations of the draw and of the forecast vectors are not compiled one by one); with given
+    locations, the statistic and its p-value are one program too."""
     import jax.monitoring
 
     compiled = []
@@ -446,3 +447,12 @@ def test_cme_drawn_locations_compile_one_program():
     assert "jit(_vectors_of)" not in compiled, compiled  # inside the test's program
     # that one, and the keys and array conversions of the first call (JAX's own small programs)
     assert len(compiled) <= 8, compiled
+    compiled.clear()
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        for p, y in data:
+            cme_test(p, y, test_probs=p[:2], test_labels=y[:2])
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert compiled.count("jit(_cme_test)") == 1, compiled
+    assert not [c for c in compiled if "gammaincc" in c or "_chi2_sf" in c], compiled
