@@ -781,11 +781,8 @@ class BoundaryOnly(Spec):
         self.spec = spec
 
     def check(self, value, name, bound):
-        from .config import checks
-
         if any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(value)):
-            with checks(False):  # read at trace time by in_graph: nothing is staged
-                return self.spec.check(value, name, bound)
+            return checked_at_the_boundary(self.spec.check)(value, name, bound)  # nothing is staged
         return self.spec.check(value, name, bound)
 
 

@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jax import lax
+from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float
 
 from .._validation import BoundaryOnly, Custom, Int, check_finite, declare, shown
@@ -268,8 +269,6 @@ def lbfgs_minimise(loss: Callable, init, n_steps: int, memory: int = 10):
     stays fixed). The first evaluation is of ``init`` itself, so the objective at the result is
     never above its value at ``init`` (beyond the rounding $\rho$ per step).
     """
-    from jax.flatten_util import ravel_pytree
-
     x0, unravel = ravel_pytree(init)
     value_and_grad = jax.value_and_grad(lambda x: loss(unravel(x)))
     dt = x0.dtype
@@ -352,8 +351,6 @@ def newton_minimise(loss: Callable, init, n_steps: int):
     quadratically, and the program compiles in about half the time of L-BFGS's with optax's zoom
     line search.
     """
-    from jax.flatten_util import ravel_pytree
-
     x0, unravel = ravel_pytree(init)
     f = lambda x: loss(unravel(x))  # noqa: E731
     eps = float(jnp.finfo(x0.dtype).eps)
