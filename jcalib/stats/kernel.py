@@ -28,6 +28,7 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.scipy.special import erfc, gammaln, ndtr
 from jaxtyping import Array, Float
@@ -48,6 +49,7 @@ from .._validation import (
     declare,
 )
 from ._result import CalibrationTestResult
+from ._multinomial import _seeds, _uniform_rows
 from .resampling import _chunked
 from .consistency import consistency_test
 
@@ -213,28 +215,40 @@ def _block_test(kernel, P, R, block_size):
     return CalibrationTestResult(est, ndtr(-z))
 
 
+def _residual_factor(R):
+    r"""$F = RQ$, ``(n, C - 1)``, with $FF^\top = RR^\top$: $Q$ is an orthonormal basis of the
+    vectors orthogonal to $\mathbf 1$, where the residuals $r_i = e_{y_i} - p_i$ lie (their
+    entries sum to 0). The kernel products need $C - 1$ columns instead of $C$: half for
+    binary forecasts."""
+    C = R.shape[1]
+    q = np.linalg.qr(np.eye(C) - 1 / C)[0][:, : C - 1]  # the centring matrix's range: 1's complement
+    return jnp.matmul(R, jnp.asarray(q, R.dtype), precision=lax.Precision.HIGHEST)
+
+
 @eqx.filter_jit
 def _unbiased_test(kernel, P, R, key, n_resamples, chunk, tile):
     n = P.shape[0]
     dt = P.dtype
+    hdiag = _kernel_diag(kernel, P) * jnp.sum(R**2, axis=1)
+    R = _residual_factor(R)  # h_ij = k_ij r_i'r_j, with C - 1 columns
     KR = kernel_matmul(kernel, P, P, R, tile)
     a = jnp.sum(R * KR, axis=1) / n  # a_i = mean_j h_ij
     abar = jnp.mean(a)
-    hdiag = _kernel_diag(kernel, P) * jnp.sum(R**2, axis=1)
     stat = (jnp.sum(R * KR) - jnp.sum(hdiag)) / (n * (n - 1))
     hdiag_c = hdiag - 2 * a + abar  # diagonal of the centred kernel
 
-    def one(k):
-        # resample counts c ~ Multinomial(n, 1/n); centred U-statistic of the resample:
-        # sum_{i != j} h~(I_i, I_j) = c'H~c - sum_k c_k h~_kk with
+    def one(seed):
+        # resample counts c ~ Multinomial(n, 1/n) from n uniform row indices (one Threefry cipher
+        # for all of them: jax.random.randint would compile three); centred U-statistic of the
+        # resample: sum_{i != j} h~(I_i, I_j) = c'H~c - sum_k c_k h~_kk with
         # c'H~c = c'Hc - 2 n (c.a) + n^2 abar
-        c = jnp.zeros((n,), dt).at[jax.random.randint(k, (n,), 0, n, dtype=jnp.int32)].add(1)
+        c = jnp.zeros((n,), dt).at[_uniform_rows(seed[None], n, n)[0]].add(1)
         cR = R * c[:, None]
         quad = jnp.sum(cR * kernel_matmul(kernel, P, P, cR, tile))
         centred = quad - 2 * n * jnp.dot(c, a) + n**2 * abar - jnp.dot(c, hdiag_c)
         return centred / (n * (n - 1))
 
-    null = _chunked(one, jax.random.split(key, n_resamples), chunk)
+    null = _chunked(one, _seeds(jax.random.split(key, n_resamples)), chunk)
     p = (1 + jnp.sum(null >= stat)) / (n_resamples + 1)
     return CalibrationTestResult(stat, p.astype(dt))
 
@@ -253,7 +267,7 @@ def skce_test(
     method: str = "asymptotic",
     block_size: int = 2,
     n_resamples: int = 1000,
-    chunk: int = 16,
+    chunk: int = 128,
     tile: int = DEFAULT_TILE,
 ) -> CalibrationTestResult:
     r"""Calibration test based on the SKCE (Widmann, Lindsten, Zachariah 2019, §4).
@@ -272,7 +286,9 @@ def skce_test(
       paper approximates this law by the bootstrap of the *centred* kernel
       $\tilde h_{ij} = h_{ij} - \bar h_{i\cdot} - \bar h_{\cdot j} + \bar h_{\cdot\cdot}$
       (Arcones, Giné 1992), here with ``n_resamples`` multinomial count vectors, each a tiled
-      kernel product (``key`` needed; cost $O(B n^2)$).
+      kernel product (``key`` needed; cost $O(B n^2)$ multiply-adds: each Gram block is
+      formed once per ``chunk`` resamples and multiplied by their $C - 1$ residual
+      coordinates at once).
 
     ``method="consistency"``: :func:`consistency_test` of the chosen estimator (labels redrawn
     from the predictions; ``key`` needed), valid for every estimator.
@@ -287,7 +303,8 @@ def skce_test(
             ``method="consistency"``.
         method: ``"asymptotic"`` or ``"consistency"``.
         n_resamples: resamples of the resampling methods (static).
-        chunk: resamples vmapped at once (static).
+        chunk: resamples vmapped at once (static; memory $O(\mathrm{chunk}\cdot n C)$). The
+            result does not depend on it.
 
     Returns:
         :class:`CalibrationTestResult` ``(estimate, p_value)``.

@@ -52,6 +52,18 @@ def skce(P, R, bw, estimator, w=None, block_size=2):
     return float(np.mean(vals))
 
 
+
+def skce_bootstrap_pvalue(P, R, bw, draws):
+    """The unbiased SKCE test's p-value (Widmann et al. 2019, §4): the bootstrap of the centred
+    kernel h~_ij = h_ij - mean_j h_ij - mean_i h_ij + mean h (Arcones, Giné 1992), each resample
+    the U-statistic of h~ over the pairs of positions a != b of its drawn rows ``draws[b]``."""
+    n = len(P)
+    H = np.array([[gaussian(P[i], P[j], bw) * float(R[i] @ R[j]) for j in range(n)] for i in range(n)])
+    Ht = H - H.mean(axis=1, keepdims=True) - H.mean(axis=0, keepdims=True) + H.mean()
+    stat = (H.sum() - np.trace(H)) / (n * (n - 1))
+    null = [sum(Ht[I[a], I[b]] for a in range(n) for b in range(n) if a != b) / (n * (n - 1)) for I in draws]
+    return stat, (1 + sum(v >= stat for v in null)) / (len(draws) + 1)
+
 def spiegelhalter(p, y, w=None):
     p, y = np.asarray(p, float), np.asarray(y, float)
     w = np.ones_like(p) if w is None else np.asarray(w, float)

@@ -17,6 +17,7 @@ from reference import stats as ref
 
 from jcalib._kernels import GaussianKernel, multinomial_kernel
 from jcalib.stats import kernel as module
+from jcalib.stats._multinomial import _seeds, _uniform_rows
 from jcalib.stats import cme_test, skce, skce_interval, skce_test, ucme
 
 
@@ -64,6 +65,31 @@ def test_closed_form_cases(x64):
     # the multinomial kernel of degree 0 is 1 everywhere: same as the constant case
     assert float(skce(p, y, kernel=multinomial_kernel(0), estimator="biased")) == pytest.approx(0.02, rel=1e-12)
 
+
+
+@pytest.mark.parametrize("C", [None, 3])
+def test_unbiased_test_matches_the_centred_bootstrap_written_out(x64, C):
+    p, y = _data(2, 17, C)
+    P, R = ref.binary_vectors(p, y) if C is None else (p, np.eye(C)[y] - p)
+    key = jax.random.key(3)
+    # resample b's rows: 17 indices from Threefry words of split(key)[b] (jcalib.stats._multinomial)
+    draws = [np.asarray(_uniform_rows(_seeds(k[None]), 17, 17)[0]) for k in jax.random.split(key, 40)]
+    stat, pv = ref.skce_bootstrap_pvalue(P, R, 0.3, draws)
+    for chunk in (7, 128):  # a partial last chunk, and every resample in one
+        got = skce_test(p, y, key=key, kernel=GaussianKernel(0.3), n_resamples=40, chunk=chunk, tile=8)
+        assert float(got.statistic) == pytest.approx(stat, rel=1e-10)
+        # the null values are 40 sums of 272 pair terms in float64, none near a tie with the
+        # estimate: the same count k in p = (1 + k) / 41 (rel 1e-12: the division's rounding)
+        assert float(got.p_value) == pytest.approx(pv, rel=1e-12)
+
+
+@pytest.mark.parametrize("C", [2, 3, 10])
+def test_residual_factor_keeps_every_residual_inner_product(x64, C):
+    P = np.random.default_rng(C).dirichlet(np.ones(C), 50)
+    R = np.eye(C)[np.arange(50) % C] - P  # rows summing to 0, as e_y - p
+    F = np.asarray(module._residual_factor(jnp.asarray(R)))
+    assert F.shape == (50, C - 1)
+    np.testing.assert_allclose(F @ F.T, R @ R.T, atol=1e-13)  # float64 round-off of C-term sums
 
 def test_unbiased_mean_zero_under_calibration(x64):
     # CalibrationErrors.jl's check: averaged over many calibrated data sets, the unbiased and
