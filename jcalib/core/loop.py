@@ -190,6 +190,9 @@ def _raise_failed(failed, messages: tuple, x):
 
 
 _chunk_all = eqx.filter_jit(_chunk_body)
+# The first chunk's carry placeholder is the init's shapes: traced once per signature, as the
+# chunk is (a run of the same players with other arrays traces nothing), not once per run.
+_init_shapes = eqx.filter_jit(_init_all)
 
 
 @functools.lru_cache(maxsize=None)
@@ -329,7 +332,7 @@ def _run(forecaster, nature, recorder, keys, T, chunk, progress, checkpoint, lay
     chunk_fn = _chunk_with(compiler_options)
     n_batch = sum(a is not None for a in layout)
     round_axis = n_batch
-    carry = _placeholder(eqx.filter_eval_shape(_init_all, forecaster, nature, recorder, keys, layout))
+    carry = _placeholder(eqx.filter_eval_shape(_init_shapes, forecaster, nature, recorder, keys, layout))
     fresh = True
     start, pieces = 0, []
     ckpt = None

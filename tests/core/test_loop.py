@@ -91,3 +91,20 @@ def test_first_chunk_placeholder_compiles_nothing():
     assert isinstance(got["x"], np.ndarray) and got["x"].dtype == np.float32 and not got["x"].any()
     assert isinstance(got["n"], np.ndarray) and got["n"].shape == ()
     assert jax.dtypes.issubdtype(got["k"].dtype, jax.dtypes.prng_key) and got["k"].shape == (2,)
+
+
+def test_a_rerun_of_the_same_players_traces_no_init(monkeypatch):
+    """The first chunk's placeholder comes from the init's shapes, traced once per signature (as
+    the chunk is): another run with other arrays of the same shapes traces the players' init
+    no more (the demo runs each forecaster against every nature and horizon)."""
+    calls = []
+    init = loop._init
+    monkeypatch.setattr(loop, "_init", lambda *a, **k: calls.append(1) or init(*a, **k))
+    jax.clear_caches()  # nothing of these players in jit's caches from an earlier test
+    f = AlmostOneStepAhead(n_bins=7)
+    first = jcalib.core.play(f, Bernoulli(0.3), 40, key=jax.random.key(0), progress=False)
+    traced = len(calls)
+    assert traced > 0
+    again = jcalib.core.play(f, Bernoulli(0.6), 40, key=jax.random.key(1), progress=False)
+    assert len(calls) == traced
+    assert not np.array_equal(first.y, again.y)
