@@ -53,8 +53,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.special
 from jax import lax
-from jax.scipy.special import ndtr, ndtri
+from jax.extend.core import jaxpr_as_fun
+from jax.scipy import special as jax_special
 from jaxtyping import Array, Float
 
 from .._validation import (
@@ -287,12 +289,16 @@ resamples runs the same program."""
 
 def _in_loop(one, n_chunks):
     """``one(i)`` (a pytree of arrays) for ``i < n_chunks`` (traced, at most
-    :data:`_CHUNKS_PER_CALL`), stacked along a new leading axis; rows past ``n_chunks`` are 0."""
-    shapes = jax.eval_shape(one, jnp.int32(0))
+    :data:`_CHUNKS_PER_CALL`), stacked along a new leading axis; rows past ``n_chunks`` are 0.
+    ``one`` runs once, for its jaxpr (and the buffers' shapes), which the loop's body replays:
+    tracing it again would take as long (about 0.2 s of a first call)."""
+    closed, shapes = jax.make_jaxpr(one, return_shape=True)(jnp.int32(0))
     bufs = jax.tree_util.tree_map(lambda s: jnp.zeros((_CHUNKS_PER_CALL,) + s.shape, s.dtype), shapes)
+    treedef = jax.tree_util.tree_structure(shapes)
 
     def body(i, bufs):
-        return jax.tree_util.tree_map(lambda b, o: lax.dynamic_update_index_in_dim(b, o, i, 0), bufs, one(i))
+        out = jax.tree_util.tree_unflatten(treedef, jaxpr_as_fun(closed)(i))
+        return jax.tree_util.tree_map(lambda b, o: lax.dynamic_update_index_in_dim(b, o, i, 0), bufs, out)
 
     return lax.fori_loop(0, n_chunks, body, bufs)
 
@@ -425,49 +431,55 @@ def _run_chunks(fn, count: int, chunk: int, traced: bool, dtype, per: int = 1):
     return np.concatenate([host, np.zeros((size - host.shape[0],) + host.shape[1:], host.dtype)])
 
 
-@functools.partial(jax.jit, static_argnums=5)
-def _interval(theta, res, count, jack, n_groups, method: str, level):
+def _interval_of(xp, special, theta, res, count, jack, n_groups, method: str, level):
     """The interval from the first ``count`` rows of ``res`` (and, for BCa, the first
-    ``n_groups`` jackknife values of ``jack``)."""
-    dt = theta.dtype if jnp.issubdtype(theta.dtype, jnp.floating) else jnp.result_type(float)
-    valid = (jnp.arange(res.shape[0], dtype=jnp.int32) < count).reshape((-1,) + (1,) * theta.ndim)
+    ``n_groups`` jackknife values of ``jack``), with the array module ``xp`` (``jax.numpy`` in a
+    traced bootstrap, NumPy on the host) and its ``special`` functions (``ndtr``, ``ndtri``)."""
+    dt = theta.dtype if xp.issubdtype(theta.dtype, xp.floating) else xp.result_type(float)
+    valid = (xp.arange(res.shape[0], dtype=xp.int32) < count).reshape((-1,) + (1,) * theta.ndim)
     res = res.astype(dt)
-    srt = jnp.sort(jnp.where(valid, res, jnp.inf), axis=0)  # the unused rows last
+    srt = xp.sort(xp.where(valid, res, xp.inf), axis=0)  # the unused rows last
     B = count.astype(dt)
     alpha = ((1 - level) / 2).astype(dt)
     if method == "percentile":
-        q_lo = jnp.broadcast_to(alpha, theta.shape)
-        q_hi = jnp.broadcast_to(1 - alpha, theta.shape)
+        q_lo = xp.broadcast_to(alpha, theta.shape)
+        q_hi = xp.broadcast_to(1 - alpha, theta.shape)
     else:
         th = theta.astype(dt)
-        prop = (jnp.sum(valid & (res < th), axis=0, dtype=dt) + jnp.sum(valid & (res <= th), axis=0, dtype=dt)) / (2 * B)
-        z0 = ndtri(prop)
+        prop = (xp.sum(valid & (res < th), axis=0, dtype=dt) + xp.sum(valid & (res <= th), axis=0, dtype=dt)) / (2 * B)
+        z0 = special.ndtri(prop)
         jack = jack.astype(dt)
-        used = (jnp.arange(jack.shape[0], dtype=jnp.int32) < n_groups).reshape((-1,) + (1,) * theta.ndim)
-        mean = jnp.sum(jnp.where(used, jack, 0), axis=0) / n_groups.astype(dt)
-        d = jnp.where(used, mean - jack, 0)
-        num = jnp.sum(d**3, axis=0)
-        den = 6 * jnp.sum(d**2, axis=0) ** 1.5
-        a = jnp.where(den > 0, num / jnp.where(den > 0, den, 1), 0)  # a constant statistic: no acceleration
+        used = (xp.arange(jack.shape[0], dtype=xp.int32) < n_groups).reshape((-1,) + (1,) * theta.ndim)
+        mean = xp.sum(xp.where(used, jack, 0), axis=0) / n_groups.astype(dt)
+        d = xp.where(used, mean - jack, 0)
+        num = xp.sum(d**3, axis=0)
+        den = 6 * xp.sum(d**2, axis=0) ** 1.5
+        a = xp.where(den > 0, num / xp.where(den > 0, den, 1), 0)  # a constant statistic: no acceleration
 
         def adjusted(z):
-            return ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))
+            return special.ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))
 
-        q_lo, q_hi = adjusted(ndtri(alpha)), adjusted(ndtri(1 - alpha))
+        q_lo, q_hi = adjusted(special.ndtri(alpha)), adjusted(special.ndtri(1 - alpha))
         # z0 = ±inf (every resample on one side of the estimate): the interval is that extreme
-        q_lo = jnp.where(jnp.isnan(q_lo), jnp.where(prop > 0.5, 1, 0), q_lo).astype(dt)
-        q_hi = jnp.where(jnp.isnan(q_hi), jnp.where(prop > 0.5, 1, 0), q_hi).astype(dt)
-    return _quantile(srt, q_lo, B), _quantile(srt, q_hi, B)
+        q_lo = xp.where(xp.isnan(q_lo), xp.where(prop > 0.5, 1, 0), q_lo).astype(dt)
+        q_hi = xp.where(xp.isnan(q_hi), xp.where(prop > 0.5, 1, 0), q_hi).astype(dt)
+    return _quantile(xp, srt, q_lo, B), _quantile(xp, srt, q_hi, B)
 
 
-def _quantile(sorted_vals, q, B):
+@functools.partial(jax.jit, static_argnums=5)
+def _interval(theta, res, count, jack, n_groups, method: str, level):
+    """:func:`_interval_of` in the caller's program (a traced bootstrap)."""
+    return _interval_of(jnp, jax_special, theta, res, count, jack, n_groups, method, level)
+
+
+def _quantile(xp, sorted_vals, q, B):
     """Linear-interpolation quantile of the first ``B`` sorted rows at (elementwise) levels ``q``."""
-    last = B.astype(jnp.int32) - 1
-    pos = jnp.clip(q, 0, 1) * (B - 1)
-    lo = jnp.clip(jnp.floor(pos).astype(jnp.int32), 0, last)
-    hi = jnp.minimum(lo + 1, last)
+    last = B.astype(xp.int32) - 1
+    pos = xp.clip(q, 0, 1) * (B - 1)
+    lo = xp.clip(xp.floor(pos).astype(xp.int32), 0, last)
+    hi = xp.minimum(lo + 1, last)
     frac = (pos - lo.astype(pos.dtype)).astype(sorted_vals.dtype)
-    take = lambda i: jnp.take_along_axis(sorted_vals, jnp.broadcast_to(i, sorted_vals.shape[1:])[None], axis=0)[0]  # noqa: E731
+    take = lambda i: xp.take_along_axis(sorted_vals, xp.broadcast_to(i, sorted_vals.shape[1:])[None], axis=0)[0]  # noqa: E731
     return take(lo) * (1 - frac) + take(hi) * frac
 
 
@@ -492,9 +504,15 @@ def _bootstrap(statistic, arrs, w, key, n_resamples, level, method, chunk):
         per = 1
     res = _run_chunks(draw, n_resamples, chunk, traced, jnp.uint32, per)
     jack = _run_chunks(delete, G, chunk, traced, jnp.int32, per) if method == "bca" else None
-    count = jnp.asarray(n_resamples, jnp.int32)
-    low, high = _interval(theta, res, count, jack, jnp.asarray(G, jnp.int32), method, level)
-    return BootstrapResult(theta, low, high, res[:n_resamples] if traced else jax.device_put(res[:n_resamples]))
+    if traced:
+        low, high = _interval(theta, res, jnp.asarray(n_resamples, jnp.int32), jack, jnp.asarray(G, jnp.int32), method,
+                              level)
+        return BootstrapResult(theta, low, high, res[:n_resamples])
+    # on the host: a sort of B values compiles nothing (a program of its own cost 0.1 s on a first call)
+    with np.errstate(all="ignore"):  # z0 = ±inf gives NaN levels, replaced as in the traced interval
+        low, high = _interval_of(np, scipy.special, np.asarray(theta), res, np.int32(n_resamples), jack, np.int32(G),
+                                 method, np.asarray(level))
+    return BootstrapResult(theta, *jax.device_put((np.asarray(low), np.asarray(high), res[:n_resamples])))
 
 
 @declare(statistic=Custom(_callable, "a function of the arrays"),
@@ -547,10 +565,13 @@ def bootstrap(
 
     **Cost.** The first call compiles: one program for the statistic on the data, one for
     the chunks of resamples (per statistic, array shapes and ``chunk``; ``n_resamples`` is not
-    compiled in; the smooth-ECE fast path runs up to four chunks per call of it), one for the deleted groups of BCa and a small one for the interval. A later
-    call with other data of the same shapes, another key or another ``n_resamples`` reuses
-    them (JAX's persistent compilation cache keeps them across processes when it is on).
-    Warm, percentile costs $B$ evaluations and BCa $B + \min(n, 1000)$ (module docstring).
+    compiled in; the smooth-ECE fast path runs up to four chunks per call of it) and one for
+    the deleted groups of BCa; the interval is computed on the host (inside the caller's
+    program when traced). A later call with other data of the same shapes, another key or
+    another ``n_resamples`` reuses them (JAX's persistent compilation cache keeps them across
+    processes when it is on). Warm, percentile costs $B$ evaluations and BCa
+    $B + \min(n, 1000)$ (module docstring).
+
     Returns:
         :class:`BootstrapResult` ``(estimate, low, high, resamples)``.
 
