@@ -37,7 +37,8 @@ from _timing import timed  # benchmarks/ is on sys.path when a script here runs
 
 
 def aosa_numpy(B: int, T: int, m: int, p: float, rng: np.random.Generator) -> np.ndarray:
-    """AOSA (paper 000, Algorithm 1) vectorised over B sequences; returns the final forecasts.
+    """AOSA (Arunachaleswaran et al. 2024, Algorithm 1) vectorised over B sequences; returns the
+    final forecasts.
 
     State: β_i = m·α(p_i) per sequence and grid point, exact integers as in jcalib.
     """

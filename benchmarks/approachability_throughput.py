@@ -1,5 +1,6 @@
-"""Approachability recalibrator (paper 001) throughput: ``jcalib.core.sweep`` against the baselines a
-researcher would otherwise write, measured in one run on the same B runs of the same stream.
+"""Approachability recalibrator (Okoroafor et al. 2024) throughput: ``jcalib.core.sweep`` against
+the baselines a researcher would otherwise write, measured in one run on the same B runs of the same
+stream.
 
 - ``numba``: the per-sequence loop of Algorithm 1 compiled with numba (``pip install
   jcalib[bench]``), ``prange`` over the B runs on ``--threads`` threads (default 2), a xorshift64
@@ -20,11 +21,11 @@ recalibrator, not a random-number generator; every run still draws its forecast 
 published mixture each round. jcalib records its O(m) grid summary (``record="summary"``), and
 the numba and NumPy baselines keep the same (forecast, outcome) histogram.
 
-``--peers`` also times, one after another, Lee MW on the replay, AOSA (paper 000) on
-Bernoulli(0.3) draws (on a shared replay a deterministic forecaster's runs do not depend on the
-seed, so ``vmap`` computes one run for the whole batch: not a throughput), the randomised Foster
-forecaster on the replayed outcomes, and the recalibrator against the live ``DistortedModel``
-nature, whose per-round sampling then dominates.
+``--peers`` also times, one after another, Lee MW on the replay, AOSA (Arunachaleswaran et al.
+2024) on Bernoulli(0.3) draws (on a shared replay a deterministic forecaster's runs do not depend
+on the seed, so ``vmap`` computes one run for the whole batch: not a throughput), the randomised
+Foster forecaster on the replayed outcomes, and the recalibrator against the live
+``DistortedModel`` nature, whose per-round sampling then dominates.
 
     python benchmarks/approachability_throughput.py            # B = 1024, T = 10^4
     python benchmarks/approachability_throughput.py --quick    # B = 256, T = 2000

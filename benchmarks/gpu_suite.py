@@ -4,18 +4,18 @@ speed up, timed on JAX's default device and on the host's CPU in the same run.
 Items (built from their benchmark scripts' setup functions, imported, where a script has one;
 else called as the script calls them):
 
-- ``orca``: ORCA as in paper 002's experiments (``orca_throughput.setup``: 50 bins, the
-  experiment payoff, 400 Adam steps a round) against ``OverconfidentGaussian``; ``jcalib.core.play``
-  at B = 1, ``jcalib.core.sweep`` at B > 1; over B and over ``unroll`` (Adam steps per iteration of
-  the inner loop, ``ORCA(unroll=...)``), and again in a process of its own for each XLA flag set
-  (``XLA_FLAGS`` is read when the backend starts);
-- ``aosa``: AOSA (paper 000) on Bernoulli(0.3) draws, ``record="summary"``, B up to 2^20, as
-  ``aosa_throughput.py`` runs it;
-- ``approachability``: the approachability recalibrator (paper 001) on the replayed model
-  stream of ``approachability_throughput.model_stream``;
-- ``decision``: the decision-calibration partition search (paper 004), 16 restarts, K = 2, on
+- ``orca``: ORCA as in the experiments of Marx et al. (2024) (``orca_throughput.setup``: 50 bins,
+  the experiment payoff, 400 Adam steps a round) against ``OverconfidentGaussian``;
+  ``jcalib.core.play`` at B = 1, ``jcalib.core.sweep`` at B > 1; over B and over ``unroll`` (Adam
+  steps per iteration of the inner loop, ``ORCA(unroll=...)``), and again in a process of its own
+  for each XLA flag set (``XLA_FLAGS`` is read when the backend starts);
+- ``aosa``: AOSA (Arunachaleswaran et al. 2024) on Bernoulli(0.3) draws, ``record="summary"``, B up
+  to 2^20, as ``aosa_throughput.py`` runs it;
+- ``approachability``: the approachability recalibrator (Okoroafor et al. 2024) on the replayed
+  model stream of ``approachability_throughput.model_stream``;
+- ``decision``: the decision-calibration partition search (Zhao et al. 2021), 16 restarts, K = 2, on
   ``decision_calibration._data``, over ``unroll``;
-- ``kernel_audit``: the kernel audit (paper 003, Algorithm 2) on ``kernel_audit._data``;
+- ``kernel_audit``: the kernel audit (Gopalan et al. 2024, Algorithm 2) on ``kernel_audit._data``;
 - ``bootstrap``: the smooth-ECE bootstrap (``jcalib.stats.bootstrap(smooth_ece, ...)``) on the
   data of ``stats_bootstrap.py``;
 - ``train_step``: one AdamW step of the digits MLP of ``experiments/train_with_calibration_loss.py``

@@ -1,5 +1,5 @@
-"""Kernel audit (paper 003, Algorithm 2): time and peak memory of jcalib's tiled JAX audit
-against a direct NumPy implementation that materialises the n×n Gram matrix.
+"""Kernel audit (Gopalan et al. 2024, Algorithm 2): time and peak memory of jcalib's tiled JAX
+audit against a direct NumPy implementation that materialises the n×n Gram matrix.
 
 Grid: n ∈ {10^3, 10^4, 10^5}, k ∈ {10, 100, 1000}, d ∈ {2, 4, 8} (``--quick``: n ≤ 10^4,
 k ≤ 100, d ∈ {2, 8}). Every measurement runs in its own child process, pinned to ``--cores``

@@ -1,4 +1,5 @@
-"""ORCA throughput (paper 002, Algorithm 2): rounds per second with 400 Adam steps per round.
+"""ORCA throughput (Marx et al. 2024, Algorithm 2): rounds per second with 400 Adam steps per
+round.
 
 ORCA as set up in the paper's experiments (50 bins, the experiment payoff: quantile + CRPS/MSE
 regret + moments) recalibrating an overconfident Gaussian expert. Measured in this one run:

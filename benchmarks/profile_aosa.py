@@ -13,13 +13,13 @@ B = 1024 sequences, T = 10^4 rounds of Almost-One-Step-Ahead (m = 100) against B
     python benchmarks/profile_aosa.py [--B 1024] [--T 10000] [--trace]
     python benchmarks/profile_aosa.py --approachability [--T 2000] [--trace]
 
-``--approachability`` profiles paper 001's recalibrator instead (m = 22, the replayed
-``DistortedModel(slope=2)`` stream of ``benchmarks/approachability_throughput.py``): the full round
-against a recorder that only sums y and against the recalibrator with its oracle replaced by the
-nearest grid point (the difference is the oracle's share), timed in turns; then XLA's
-thread-splitting of loop fusions (a scan over B-wide elementwise chains of increasing length:
-XLA's CPU cost model splits a fusion over 2 threads once flops > bytes and flops + 10 bytes
->= 2e5, and on a loaded machine a split fusion waits for the second thread).
+``--approachability`` profiles the recalibrator of Okoroafor et al. (2024) instead (m = 22, the
+replayed ``DistortedModel(slope=2)`` stream of ``benchmarks/approachability_throughput.py``): the
+full round against a recorder that only sums y and against the recalibrator with its oracle
+replaced by the nearest grid point (the difference is the oracle's share), timed in turns; then
+XLA's thread-splitting of loop fusions (a scan over B-wide elementwise chains of increasing
+length: XLA's CPU cost model splits a fusion over 2 threads once flops > bytes and flops + 10
+bytes >= 2e5, and on a loaded machine a split fusion waits for the second thread).
 
 ``--trace`` also records one sweep with the JAX profiler and prints the operations of the
 compiled program by total time (``jax.profiler.ProfileData`` reads the trace; no TensorBoard
@@ -74,7 +74,8 @@ def main(argv=None):
     ap.add_argument("--B", type=int, default=1024)
     ap.add_argument("--T", type=int, default=10_000)
     ap.add_argument("--trace", action="store_true", help="per-operation times from the JAX profiler")
-    ap.add_argument("--approachability", action="store_true", help="profile paper 001's recalibrator instead")
+    ap.add_argument("--approachability", action="store_true",
+                    help="profile the recalibrator of Okoroafor et al. (2024) instead")
     args = ap.parse_args(argv)
     B, T = args.B, args.T
     if args.approachability:
@@ -142,7 +143,8 @@ def trace(f, nature, B, T, key, top=25):
 
 
 def approachability(B, T, with_trace):
-    """Ablations of paper 001's recalibrator sweep, timed in turns, and XLA's fusion splitting."""
+    """Ablations of the recalibrator sweep of Okoroafor et al. (2024), timed in turns, and XLA's
+    fusion splitting."""
     from approachability_throughput import model_stream
 
     from jcalib.forecasters import approachability as ap

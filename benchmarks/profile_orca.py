@@ -1,6 +1,6 @@
 """Where the time of one ORCA round goes: one Adam step of the inner problem per payoff block.
 
-ORCA (paper 002, Algorithm 2) spends each round in ``n_steps`` Adam steps on its objective
+ORCA (Marx et al. 2024, Algorithm 2) spends each round in ``n_steps`` Adam steps on its objective
 (:meth:`jcalib.forecasters.ORCA.objective`: the expected payoff under each of the 50
 uniform-on-bin nature components, projected on the direction $c$, then a log-sum-exp). This
 script times those steps for each block of the experiment payoff on its own and for the whole

@@ -3,9 +3,9 @@
 1. ``play`` with new values of float settings of forecasters and natures (``Bernoulli(p)``,
    ``Constant(p)``, a bandwidth): Core v2 turns Python numbers in non-static fields into traced
    arrays, so the expected count is 0.
-2. The decision-calibration witness search (``partition_search``, paper 004) and the metric
-   that wraps it, for new learning rates / scales, and a decision-recalibration fit for new
-   ridges: traced since Core v2 (0 compilations); static jit arguments before (one per value).
+2. The decision-calibration witness search (``partition_search``, Zhao et al. 2021) and the metric
+   that wraps it, for new learning rates / scales, and a decision-recalibration fit for new ridges:
+   traced since Core v2 (0 compilations); static jit arguments before (one per value).
 
 Run it on an older checkout to see "before" (the script only uses names that exist there).
 

@@ -1,4 +1,5 @@
-"""Paper 000 at full size: Almost-One-Step-Ahead's distance to calibration against 2√T+1.
+"""Arunachaleswaran et al. (2024) at full size: Almost-One-Step-Ahead's distance to calibration
+against 2√T+1.
 
 Plays AOSA and every baseline against every nature for T up to 10^6 and many seeds (the study of
 ``jcalib demo``, :func:`jcalib.cli.study`, at full size, with the distances certified in worker
@@ -68,7 +69,8 @@ def main(argv=None):
     with ProcessPoolExecutor(max_workers=args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         runs = cli.study(args.T, args.seeds, key=jax.random.key(args.seed), forecasters_for=forecasters_for,
                          distance_seeds=args.distance_seeds, distance_map=pool.map, progress=True)
-    paths = cli.report(runs, args.out, title="Paper 000 at full size: distance to calibration of AOSA")
+    paths = cli.report(runs, args.out,
+                       title="Arunachaleswaran et al. (2024) at full size: distance to calibration of AOSA")
     paths["table"] = write_table(runs, os.path.join(args.out, "table.csv"))
 
     # rate: regress log(max distance over natures and seeds) on log T for AOSA

@@ -1,6 +1,8 @@
-"""Paper 001 (online recalibration by approachability): rates, trade-off, baselines, cost, real data.
+"""Okoroafor et al. (2024), online recalibration by approachability: rates, trade-off, baselines,
+cost, real data.
 
-Paper 001 has no experiments of its own; these test its theorems and its claims over its peers:
+Okoroafor et al. (2024) have no experiments of their own; these test their theorems and their
+claims over their peers:
 
 (a) calibration (ε, ℓ1, grid buckets, in expectation over the published mixtures) and average
     Brier regret against the model vs T, with fitted log–log slopes beside the theory (−1/3);

@@ -1,5 +1,5 @@
-"""Blackwell forecasting on synthetic streams (paper 002): Algorithm 1 with exact oracles against
-adaptive adversaries, and ORCA recalibrating an overconfident Gaussian expert.
+"""Blackwell forecasting on synthetic streams (Marx et al. 2024): Algorithm 1 with exact oracles
+against adaptive adversaries, and ORCA recalibrating an overconfident Gaussian expert.
 
 Part 1 (Theorem 4.3): Algorithm 1 with the moment oracle (App. C.2.2), the quantile step-function
 oracle (C.1.2) and the corrected adaptive-conformal oracle (C.1.1) against the adversary that

@@ -1,5 +1,5 @@
-"""Decision calibration versus temperature scaling and Dirichlet calibration (paper 004, the
-analogue of Figures 2 and 3 on data available offline).
+"""Decision calibration versus temperature scaling and Dirichlet calibration (Zhao et al. 2021,
+the analogue of Figures 2 and 3 on data available offline).
 
 Two settings:
 

@@ -1,4 +1,4 @@
-"""Weighted multi-class calibration and kernel auditing (paper 003: Gopalan, Hu, Rothblum 2024).
+"""Weighted multi-class calibration and kernel auditing (Gopalan, Hu, Rothblum 2024).
 
 Three parts, each writing numbers to results/multiclass_auditing/ and figures (PNG):
 

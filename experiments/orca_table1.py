@@ -1,4 +1,5 @@
-"""Paper 002, Table 1: recalibrating online experts with isotonic regression and with ORCA.
+"""Marx et al. (2024), Table 1: recalibrating online experts with isotonic regression and with
+ORCA.
 
 4 River experts (stochastic gradient trees, a neural network, a Hoeffding adaptive tree, the
 marginal) × 2 series (wind power, sunspots) × {expert alone, + isotonic, + ORCA}; 1000
@@ -71,7 +72,7 @@ LABELS = {
 }
 METHODS = ("expert", "isotonic", "orca")
 
-#: Paper 002, Table 1: (QCE, SMAPE) per series, expert and method.
+#: Marx et al. (2024), Table 1: (QCE, SMAPE) per series, expert and method.
 PAPER = {
     ("sgt", "expert"): {"wind": (0.163, 0.403), "sunspots": (0.100, 0.505)},
     ("sgt", "isotonic"): {"wind": (0.246, 0.554), "sunspots": (0.242, 1.081)},
@@ -182,7 +183,7 @@ def orca_sweep(streams, edges, n_steps: int, learning_rate: float, key, progress
 
 
 def claims(rows: list[dict], series_names, expert_names) -> list[dict]:
-    """Paper 002 §6's claims about Table 1, checked on our numbers."""
+    """The claims of Marx et al. (2024, §6) about Table 1, checked on our numbers."""
     get = {(r["series"], r["expert"], r["method"]): r for r in rows}
     pairs = [(s, e) for s in series_names for e in expert_names]
     n = len(pairs)
@@ -383,7 +384,7 @@ def main(argv=None) -> dict:
           + ", ".join(f"{r['series']}/{r['expert']} {r['orca_cert_positive']:.2f}" for r in orca_rows))
     print("ORCA diagnostics: share of rounds where Adam did not lower the objective: "
           + ", ".join(f"{r['series']}/{r['expert']} {r['orca_no_progress']:.2f}" for r in orca_rows))
-    print("\nClaims (paper 002 §6):")
+    print("\nClaims (Marx et al. 2024, §6):")
     for c in cl:
         print(f"  [{'yes' if c['holds'] else 'NO '}] {c['claim']}: ours {c['ours']}")
     (out / "timing.json").write_text(json.dumps(timing, indent=2) + "\n")

@@ -1,4 +1,5 @@
-"""Paper 002 §6.2, Figure 1: a wind-farm operator commits a day ahead from expert vs ORCA forecasts.
+"""Marx et al. (2024), §6.2, Figure 1: a wind-farm operator commits a day ahead from expert vs
+ORCA forecasts.
 
 On each day the operator announces a commitment $a^{(i)}$ for each hour $i = 1..24$ of the
 **next** day and pays
@@ -86,10 +87,11 @@ LABELS = {
 
 
 def decision_payoff(blocks=BLOCKS, lambdas=LAMBDAS, n_actions: int = N_ACTIONS):
-    """ORCA's payoff from the named blocks: ``"experiment"`` (paper 002's experiment payoff:
-    quantile ⊕ CRPS/MSE regret ⊕ moments), ``"decision"`` (decision calibration for the
-    operator's utilities on a grid of commitments) and ``"regret"`` (regret against the expert's
-    commitments under the operator's losses), as one direct sum with every block normalised."""
+    """ORCA's payoff from the named blocks: ``"experiment"`` (the experiment payoff of Marx et
+    al. 2024: quantile ⊕ CRPS/MSE regret ⊕ moments), ``"decision"`` (decision calibration for
+    the operator's utilities on a grid of commitments) and ``"regret"`` (regret against the
+    expert's commitments under the operator's losses), as one direct sum with every block
+    normalised."""
     from jcalib.payoffs import DecisionCalibration, DirectSum, PinballRegret, experiment_payoff
 
     parts = list(experiment_payoff().blocks) if "experiment" in blocks else []

@@ -12,7 +12,7 @@ Each of ``--splits`` random stratified splits trains the classifier on 40 %, rec
 30 % and tests on 30 %. Every recalibrator with a fixed-shape fit (Platt, beta, isotonic,
 histogram binning, temperature, vector, matrix and Dirichlet scaling) is fitted on all splits
 at once, one ``jax.vmap`` over the stacked splits per method; decision calibration
-(paper 004) is fitted split by split. Held-out metrics: binned ECE (15 uniform bins; the
+(Zhao et al. 2021) is fitted split by split. Held-out metrics: binned ECE (15 uniform bins; the
 confidence ECE for digits), SmoothECE (Błasiok–Nakkiran, of the positive-class probability or
 of the confidence), Brier score (binary) / L2 error (multi-class), NLL and accuracy; the tables
 give mean ± sd over the splits.
@@ -145,7 +145,7 @@ def run_setting(setting: str, args, log) -> list[dict]:
     for s in range(args.splits):  # data-dependent stages: one fit per split
         dc = rc.DecisionCalibration(n_actions=2, n_stages=args.decision_stages)
         q.append(dc.fit(P_cal[s], Y_cal[s], key=jax.random.key(s))(P_te[s]))
-    record("decision (paper 004)", jnp.stack(q), time.perf_counter() - t0)
+    record("decision (Zhao et al. 2021)", jnp.stack(q), time.perf_counter() - t0)
     log(f"{setting}: decision calibration ({time.perf_counter() - t0:.1f} s)")
     return rows
 

@@ -72,13 +72,14 @@ def load_digits_split(seed: int = 0):
 
 def penalties(n_classes: int):
     """name -> penalty(logits, labels); each a jcalib.losses function of the training batch."""
-    # paper 004: a fixed family of 32 random two-action losses, L ~ N(0, 1) as in its evaluation
+    # a fixed family of 32 random two-action losses, L ~ N(0, 1), as in the evaluation of Zhao et
+    # al. (2021)
     L = jax.random.normal(jax.random.key(1234), (32, 2, n_classes))
     return {
         "smooth ECE": lambda z, y: losses.confidence_smooth_ece_loss(z, y, from_logits=True),
-        "kernel CE (paper 003)": lambda z, y: losses.kernel_calibration_loss(z, y, squared=False, from_logits=True),
+        "kernel CE (Gopalan et al. 2024)": lambda z, y: losses.kernel_calibration_loss(z, y, squared=False, from_logits=True),
         "MMCE": lambda z, y: losses.mmce_loss(z, y, from_logits=True),
-        "decision (paper 004)": lambda z, y: losses.decision_calibration_loss(z, y, L, from_logits=True),
+        "decision (Zhao et al. 2021)": lambda z, y: losses.decision_calibration_loss(z, y, L, from_logits=True),
     }
 
 

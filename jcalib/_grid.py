@@ -160,7 +160,7 @@ def lookahead_update(beta: Int[Array, " m+1"], i: Int[Array, ""], y, n_bins: int
 
     With $i$ the pair's lower index ($\beta_i \le 0 \le \beta_{i+1}$, :func:`sign_change_index`)
     and outcome $y_t$, the look-ahead point is $j = i + y_t$ and $\beta_j \mathrel{+}= j - m y_t$,
-    i.e. $\alpha(p_j) \mathrel{+}= \tilde p_t - y_t$ (paper 000, §3).
+    i.e. $\alpha(p_j) \mathrel{+}= \tilde p_t - y_t$ (Arunachaleswaran et al. 2024, §3).
 
     Args:
         beta: int32 ``(m + 1,)``, $m\,\alpha(p_i)$.

@@ -1,5 +1,5 @@
 r"""Positive-definite kernels on the simplex and tiled Gram products (shared by the metrics and
-the recalibrators of paper 003).
+the recalibrators of Gopalan et al. 2024).
 
 Gopalan, Hu, Rothblum (2024), *On Computationally Efficient Multi-Class Calibration*: the
 multinomial kernel (Definition 6.3) is what both the low-degree calibration error's upper bound
@@ -46,7 +46,7 @@ class MultinomialKernel(eqx.Module):
 
     It is $\psi(v)\cdot\psi(v')$ for the feature map $\psi$ whose coordinates are all ordered
     monomials $v_{t_1}\cdots v_{t_i}$, $t \in [k]^i$, $i \le d$ ($1 + k + \dots + k^d$ of them;
-    paper 003, Definition 6.3, after GKKT17). Evaluated by Horner's rule on the block of inner
+    Gopalan et al. 2024, Definition 6.3, after GKKT17). Evaluated by Horner's rule on the block of inner
     products, $O(d)$ element-wise operations per entry.
 
     ``diag_bound`` is $s^2 = \sup_{v\in\Delta_k}\ker_d(v, v) = d + 1$ (attained at the
@@ -74,7 +74,7 @@ class MultinomialKernel(eqx.Module):
 
 
 def multinomial_kernel(degree: int) -> MultinomialKernel:
-    r"""The degree-``degree`` multinomial kernel $\sum_{i=0}^d (v\cdot v')^i$ (paper 003, Def. 6.3).
+    r"""The degree-``degree`` multinomial kernel $\sum_{i=0}^d (v\cdot v')^i$ (Gopalan et al. 2024, Def. 6.3).
 
     Examples:
         >>> import jax.numpy as jnp
@@ -116,8 +116,8 @@ class _AbstractBandwidthKernel(eqx.Module):
 class GaussianKernel(_AbstractBandwidthKernel):
     r"""The Gaussian kernel $\ker(v, v') = \exp(-\|v - v'\|_2^2 / (2\sigma^2))$, $s^2 = 1$.
 
-    Not in paper 003 (which needs the multinomial kernel for its polynomial-approximation
-    guarantees); provided as a local, universal alternative: its RKHS ball contains functions
+    Not in Gopalan et al. (2024), which needs the multinomial kernel for its polynomial-approximation
+    guarantees; provided as a local, universal alternative: its RKHS ball contains functions
     that vary on the scale $\sigma$, so small bandwidths audit close to canonical calibration
     (at the sample cost Theorem 3.4 predicts).
 

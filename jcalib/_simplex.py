@@ -3,9 +3,9 @@ r"""Euclidean projection onto the probability simplex, row by row (shared by the
 $$\Pi_\Delta(v) = \arg\min_{p \in \Delta_C} \|v - p\|_2 = \max(v - \theta, 0),\qquad
 \theta \text{ the root of } \textstyle\sum_c \max(v_c - \theta, 0) = 1 .$$
 
-Used by paper 003's post-processing (Lemma 4.2, :mod:`jcalib.recalibration.kernel`) and by the
-simplex-projected stages of paper 004's decision recalibration
-(:mod:`jcalib.recalibration.decision`). Re-exported as
+Used by the post-processing of Gopalan et al. (2024, Lemma 4.2; :mod:`jcalib.recalibration.kernel`)
+and by the simplex-projected stages of the decision recalibration of Zhao et al. (2021;
+:mod:`jcalib.recalibration.decision`). Re-exported as
 :func:`jcalib.recalibration.kernel.project_simplex`.
 
 Why bisection and not the sort algorithm (Duchi et al. 2008, ``optax.projections.

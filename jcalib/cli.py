@@ -1,7 +1,7 @@
 r"""Command line: ``jcalib demo`` (what ``make demo`` runs).
 
-The demo measures paper 000's guarantee: Almost-One-Step-Ahead and every baseline
-(:func:`jcalib.forecasters.binary_suite`) against every nature
+The demo measures the guarantee of Arunachaleswaran et al. (2024): Almost-One-Step-Ahead and
+every baseline (:func:`jcalib.forecasters.binary_suite`) against every nature
 (:func:`jcalib.natures.binary_suite`), for many seeds and several horizons $T$, with the ECE
 and the certified distance to calibration of each run against Theorem 1's bound
 (:func:`jcalib.forecasters.aosa_bound`). It writes ``summary.md`` (the table the AOSA tutorial
@@ -74,7 +74,7 @@ class Run:
         forecaster, nature: display names (the keys of the suites).
         seed_index: which of the ``n_seeds`` seeds played it (0-based).
         T: the horizon.
-        ece: the ECE of the forecasts, unnormalised (paper 000, §2).
+        ece: the ECE of the forecasts, unnormalised (Arunachaleswaran et al. 2024, §2).
         dist_lower, dist_upper: the certified interval of the distance to calibration (NaN for
             the seeds whose distance was not computed).
         certificate: $\sum_t |p_t - \tilde p_t| + \mathrm{ECE}(\tilde p)$, the proof's bound
@@ -491,7 +491,8 @@ def _report(runs: list[Run], out_dir: str, title: str, ece_path: str) -> dict:
              f"{len(runs)} runs: {len({r.forecaster for r in runs})} forecasters x {n_natures} natures x "
              f"{n_seeds} seeds x T in {Ts}; the distance to calibration is certified (an interval "
              f"[lower, upper]) for the first {n_certified} seeds of each forecaster x nature x T. "
-             "The bound is paper 000's Theorem 1, T/m + m + 1 with m = ⌈√T⌉ (2√T + 1 when T is a square).",
+             "The bound is Theorem 1 of Arunachaleswaran et al. (2024), T/m + m + 1 with m = ⌈√T⌉ "
+             "(2√T + 1 when T is a square).",
              "", _table(runs), ""]
     certified = [r for r in aosa if np.isfinite(r.dist_upper)]
     if certified:
@@ -630,7 +631,7 @@ def _demo(args) -> int:
     finally:
         if workers is not None:
             workers.shutdown(cancel_futures=True)
-    paths = _report(runs, args.out, "jcalib demo: online calibration, paper 000", figures["ece"])
+    paths = _report(runs, args.out, "jcalib demo: online calibration (Arunachaleswaran et al. 2024)", figures["ece"])
     paths["reliability"] = figures["reliability"]
     print(Path(paths["summary"]).read_text())
     print(f"{len(runs)} runs in {time.perf_counter() - t0:.0f} s; wrote:")
@@ -658,7 +659,8 @@ def _int_in(flag: str):
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jcalib", description="jcalib command line")
     sub = p.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="AOSA and every baseline against every nature (paper 000's guarantee, measured)",
+    d = sub.add_parser("demo", help="AOSA and every baseline against every nature "
+                                    "(Arunachaleswaran et al.'s (2024) guarantee, measured)",
                        description="Play Almost-One-Step-Ahead and every baseline against every nature for many seeds "
                                    "and horizons; write a summary table and figures.")
     d.add_argument("--T", type=_int_in("T"), nargs="+", default=[100, 1000, 10000],

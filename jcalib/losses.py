@@ -10,10 +10,10 @@ re-implementation of it:
 | --- | --- | --- |
 | :func:`smooth_ece_loss` | `jcalib.metrics.smooth_ece` (binary) | the kernel's own; weights at unit mass (float32) |
 | :func:`confidence_smooth_ece_loss` | `smooth_ece` of the top-label confidence | as above; the correctness indicator is held fixed |
-| :func:`kernel_calibration_loss` | `jcalib.metrics.kernel_audit` (paper 003, Alg. 2) | squared (default) — no $\sqrt{\cdot}$ kink |
+| :func:`kernel_calibration_loss` | `jcalib.metrics.kernel_audit` (Gopalan et al. 2024, Alg. 2) | squared (default) — no $\sqrt{\cdot}$ kink |
 | :func:`mmce_loss` | MMCE of Kumar, Sarawagi, Jain (2018) | Laplacian kernel (their choice) |
-| :func:`decision_calibration_loss` | `jcalib.metrics.decision.decision_objective` (paper 004, Eq. 9) | softmax cells of temperature $\tau$ |
-| :func:`quantile_calibration_loss` | mean absolute coverage gap (MACE) of regression quantiles; not paper 002's QCE | sigmoid coverage of temperature $\tau$ |
+| :func:`decision_calibration_loss` | `jcalib.metrics.decision.decision_objective` (Zhao et al. 2021, Eq. 9) | softmax cells of temperature $\tau$ |
+| :func:`quantile_calibration_loss` | mean absolute coverage gap (MACE) of regression quantiles; not the QCE of Marx et al. (2024) | sigmoid coverage of temperature $\tau$ |
 
 Logits go through ``jax.nn.softmax`` / ``jax.nn.sigmoid`` (log-sum-exp inside), so no clipping
 is needed anywhere: probabilities 0 and 1 are legal inputs and give finite gradients. Square
@@ -212,7 +212,7 @@ def confidence_smooth_ece_loss(
     With confidence $c_i = \max_\ell v_{i\ell}$ and correctness
     $a_i = \mathbb 1[\arg\max_\ell v_{i\ell} = y_i]$, the value is
     :func:`jcalib.metrics.smooth_ece` $(c, a)$: the smooth estimate of confidence calibration
-    $E[y_{\ell_v} \mid v_{\ell_v}] = v_{\ell_v}$ (paper 003, §2; Guo et al. 2017), pooled over
+    $E[y_{\ell_v} \mid v_{\ell_v}] = v_{\ell_v}$ (Gopalan et al. 2024, §2; Guo et al. 2017), pooled over
     predicted classes like ``jcalib.metrics.confidence_ece``. The correctness $a_i$ is piecewise
     constant in the inputs, so the gradient flows through the confidences only (the arg-max is
     held fixed, as in every confidence-based penalty). Weights at unit mass and the gradient at
@@ -310,7 +310,7 @@ def kernel_calibration_loss(
     tile: int = _DEFAULT_TILE,
     from_logits: bool = False,
 ) -> Float[Array, ""]:
-    r"""Kernel calibration error of paper 003 (RKHS-ball weighted calibration) as a loss.
+    r"""Kernel calibration error of Gopalan et al. (2024) (RKHS-ball weighted calibration) as a loss.
 
     With residuals $z_i = e_{y_i} - v_i$, normalised weights $\omega_i = w_i / \sum_j w_j$ and
     $s^2 \ge \sup_{v\in\Delta_k}\ker(v, v)$, Algorithm 2's per-class norms are
@@ -323,7 +323,7 @@ def kernel_calibration_loss(
     * ``squared=True`` (default): $\sum_\ell \Lambda_\ell^2$, a quadratic form, smooth
       everywhere (the recommended training loss); in $[0, 4]$.
     * ``squared=False``: $\sum_\ell \Lambda_\ell = CE_{B_\Gamma(1/s)^k}$, exactly the audit
-      value ``kernel_audit(...).value`` (paper 003, Algorithm 2 and the proof of Theorem 6.2);
+      value ``kernel_audit(...).value`` (Gopalan et al. 2024, Algorithm 2 and the proof of Theorem 6.2);
       in $[0, 2]$. Its square root has a kink at $\Lambda_\ell = 0$ (gradient set to 0 there,
       and large near it).
     * ``unbiased=True`` (with ``squared=True``): the U-statistic, $i \ne j$ only, divided by
@@ -410,7 +410,7 @@ def mmce_loss(
     $\omega = 0.4$ they use. Returns $\sqrt{\mathrm{MMCE}^2}$ (their training penalty; gradient
     0 where the value is exactly 0) or, with ``squared=True``, $\mathrm{MMCE}^2$. It is
     :func:`kernel_calibration_loss`'s quadratic form in one dimension: the RKHS-ball
-    calibration error (paper 003) of the *confidence*, with a universal kernel. The arg-max
+    calibration error (Gopalan et al. 2024) of the *confidence*, with a universal kernel. The arg-max
     $c_i$ is held fixed; the gradient flows through $r_i$. Their re-weighted variant
     MMCE$_w$ is not provided. Tiled like :func:`kernel_calibration_loss`.
 
@@ -441,7 +441,7 @@ def mmce_loss(
 
 
 # --------------------------------------------------------------------------------------------
-# Decision calibration (paper 004)
+# Decision calibration (Zhao et al. 2021)
 
 
 def _loss_matrices(losses, name, bound):
@@ -461,7 +461,7 @@ def decision_calibration_loss(
     squared: bool = False,
     from_logits: bool = False,
 ) -> Float[Array, ""]:
-    r"""Soft decision-calibration objective of paper 004 for a given family of loss functions.
+    r"""Soft decision-calibration objective of Zhao et al. (2021) for a given family of loss functions.
 
     A loss $\ell(y, a) = L_{a,y}$ with $K$ actions has the Bayes rule
     $\delta_L(q) = \arg\min_a \langle L_a, q\rangle$ (Definition 1), i.e. the linear partition
@@ -552,7 +552,7 @@ def quantile_calibration_loss(
     Chung et al. 2021) is
     $$\mathrm{MACE} = \frac1J\sum_{j=1}^J \Big|\sum_i \omega_i\,\mathbb 1[y_i \le \hat q_{ij}]
       - \alpha_j\Big| .$$
-    It is not paper 002's QCE, a **sum** of **squared** gaps over 99 levels
+    It is not the QCE of Marx et al. (2024), a **sum** of **squared** gaps over 99 levels
     (:func:`jcalib.metrics.quantile_calibration_error` with its default ``form="sum"``); the
     same metric with ``form="mean_abs"`` computes this gap from PIT values, where this loss
     reads predicted quantiles. Smoothing: the indicator becomes

@@ -459,7 +459,7 @@ def save(ax, path: str | os.PathLike) -> str:
     return os.fspath(path)
 
 
-# ---- forecasts of real outcomes (paper 002's experiments) -----------------------------------
+# ---- forecasts of real outcomes (the experiments of Marx et al. 2024) -----------------------
 
 
 def _band(values: np.ndarray, band):

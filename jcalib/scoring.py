@@ -198,7 +198,7 @@ class LogScore(AbstractScoringRule):
 
     Not Lipschitz without the clip; with it, $L = 1/c$, which is large, so bounds that scale
     with $L$ are loose. ``lipschitz_bounded`` is ``False``: algorithms whose guarantee needs a
-    Lipschitz rule (paper 001's recalibrator) refuse it unless told otherwise.
+    Lipschitz rule (the recalibrator of Okoroafor et al. 2024) refuse it unless told otherwise.
 
     Attributes:
         clip: the smallest probability scored, in (0, 1/2).

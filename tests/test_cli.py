@@ -59,7 +59,7 @@ def test_study_covers_every_combination(runs):
     for r in runs:
         assert r.bound == aosa_bound(r.T)  # T/m + m + 1 with m = ceil(sqrt(T))
         if r.seed_index < 2:
-            # ECE >= CalDist (paper 000, Lemma 1) and the interval is ordered
+            # ECE >= CalDist (Arunachaleswaran et al. 2024, Lemma 1) and the interval is ordered
             assert r.dist_lower <= r.dist_upper + 1e-9 and r.dist_upper <= r.ece + 1e-4
         else:
             assert np.isnan(r.dist_upper)

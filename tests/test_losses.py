@@ -1,6 +1,7 @@
 """Tests for jcalib.losses: gradients against finite differences (float64), finite gradients at
 the edges, values against the metrics they differentiate and against NumPy references, bad
-input, jit/vmap, memory of the tiled kernel losses at n = 10^5, and the paper-004 bound."""
+input, jit/vmap, memory of the tiled kernel losses at n = 10^5, and the bound of
+Zhao et al. (2021)."""
 
 import chex
 import jax
@@ -244,8 +245,8 @@ def test_decision_loss_matches_reference_and_metric(x64):
 
 
 def test_decision_loss_tends_to_hard_cells_and_bounds_the_loss_gap(x64):
-    """Paper 004: as τ → 0 the soft cells become the Bayes partition (Eq. 8), and the loss gap of
-    Eq. (10) is at most max_a ‖L_a‖₂ times that summand (Cauchy–Schwarz, Prop. 2's proof)."""
+    """Zhao et al. (2021): as τ → 0 the soft cells become the Bayes partition (Eq. 8), and the loss
+    gap of Eq. (10) is at most max_a ‖L_a‖₂ times that summand (Cauchy–Schwarz, Prop. 2's proof)."""
     z, y, w = _data(10, n=300)
     p = np.asarray(jax.nn.softmax(jnp.asarray(z), axis=1))
     L = _loss_matrices(11, m=20)

@@ -129,8 +129,8 @@ def play(
         record: what to keep: a recorder (``jcalib.recorders``), a tuple or dict of recorders,
             or a shorthand: ``"full"`` (:class:`~jcalib.recorders.History`, a
             :class:`~jcalib.core.Trajectory` with a leading axis of length T) or
-            ``"summary"`` (paper 000's :class:`~jcalib.recorders.GridSummary`, memory
-            O(``n_bins``)).
+            ``"summary"`` (the :class:`~jcalib.recorders.GridSummary` of Arunachaleswaran et al. 2024,
+            memory O(``n_bins``)).
         n_bins: the grid size for ``record="summary"``: forecasts are counted on
             ``{0, 1/n_bins, ..., 1}`` (default: ``forecaster.value_grid``).
         chunk: rounds per compiled call, at most 2**20 (memory O(chunk) for a history, O(1) for

@@ -1,7 +1,7 @@
 r"""Inner optimisation with optax for a fixed number of steps, inside ``lax.scan``.
 
-ORCA's per-round minimax (paper 002, Algorithm 2), the decision-calibration partition search
-(paper 004) and the sigmoid-witness search (paper 003) all run an optax optimiser for a
+ORCA's per-round minimax (Marx et al. 2024, Algorithm 2), the decision-calibration partition search
+(Zhao et al. 2021) and the sigmoid-witness search (Gopalan et al. 2024) all run an optax optimiser for a
 *static* number of steps (DESIGN.md, "Drivers own the loops": tolerance-based while-loops
 stall vmapped batches). :func:`optimise` is that loop, written once (and
 :func:`lbfgs_minimise` an L-BFGS for the smooth fits of offline recalibrators, one evaluation of

@@ -193,7 +193,8 @@ class Trajectory(NamedTuple):
         y: outcomes.
         info: the forecaster's per-round value computed after the outcome, ``None`` for most
             forecasters. For Almost-One-Step-Ahead it is the One-Step-Ahead look-ahead forecast
-            p̃_t (paper 000), which groups the rounds into a sequence within the 2√T+1 bound.
+            p̃_t (Arunachaleswaran et al. 2024), which groups the rounds into a sequence within
+            the 2√T+1 bound.
         certificate: ``Forecast.certificate`` per round (computed before the outcome).
         public: the published mixed strategies per round, when the recorder keeps them
             (``History(mixtures=True)``), else ``None``.

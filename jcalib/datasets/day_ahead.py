@@ -1,12 +1,13 @@
 r"""Day-ahead experts: every hour of the next day forecast from data up to the end of the day before.
 
-Paper 002 §6.2's operator "announces a commitment $a^{(i)}$ for each hour $i = 1, \dots, 24$ of
-the **next** 24-hour period", from "a probabilistic forecast for energy generation over each of
-the next 24 hours". :func:`run_day_ahead_expert` makes those forecasts from an hourly series
-cut into days of ``day_length`` hours: on day $d$ the expert sees the ``day_length`` values of
-day $d-1$ (lag $k$ = the value $k$ hours before midnight, most recent first) and forecasts
-hour $h = 1, \dots,$ ``day_length`` of day $d$ (horizon $h$ hours past the last value it saw);
-after the day it learns the day's outcomes. Day 0 has no previous day and is skipped.
+The operator of Marx et al. (2024), §6.2, "announces a commitment $a^{(i)}$ for each hour $i =
+1, \dots, 24$ of the **next** 24-hour period", from "a probabilistic forecast for energy
+generation over each of the next 24 hours". :func:`run_day_ahead_expert` makes those forecasts
+from an hourly series cut into days of ``day_length`` hours: on day $d$ the expert sees the
+``day_length`` values of day $d-1$ (lag $k$ = the value $k$ hours before midnight, most recent
+first) and forecasts hour $h = 1, \dots,$ ``day_length`` of day $d$ (horizon $h$ hours past the
+last value it saw); after the day it learns the day's outcomes. Day 0 has no previous day and is
+skipped.
 
 **Horizon as a feature (one model), not one model per horizon.** The model sees the lags plus
 the horizon $h$ as one more feature, so every hour of every day is a training example: a year

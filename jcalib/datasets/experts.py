@@ -1,5 +1,5 @@
 r"""Online experts from River, run on the host, whose forecast distributions are replayed as
-contexts (paper 002 §6.1: the forecasts ORCA and the isotonic baseline recalibrate).
+contexts (Marx et al. 2024, §6.1: the forecasts ORCA and the isotonic baseline recalibrate).
 
 Each expert is trained *prequentially* on a :class:`~jcalib.datasets.lagged.LaggedSeries`:
 for every row, in time order, it first predicts from the 24 lag features, then learns the

@@ -1,4 +1,4 @@
-r"""An overconfident real model's stream for online recalibration (paper 001): Gaussian naive Bayes, online.
+r"""An overconfident real model's stream for online recalibration (Okoroafor et al. 2024): Gaussian naive Bayes, online.
 
 :func:`naive_bayes_stream` trains Gaussian naive Bayes online over a binary data set that
 ships inside scikit-learn (the sets of :data:`~jcalib.datasets.streams.STREAMS`, no download)

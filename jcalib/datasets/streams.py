@@ -1,4 +1,4 @@
-r"""Real prediction streams for online recalibration (paper 001): a model's online forecasts on real data.
+r"""Real prediction streams for online recalibration (Okoroafor et al. 2024): a model's online forecasts on real data.
 
 :func:`logistic_stream` runs an online logistic regression over a binary data set that ships
 inside scikit-learn (no download), in a fixed stream order, and records the forecast it made

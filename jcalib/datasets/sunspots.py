@@ -1,10 +1,10 @@
 r"""Monthly sunspot numbers, January 1749 – December 1983 (2820 values), read offline.
 
-**A substitute for the paper's data.** Paper 002 §6 uses the sunspot series of the SILSO World
-Data Center (Clette et al. 2014), i.e. the *revised* Version 2 (2015) series. That file cannot
-be downloaded at run time here; what ships inside a registry package is the classic R data set
-``sunspots`` (Zurich then Tokyo observatories; the *older* Version 1 scale, about 0.6× the V2
-values, and ending in 1983), in the PyPI package ``pmdarima`` as
+**A substitute for the paper's data.** Section 6 of Marx et al. (2024) uses the sunspot series
+of the SILSO World Data Center (Clette et al. 2014), i.e. the *revised* Version 2 (2015) series.
+That file cannot be downloaded at run time here; what ships inside a registry package is the
+classic R data set ``sunspots`` (Zurich then Tokyo observatories; the *older* Version 1 scale,
+about 0.6× the V2 values, and ending in 1983), in the PyPI package ``pmdarima`` as
 ``pmdarima/datasets/data/sunspots.txt.gz``. The shape of the series (the 11-year cycle, the
 skew, the near-zero minima) is the same, so results can match the paper's in kind, not in
 digits. The file is read directly (``pmdarima`` is not imported).
@@ -34,7 +34,7 @@ def sunspots(n_lags: int = 24) -> LaggedSeries:
     ``pmdarima``); no download at run time.
 
     Args:
-        n_lags: past months per row (default 24, paper 002 §6).
+        n_lags: past months per row (default 24, Marx et al. 2024, §6).
 
     Returns:
         A :class:`~jcalib.datasets.lagged.LaggedSeries` with ``series`` of length 2820,

@@ -1,8 +1,8 @@
 r"""Hourly wind power for a typical meteorological year, built offline from shipped files.
 
-**A substitute for the paper's data.** Paper 002 §6 uses ERCOT's system-wide hourly wind
-generation for 2022, which cannot be downloaded at run time here. What ships inside registry
-packages is
+**A substitute for the paper's data.** Section 6 of Marx et al. (2024) uses ERCOT's system-wide
+hourly wind generation for 2022, which cannot be downloaded at run time here. What ships inside
+registry packages is
 
 * hourly wind speeds at 10 m for a typical meteorological year (TMY3, 8760 rows, column
   ``Wspd``) at two US stations in ``pvlib``: ``pvlib/data/703165TY.csv`` (Sand Point, Alaska)
@@ -80,7 +80,7 @@ def wind_power(n_lags: int = 24, *, turbine: str = "E-82/2300", hub_height: floa
     ``windpowerlib``); no download at run time.
 
     Args:
-        n_lags: past hours per row (default 24, paper 002 §6).
+        n_lags: past hours per row (default 24, Marx et al. 2024, §6).
         turbine: a ``turbine_type`` of windpowerlib's ``oedb/power_curves.csv``.
         hub_height: hub height in metres (> 0) for the power-law extrapolation from 10 m.
 

@@ -2,7 +2,7 @@
 
 Equinox modules with a batch shape, usable as forecasts (``Forecast.value``), as the support
 of a :class:`jcalib.core.Mixture`, and inside ``jit``/``vmap``/``grad``:
-:class:`PiecewiseConstant` (ORCA's forecast family, paper 002) and :class:`Gaussian`, with
+:class:`PiecewiseConstant` (ORCA's forecast family, Marx et al. 2024) and :class:`Gaussian`, with
 closed-form CDF, quantile, moments and CRPS; :class:`MixtureDistribution` of stacked ones.
 """
 

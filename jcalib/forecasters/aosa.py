@@ -1,4 +1,4 @@
-r"""Almost-One-Step-Ahead (AOSA) and its look-ahead, One-Step-Ahead (paper 000).
+r"""Almost-One-Step-Ahead (AOSA) and its look-ahead, One-Step-Ahead (Arunachaleswaran et al. 2024).
 
 Grid $B_m = \{0, 1/m, \dots, 1\}$, $p_i = i/m$. One-Step-Ahead keeps the *look-ahead bias*
 
@@ -10,7 +10,7 @@ $\tilde p_t = \arg\min_{p \in \{p_i, p_{i+1}\}} |p - y_t| = (i + y_t)/m$. It is 
 forecaster. Almost-One-Step-Ahead keeps the same state, commits to $p_t = p_i$ (or $p_{i+1}$)
 before $y_t$, and then updates One-Step-Ahead's state with $y_t$.
 
-Theorem 2 (paper 000): $|\alpha_t(p_i)| \le 1$ for every $i$ and $t$, so
+Theorem 2 (Arunachaleswaran et al. 2024): $|\alpha_t(p_i)| \le 1$ for every $i$ and $t$, so
 $\mathrm{ECE}(\tilde p, y) \le m + 1$. Theorem 1: $|p_t - \tilde p_t| \le 1/m$, so
 $\mathrm{CalDist}(p, y) \le T/m + m + 1$, which is $2\sqrt T + 1$ for $m = \sqrt T$.
 
@@ -51,7 +51,7 @@ def _grid_size(entries_per_bin: int, what: str):
 
 @declare(T=HORIZON)
 def aosa_bins(T: int) -> int:
-    r"""The grid size $m = \lceil \sqrt T \rceil$ that Theorem 1 (paper 000) asks for.
+    r"""The grid size $m = \lceil \sqrt T \rceil$ that Theorem 1 (Arunachaleswaran et al. 2024) asks for.
 
     Args:
         T: horizon (positive int).
@@ -96,7 +96,7 @@ class AOSAState(NamedTuple):
 
 
 class AlmostOneStepAhead(AbstractForecaster):
-    r"""Almost-One-Step-Ahead (paper 000, Algorithm 1): deterministic, $2\sqrt T + 1$ CalDist.
+    r"""Almost-One-Step-Ahead (Arunachaleswaran et al. 2024, Algorithm 1): deterministic, $2\sqrt T + 1$ CalDist.
 
     Each round, with $\beta_i = m\,\alpha(p_i)$ the integer look-ahead biases:
 
@@ -105,10 +105,11 @@ class AlmostOneStepAhead(AbstractForecaster):
 
     and after $y_t$: $j = i_t + y_t$ (so $\tilde p_t = j/m$), $\beta_j \mathrel{+}= j - m y_t$.
 
-    Guarantees (paper 000): Theorem 2, $|\alpha(p_i)| \le 1$, so $\mathrm{ECE}(\tilde p, y)
-    \le m+1$; Theorem 1, $\mathrm{CalDist}(p, y) \le \sum_t|p_t - \tilde p_t| + m + 1 \le T/m +
-    m + 1 \le 2\sqrt T + 1$ for $m = \sqrt T$ (see :func:`aosa_bound` for integer $m$). Both tie
-    rules satisfy them ("Arbitrarily predict $p_i$ or $p_{i+1}$").
+    Guarantees (Arunachaleswaran et al. 2024): Theorem 2, $|\alpha(p_i)| \le 1$, so
+    $\mathrm{ECE}(\tilde p, y) \le m+1$; Theorem 1, $\mathrm{CalDist}(p, y) \le \sum_t|p_t -
+    \tilde p_t| + m + 1 \le T/m + m + 1 \le 2\sqrt T + 1$ for $m = \sqrt T$ (see
+    :func:`aosa_bound` for integer $m$). Both tie rules satisfy them ("Arbitrarily predict $p_i$
+    or $p_{i+1}$").
 
     The forecast is deterministic, so ``Forecast.public`` is the value itself: an adaptive
     adversary sees it. :meth:`info` returns the look-ahead forecast $\tilde p_t$, recorded as
@@ -192,8 +193,8 @@ def one_step_ahead(y: Int[Array, " T"], n_bins: int) -> Float[Array, " T"]:
     Not an online forecaster: round $t$'s forecast depends on $y_t$. It is the sequence AOSA
     tracks (:meth:`AlmostOneStepAhead.info`), computed here by one ``lax.scan`` over ``y``.
 
-    Guarantee (paper 000, Theorem 2): every prefix has $|\alpha(p)| \le 1$ at every grid point,
-    so $\mathrm{ECE}(\tilde p, y) \le m + 1$ (unnormalised).
+    Guarantee (Arunachaleswaran et al. 2024, Theorem 2): every prefix has $|\alpha(p)| \le 1$ at
+    every grid point, so $\mathrm{ECE}(\tilde p, y) \le m + 1$ (unnormalised).
 
     Args:
         y: 0/1 outcomes, shape ``(T,)``.

@@ -190,7 +190,7 @@ class ApproachabilityPayoff(AbstractPayoff):
 
 
 class ApproachabilityOracle(AbstractOracle):
-    r"""Paper 001's halfspace oracle (§5.2, eqs 29–31) as a half-space oracle: a mixed strategy on two adjacent grid points.
+    r"""Okoroafor et al.'s (2024) halfspace oracle (§5.2, eqs 29–31) as a half-space oracle: a mixed strategy on two adjacent grid points.
 
     ``oracle(c, x, key)``: the direction is $c = (\theta, \lambda)$, ``(m + 2,)`` (the
     calibration normal and the regret weight $\lambda \ge 0$), the context ``x`` the model's
@@ -369,7 +369,7 @@ def check_context_prob(q, name: str = "q", guard=None):
 
 
 class ApproachabilityRecalibrator(AbstractForecaster):
-    r"""Okoroafor–Kleinberg–Sun's approachability recalibrator (paper 001, Algorithm 1; Theorems 9, 11).
+    r"""Okoroafor–Kleinberg–Sun's (2024) approachability recalibrator (Algorithm 1; Theorems 9, 11).
 
     Context ``x`` = the model's forecast $q_t$. Each round: the halfspace oracle
     (:attr:`oracle`, an :class:`ApproachabilityOracle`) at the current normal
@@ -429,8 +429,8 @@ class ApproachabilityRecalibrator(AbstractForecaster):
         if not self.scoring.lipschitz_bounded and not self.allow_unbounded:
             raise ValueError(
                 f"scoring={type(self.scoring).__name__} is not Lipschitz (log loss is unbounded near 0 and 1); "
-                "paper 001's guarantees need an L-Lipschitz rule (Brier, Spherical). Pass allow_unbounded=True "
-                "to use it anyway, with L = 1/clip."
+                "the guarantees of Okoroafor et al. (2024) need an L-Lipschitz rule (Brier, Spherical). "
+                "Pass allow_unbounded=True to use it anyway, with L = 1/clip."
             )
         for name in ("step_size", "Lambda") + (("eps",) if self.eps is not None else ()):
             check_hyper(getattr(self, name), name, 0.0, open_lo=True)

@@ -50,7 +50,7 @@ class BlackwellState(NamedTuple):
 
 
 class BlackwellForecaster(AbstractForecaster):
-    r"""Algorithm 1 of paper 002: play what a half-space oracle returns for $\bar\pi_{t-1}$.
+    r"""Algorithm 1 of Marx et al. (2024): play what a half-space oracle returns for $\bar\pi_{t-1}$.
 
     Attributes:
         payoff: the payoff $\pi$ (``payoff(x, forecast.public, y)`` after each round).
@@ -67,7 +67,7 @@ class BlackwellForecaster(AbstractForecaster):
         True
 
     References:
-        Paper 002, Algorithm 1, Proposition 4.1, Theorem 4.3, Proposition 4.4, App. A.1.
+        Marx et al. (2024), Algorithm 1, Proposition 4.1, Theorem 4.3, Proposition 4.4, App. A.1.
     """
 
     payoff: AbstractPayoff

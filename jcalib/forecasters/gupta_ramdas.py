@@ -18,9 +18,10 @@ $(j - \tfrac12)/m$ of $m$ equal bins no bound on $D$ can hold (all-zero outcomes
 deficit down). The judged sequence is then exactly :func:`~jcalib.forecasters.aosa.one_step_ahead`.
 
 **One state machine.** $mD_j = -\beta_j$, with $\beta$ AOSA's integer look-ahead biases
-(paper 000): the pair $D_i \ge 0 \ge D_{i+1}$ is AOSA's $\beta_i \le 0 \le \beta_{i+1}$ and the
-deficit update is AOSA's bias update with the sign flipped. So this forecaster keeps AOSA's state
-and runs its transition (:func:`~jcalib.forecasters.aosa.sign_change_index`,
+(Arunachaleswaran et al. 2024): the pair $D_i \ge 0 \ge D_{i+1}$ is AOSA's $\beta_i \le 0 \le
+\beta_{i+1}$ and the deficit update is AOSA's bias update with the sign flipped. So this
+forecaster keeps AOSA's state and runs its transition
+(:func:`~jcalib.forecasters.aosa.sign_change_index`,
 :func:`~jcalib.forecasters.aosa.lookahead_update`); only what it announces and scores differs.
 """
 
@@ -71,7 +72,7 @@ class GuptaRamdas(AbstractForecaster):
     the judged endpoint $\tilde p_t$ (the interval is ``value ± 1/(2m)``).
 
     Guarantees: $|D_j| \le 1$ at every grid point and round (so the judged endpoints have
-    $\mathrm{ECE} \le m + 1$); and, by paper 000's triangle inequality with
+    $\mathrm{ECE} \le m + 1$); and, by the triangle inequality of Arunachaleswaran et al. (2024) with
     $|p_t - \tilde p_t| = 1/(2m)$, the midpoints have $\mathrm{CalDist} \le T/(2m) + m + 1$,
     $\approx \sqrt{2T} + 1$ for $m = \sqrt{T/2}$ (:meth:`for_horizon`).
 

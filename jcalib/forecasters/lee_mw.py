@@ -1,9 +1,9 @@
-r"""Lee–Noarov–Pai–Roth (2022) multi-objective multiplicative weights for recalibration (paper 001, §6).
+r"""Lee–Noarov–Pai–Roth (2022) multi-objective multiplicative weights for recalibration (Okoroafor et al. 2024, §6).
 
-Paper 001: Okoroafor, Kleinberg, Sun (2024), *Faster Recalibration of an Online Predictor via
+Okoroafor, Kleinberg, Sun (2024), *Faster Recalibration of an Online Predictor via
 Approachability*, AISTATS.
 
-Paper 001 §6.2 (eqs 40–42) casts recalibration as online multi-objective optimisation with
+Okoroafor et al. (2024), §6.2 (eqs 40–42), cast recalibration as online multi-objective optimisation with
 $d = 2^{m+1} + 1$ loss rows: $\langle\sigma, u_{\mathrm{cal}}\rangle$ for every sign vector
 $\sigma \in \{\pm1\}^{m+1}$ (their maximum is $\|u_{\mathrm{cal}}\|_1$) and the regret row
 $u_{\mathrm{reg}} = s(p, y) - s(q, y)$ (not divided by $L$; losses bounded by $C = \max(1, L)$).
@@ -15,7 +15,8 @@ $y$.
 $U$ the cumulative calibration vector and $U_{\mathrm{reg}}$ the cumulative regret,
 $\sum_\sigma e^{\eta\langle\sigma, U\rangle} = \prod_i 2\cosh(\eta U_i)$ and
 $\sum_\sigma e^{\eta\langle\sigma,U\rangle}\sigma_i = \tanh(\eta U_i)\prod_k 2\cosh(\eta U_k)$, so
-the weighted loss is, up to a positive factor, the halfspace objective of paper 001's oracle with
+the weighted loss is, up to a positive factor, the halfspace objective of Okoroafor et al.'s
+(2024) oracle with
 
 $$\theta_i = \tanh(\eta U_i),\qquad \lambda = \frac{e^{\eta U_{\mathrm{reg}}}}{\prod_i 2\cosh(\eta U_i)}
 = \exp\Big(\eta U_{\mathrm{reg}} - \sum_i \log 2\cosh(\eta U_i)\Big)$$
@@ -26,7 +27,7 @@ exact minimax solve: the oracle's value is within the AMF bound Lee et al.'s The
 (departure from the paper, which solves the minimax problem). Per round: $O(m)$ for
 $\sum_i \log 2\cosh(\eta U_i)$ (the paper's cost), $O(\log m)$ for the oracle.
 
-**Guarantee** (paper 001 §6.2, from Lee et al.'s Theorem 15): calibration and average regret
+**Guarantee** (Okoroafor et al. 2024, §6.2, from Lee et al.'s Theorem 15): calibration and average regret
 both $\le$ the AMF value $+\ O(C\sqrt{\ln d / T})$, i.e. $O(\varepsilon + \sqrt{m/T})$ — the
 calibration bound of Algorithm 1 with a worse regret dependence.
 """
@@ -95,7 +96,7 @@ class LeeMWState(NamedTuple):
 
 
 class LeeMultiObjectiveMW(AbstractForecaster):
-    r"""Lee–Noarov–Pai–Roth multiplicative weights for recalibration (paper 001 §6, eqs 40–45).
+    r"""Lee–Noarov–Pai–Roth multiplicative weights for recalibration (Okoroafor et al. 2024, §6, eqs 40–45).
 
     Each round: $(\theta, \lambda)$ = :func:`lee_weights`$(U, U_{\mathrm{reg}}, \eta)$; the
     published mixture is the halfspace oracle's at $(\theta, \lambda L)$; ``Forecast.value`` is
@@ -117,7 +118,7 @@ class LeeMultiObjectiveMW(AbstractForecaster):
 
     References:
         D. Lee, G. Noarov, M. Pai, A. Roth (2022), *Online minimax multiobjective optimization:
-        multicalibeating and other applications*, NeurIPS; paper 001, §6.
+        multicalibeating and other applications*, NeurIPS; Okoroafor et al. (2024), §6.
     """
 
     outcome_space = "binary"

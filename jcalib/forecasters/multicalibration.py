@@ -1,10 +1,10 @@
-r"""Online multicalibration: Blackwell forecasting (paper 002, Algorithm 1) with a groups × bins payoff.
+r"""Online multicalibration: Blackwell forecasting (Marx et al. 2024, Algorithm 1) with a groups × bins payoff.
 
 Gupta, Jung, Noarov, Pai, Roth (2022), *Online multivalid learning: means, moments, and
 prediction intervals* (ITCS), ask for forecasts of binary (or $[0,1]$) outcomes that are
 calibrated on every group of an overlapping family, against an adversary who picks the
 context and the outcome. Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic
-Forecasts for Arbitrary Sequences* (TMLR; "paper 002"), Algorithm 1, gives it with the payoff
+Forecasts for Arbitrary Sequences* (TMLR), Algorithm 1, gives it with the payoff
 $\pi_{g,v}(x, p, y) = g(x)_g\,w_v(p)\,(p - y)$ of
 :class:`~jcalib.payoffs.MulticalibrationPayoff` and the oracle
 :class:`~jcalib.payoffs.MulticalibrationOracle`.
@@ -43,7 +43,7 @@ _GROUPS = Int(1, 2**20)
 
 
 class OnlineMulticalibration(AbstractForecaster):
-    r"""Online multicalibration over $G$ overlapping groups: paper 002's Algorithm 1 with the
+    r"""Online multicalibration over $G$ overlapping groups: Algorithm 1 of Marx et al. (2024) with the
     groups × bins payoff (module docstring: the payoff, the oracle, the guarantee).
 
     The context of each round is its memberships $g(x_t) \in [0, 1]^G$ (shape ``(G,)``); the

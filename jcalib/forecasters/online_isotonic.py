@@ -1,5 +1,5 @@
 r"""Online quantile recalibration of regression forecasts (Kuleshov, Fenner, Ermon 2018) — the
-baseline of paper 002 §6, "fit on the data up to $t$ and applied at $t + 1$" — as a forecaster
+baseline of Marx et al. (2024, §6), "fit on the data up to $t$ and applied at $t + 1$" — as a forecaster
 and as one vectorised call over a whole stream.
 
 At round $t$ the map $R_t$ of `jcalib.recalibration.QuantileRecalibration` is fitted on the PIT
@@ -11,7 +11,7 @@ scikit-learn's ``IsotonicRegression`` refit on every step.
 
 Projection onto the bins: the recalibrated CDF $R_t \circ F_t$ is piecewise linear between the
 points where $F_t$ crosses a past PIT value, so it is not a density on the original bins. As
-the forecasts of paper 002 §6 are densities on 50 bins, :func:`online_isotonic_probs` and
+the forecasts of Marx et al. (2024, §6) are densities on 50 bins, :func:`online_isotonic_probs` and
 `OnlineIsotonic` keep the values $G_k = R_t(F_t(e_k))$ at the bin edges, with $G_0 := 0$ and
 $G_K := 1$ (the mass of the atoms $R_t(0) > 0$ and $1 - R_t(1)$ goes into the end bins), and
 return the bin masses $G_{k+1} - G_k$. Before any past data ($t = 0$) the forecast is left

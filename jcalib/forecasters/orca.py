@@ -134,7 +134,7 @@ def _leaf_blocks(payoff) -> list:
         return [b for blk in payoff.blocks for b in _leaf_blocks(blk)]
     return [payoff]
 class ORCA(AbstractForecaster):
-    r"""Online Regression Calibration against an Adversary (paper 002, Algorithm 2).
+    r"""Online Regression Calibration against an Adversary (Marx et al. 2024, Algorithm 2).
 
     Attributes:
         payoff: the payoff (default :func:`~jcalib.payoffs.experiment_payoff`: quantile +
@@ -348,7 +348,7 @@ class ORCA(AbstractForecaster):
     def spikes(self, theta) -> Float[Array, "k n"]:
         """$\\theta$, then the spiked starts $\\log((1-\\gamma) p_\\theta + \\gamma\\delta_j)$ for each $\\gamma$ in ``spike_weights`` and bin $j$.
 
-        Not in paper 002 (Algorithm 2 starts Adam from one point): see :meth:`best_start`.
+        Not in Marx et al. (2024), whose Algorithm 2 starts Adam from one point: see :meth:`best_start`.
         Returns ``(1 + n |spike_weights|, n)`` logits, each row projected (:meth:`project`).
         """
         p = jax.nn.softmax(theta)
@@ -450,7 +450,7 @@ class ORCA(AbstractForecaster):
 
 
 class ExpertMeanCells(eqx.Module):
-    r"""Cells of the expert's forecast space for per-cell recalibration (paper 002 §5.2, App. D).
+    r"""Cells of the expert's forecast space for per-cell recalibration (Marx et al. 2024, §5.2, App. D).
 
     ``cell(x) = min(floor(n (mean(e) - lo)/(hi - lo)), n - 1)`` with $e$ the expert's forecast
     (``x.expert`` of an :class:`~jcalib.payoffs.ExpertContext`, or ``x`` itself): a partition

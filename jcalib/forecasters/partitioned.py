@@ -1,8 +1,8 @@
-r"""``Partitioned``: one inner forecaster per cell of the context (Kuleshov–Ermon; paper 002 App. D).
+r"""``Partitioned``: one inner forecaster per cell of the context (Kuleshov–Ermon; Marx et al. 2024, App. D).
 
 The context space is cut into cells $C_1, \dots, C_N$; an independent copy of the inner
 forecaster runs on the rounds whose context falls in each cell. Online recalibration by
-partition (Kuleshov & Ermon 2017; paper 002 §5.2, Theorem 5.2) is this construction with a
+partition (Kuleshov & Ermon 2017; Marx et al. 2024, §5.2, Theorem 5.2) is this construction with a
 calibrated inner forecaster: calibration holds within every cell, hence conditionally on the
 model's forecast up to the cell width.
 
@@ -146,7 +146,7 @@ class Partitioned(AbstractPartitioned):
 
     References:
         V. Kuleshov, S. Ermon (2017), *Estimating uncertainty online against an adversary*,
-        AAAI; paper 002, §5.2 and Appendix D.
+        AAAI; Marx et al. (2024), §5.2 and Appendix D.
     """
 
     inner: AbstractForecaster

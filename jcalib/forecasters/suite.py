@@ -1,6 +1,6 @@
-r"""Paper 000's line-up of binary forecasters, sized for a horizon: Almost-One-Step-Ahead and
-every baseline it is compared with (the demo's and ``experiments/aosa_distance_bound.py``'s
-forecasters)."""
+r"""Arunachaleswaran et al.'s (2024) line-up of binary forecasters, sized for a horizon:
+Almost-One-Step-Ahead and every baseline it is compared with (the demo's and
+``experiments/aosa_distance_bound.py``'s forecasters)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ def binary_suite(T: int) -> dict[str, AbstractForecaster]:
     ``for_horizon``, by display name.
 
     Args:
-        T: the horizon (a positive int): AOSA's grid is $m = \lceil\sqrt T\rceil$ (paper 000,
-            Theorem 1), Foster's and Gupta–Ramdas' grids follow their own rules.
+        T: the horizon (a positive int): AOSA's grid is $m = \lceil\sqrt T\rceil$
+            (Arunachaleswaran et al. 2024, Theorem 1), Foster's and Gupta–Ramdas' grids follow
+            their own rules.
 
     Returns:
         ``{"AOSA": ..., "AOSA (tie high)": ..., "Foster": ..., "Defensive": ...,

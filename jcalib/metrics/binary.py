@@ -146,9 +146,9 @@ def ece(
 
     $$\mathrm{ECE}(p, y) = \sum_{v} \Big|\sum_t w_t\,\mathbb 1[p_t = v]\,(p_t - y_t)\Big|,$$
     the sum running over the distinct forecast values $v$ (no binning: rounds are grouped by
-    exactly equal forecasts). With ``sample_weight=None`` every $w_t = 1$, which is paper 000's
-    definition; integer weights are multiplicities (weight $k$ equals $k$ repeated rounds).
-    Divide by $T$ (or the total weight) for the normalised value.
+    exactly equal forecasts). With ``sample_weight=None`` every $w_t = 1$, which is the
+    definition of Arunachaleswaran et al. (2024); integer weights are multiplicities (weight $k$
+    equals $k$ repeated rounds). Divide by $T$ (or the total weight) for the normalised value.
 
     Args:
         probs: forecasts $p_t \in [0, 1]$, shape ``(T,)``.
@@ -340,8 +340,8 @@ def binned_ece(
     $$\mathrm{ECE}_p = \Big(\sum_{b : W_b > 0} \frac{W_b}{W}\,|\bar p_b - \bar y_b|^p\Big)^{1/p},$$
     $p$ = ``order``. ``order=1`` is the usual ECE (Naeini et al. 2015; Guo et al. 2017),
     ``order=2`` the root-mean-square calibration error. For ``order=1`` this equals $\frac1W\sum_b |\sum_{i\in B_b} w_i(p_i - y_i)|$,
-    i.e. paper 000's unnormalised ECE (:func:`ece`) computed on binned forecasts, divided by
-    $W$.
+    i.e. the unnormalised ECE (:func:`ece`; Arunachaleswaran et al. 2024) computed on binned
+    forecasts, divided by $W$.
 
     Bins:
         * ``"uniform"``: $[0, 1/K), [1/K, 2/K), \dots, [(K-1)/K, 1]$ (1 falls in the last bin).
@@ -370,7 +370,7 @@ def binned_ece(
     References:
         Naeini, Cooper, Hauskrecht (2015), *Obtaining well calibrated probabilities using
         Bayesian binning*; Guo, Pleiss, Sun, Weinberger (2017), *On calibration of modern
-        neural networks*; paper 000 §2 for the unnormalised sequence form.
+        neural networks*; Arunachaleswaran et al. (2024), §2, for the unnormalised sequence form.
     """
     return binned_ece_kernel(probs, labels, sample_weight, n_bins, strategy, order)
 
@@ -659,8 +659,9 @@ def ece_from_counts(
 
     ``counts[i]`` rounds forecast $i/m$ and ``ones[i]`` of them had $y = 1$, so
     $$\mathrm{ECE} = \sum_{i=0}^{m} \big|\,\mathrm{counts}_i \cdot i/m - \mathrm{ones}_i\,\big|,$$
-    paper 000's ECE (§2) of the summarised sequence; equal to :func:`ece` on the expanded
-    sequence. **Unnormalised**; divide by ``counts.sum()`` for the normalised value.
+    the ECE of Arunachaleswaran et al. (2024, §2) of the summarised sequence; equal to :func:`ece`
+    on the expanded sequence. **Unnormalised**; divide by ``counts.sum()`` for the normalised
+    value.
 
     Integer counts are split as $\mathrm{counts}_i = q m + r$ so the bias
     $(q\,i - \mathrm{ones}_i) + r\,i/m$ is computed from exact integers and one fraction:

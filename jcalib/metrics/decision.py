@@ -1,4 +1,4 @@
-"""Decision calibration error and the random-loss decision gap (paper 004).
+"""Decision calibration error and the random-loss decision gap (Zhao et al. 2021).
 
 Zhao, Kim, Sahoo, Ma, Ermon (NeurIPS 2021), *Calibrating Predictions to Decisions*.
 
@@ -121,7 +121,7 @@ class DecisionCalibrationResult(NamedTuple):
 
 
 class DecisionLossGapResult(NamedTuple):
-    """Result of :func:`decision_loss_gap` (paper 004, Section 5, Eq. 10).
+    """Result of :func:`decision_loss_gap` (Zhao et al. 2021, Section 5, Eq. 10).
 
     Attributes:
         mean_gap: mean over the loss matrices of the normalised gap (Eq. 10).
@@ -476,7 +476,7 @@ def decision_calibration_error(
     search: PartitionSearch = PartitionSearch(),
     sample_weight: Float[Array, " N"] | None = None,
 ) -> DecisionCalibrationResult:
-    """Worst-case decision miscalibration over K-action decision makers (paper 004, Prop. 2).
+    """Worst-case decision miscalibration over K-action decision makers (Zhao et al. 2021, Prop. 2).
 
         DCE_K(p̂) = sup_{w ∈ R^{K×C}} Σ_{a=1}^K ‖ mean_i (y_i − p̂_i) b_w(p̂_i, a) ‖₂      (Eq. 8)
 
@@ -610,7 +610,7 @@ def decision_loss_gap(
     sample_weight: Float[Array, " N"] | None = None,
     chunk: int | None = None,
 ) -> DecisionLossGapResult:
-    """Loss-estimation gap of Bayes decisions (paper 004, Section 5, Eq. 10).
+    """Loss-estimation gap of Bayes decisions (Zhao et al. 2021, Section 5, Eq. 10).
 
     For each loss matrix L ∈ R^{K×C} (ℓ(y, a) = L_{a,y}) the Bayes action under p̂ is
     a*(i) = argmin_a ⟨L_a, p̂_i⟩ (Definition 1, first minimiser on ties) and

@@ -2,9 +2,9 @@ r"""Distance to calibration of a binary sequence, and its lower distance (an LP 
 
 $$\mathrm{CalDist}(p, y) = \min_{q \in \mathcal C(y)} \sum_t |p_t - q_t|, \qquad
 \mathcal C(y) = \{q : \mathrm{ECE}(q, y) = 0\}$$
-(paper 000, §2, following Qiao and Zheng 2024; Błasiok, Gopalan, Hu, Nakkiran 2023 for the
-distributional version). Both quantities here are **unnormalised** sums over rounds (divide by
-$T$ for the normalised distance of the empirical distribution).
+(Arunachaleswaran et al. 2024, §2, following Qiao and Zheng 2024; Błasiok, Gopalan, Hu, Nakkiran
+2023 for the distributional version). Both quantities here are **unnormalised** sums over rounds
+(divide by $T$ for the normalised distance of the empirical distribution).
 
 Host-side code: :func:`distance_to_calibration` and :func:`lower_distance_to_calibration` run in
 NumPy/SciPy on the host and are **not** jit- or vmap-able. The exact value is a combinatorial
@@ -31,11 +31,11 @@ How the interval is certified:
 * **Upper end (any $T$).** The cost of an explicit perfectly calibrated $q$ (returned as
   ``witness``): the best of (a) the same DP restricted to paths through atom boundaries in
   $(p, y)$ order with contiguous groups, which contains grouping by forecast value (so the
-  upper end is at most the ECE, Lemma 1 of paper 000) and, for the Almost-One-Step-Ahead
-  forecaster, the grouping of its look-ahead forecasts (so it is at most $T/m + m + 1$,
-  Theorem 1); and (b) rounding the lower-distance LP's fractional solution into an integral
-  partition (Qiao–Zheng 2024 bound the rounding loss by $O(\sqrt T)$): a DP over lattice
-  points next to each vertex of the LP's monotone path (floor, ceiling, nearest atom
+  upper end is at most the ECE, Lemma 1 of Arunachaleswaran et al. 2024) and, for the
+  Almost-One-Step-Ahead forecaster, the grouping of its look-ahead forecasts (so it is at most
+  $T/m + m + 1$, Theorem 1); and (b) rounding the lower-distance LP's fractional solution into
+  an integral partition (Qiao–Zheng 2024 bound the rounding loss by $O(\sqrt T)$): a DP over
+  lattice points next to each vertex of the LP's monotone path (floor, ceiling, nearest atom
   boundaries), where a group may also skip vertices (merging groups), then the same DP around
   the best path found, twice (local improvement).
 * **Lower end.** :func:`lower_distance_to_calibration`, certified by an explicit dual-feasible
@@ -628,7 +628,8 @@ def lower_distance_to_calibration(
     References:
         Błasiok, Gopalan, Hu, Nakkiran (2023), *A unifying theory of distance from
         calibration* (lower distance); Qiao, Zheng (2024), *On the distance from
-        calibration in sequential prediction*; paper 000 §2 (CalDist of a sequence).
+        calibration in sequential prediction*; Arunachaleswaran et al. (2024), §2 (CalDist of a
+        sequence).
     """
     p, y, w, keep = _host_inputs(probs, labels, sample_weight, integer_weights=False)
     (v1, w1), (v0, w0) = _atoms(p[keep], y[keep], w[keep])
@@ -679,10 +680,10 @@ def distance_to_calibration(
 ) -> CalibrationDistance:
     r"""Distance to calibration of a sequence, **unnormalised**, exactly or as a certified interval.
 
-    $\mathrm{CalDist}(p, y) = \min_{q : \mathrm{ECE}(q, y) = 0} \sum_t |p_t - q_t|$ (paper 000,
-    §2). Returns ``CalibrationDistance(lower, upper, exact, witness)`` with
-    ``lower <= CalDist <= upper``; ``lower == upper`` (and ``exact`` True) when the value is
-    exact. ``witness`` holds a perfectly calibrated $q$ whose cost is ``upper``.
+    $\mathrm{CalDist}(p, y) = \min_{q : \mathrm{ECE}(q, y) = 0} \sum_t |p_t - q_t|$
+    (Arunachaleswaran et al. 2024, §2). Returns ``CalibrationDistance(lower, upper, exact,
+    witness)`` with ``lower <= CalDist <= upper``; ``lower == upper`` (and ``exact`` True) when
+    the value is exact. ``witness`` holds a perfectly calibrated $q$ whose cost is ``upper``.
 
     * ``exact=None`` (default): the exact DP when $(n_1+1)(n_0+1) \le 2601$ rounds-pairs
       (about $T \le 100$), otherwise the interval.
@@ -692,7 +693,7 @@ def distance_to_calibration(
 
     See the module docstring for the structure used and how each end is certified. On
     Almost-One-Step-Ahead runs the upper end stays below $T/m + m + 1$ (the construction
-    contains the look-ahead grouping used in the proof of paper 000's Theorem 1).
+    contains the look-ahead grouping used in the proof of Theorem 1 of Arunachaleswaran et al. 2024).
 
     Runs on the host (NumPy/SciPy), not jit-able: a combinatorial DP and an LP with
     data-dependent work. Cost: the lower-distance LP, an $O(A \cdot \min(A, 512))$ DP over

@@ -1,4 +1,4 @@
-r"""The kernel audit as a metric: the RKHS-ball calibration error of paper 003 (Algorithm 2).
+r"""The kernel audit as a metric: the RKHS-ball calibration error of Gopalan et al. (2024, Algorithm 2).
 
 For predictions and labels $(v_i, y_i)$, residuals $z_i = e_{y_i} - v_i$ and a kernel with
 $s^2 \ge \sup_{v\in\Delta_k}\ker(v, v)$, the per-class norms
@@ -154,7 +154,7 @@ def kernel_audit(
     s: float | None = None,
     tile: int = _DEFAULT_TILE,
 ) -> KernelAudit:
-    r"""Algorithm 2 of paper 003: audit multi-class calibration against an RKHS ball.
+    r"""Algorithm 2 of Gopalan et al. (2024): audit multi-class calibration against an RKHS ball.
 
     With $z_i = e_{y_i} - v_i$:
     $\lambda_\ell = (\sum_{i,j} z_{i\ell}z_{j\ell}\ker(v_i,v_j))^{1/2}$ and

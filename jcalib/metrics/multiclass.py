@@ -4,10 +4,11 @@ multi-class helpers (one-hot encoding, accuracy, NLL, L2 error).
 Each ECE reduces a multi-class prediction $v \in \Delta_C$ to binary problems and calls
 `jcalib.metrics.binned_ece` (so binning lives in one place: uniform bins follow
 `jcalib.metrics.bin_index`'s exact edge rule). In the weighted-calibration
-language of paper 003 (§2), all three estimate $\sup_{w \in W} |E\langle y - v, w(v)\rangle|$ for
-a family $W$ that sees only part of $v$; they differ in what the witness may condition on:
+language of Gopalan et al. (2024, §2), all three estimate $\sup_{w \in W} |E\langle y - v,
+w(v)\rangle|$ for a family $W$ that sees only part of $v$; they differ in what the witness may
+condition on:
 
-| metric | condition (paper 003, §2) | witness $w(v)$ | binned estimate |
+| metric | condition (Gopalan et al. 2024, §2) | witness $w(v)$ | binned estimate |
 | --- | --- | --- | --- |
 | `confidence_ece` | $E[y_{\ell_v} \mid v_{\ell_v}] = v_{\ell_v}$ | $\phi(v_{\ell_v})\,e_{\ell_v}$ | bin the top probability over all samples |
 | `top_label_ece` | $E[y_{\ell_v} \mid v_{\ell_v}, \ell_v] = v_{\ell_v}$ | $\phi(v_{\ell_v}, \ell_v)\,e_{\ell_v}$ | bin the top probability separately for each predicted class |
@@ -156,8 +157,8 @@ def l2_error(
 
     The squared Euclidean distance to the one-hot label summed over classes (the multi-class
     Brier score of Brier 1950, not divided by $C$), in $[0, 2]$. This is the sharpness measure
-    $E\lVert \hat p(X) - Y \rVert_2^2$ that decision recalibration never increases (paper 004,
-    §4.1, Theorem 2) and that its experiments report (§5).
+    $E\lVert \hat p(X) - Y \rVert_2^2$ that decision recalibration never increases (Zhao et al.
+    2021, §4.1, Theorem 2) and that its experiments report (§5).
     """
     v, y, w = probs, labels, sample_weight
     sq = jnp.sum(v**2, axis=1) - 2.0 * jnp.take_along_axis(v, y[:, None], axis=1)[:, 0] + 1.0
@@ -184,8 +185,8 @@ def confidence_ece(
     $a_i = \mathbb 1[\arg\max_\ell v_{i\ell} = y_i]$,
     $$\mathrm{ECE}^{\mathrm{conf}} = \mathrm{binned\_ece}(c, a)
       = \Big(\sum_b \frac{W_b}{W} |\bar c_b - \bar a_b|^p\Big)^{1/p},$$
-    the estimate of confidence calibration $E[y_{\ell_v} \mid v_{\ell_v}] = v_{\ell_v}$ (paper 003,
-    §2): bins pool every predicted class.
+    the estimate of confidence calibration $E[y_{\ell_v} \mid v_{\ell_v}] = v_{\ell_v}$ (Gopalan et al.
+    2024, §2): bins pool every predicted class.
 
     Args:
         probs: predictions on the simplex, shape ``(n, C)``.
@@ -237,11 +238,11 @@ def top_label_ece(
       \mathrm{ECE}_\ell^{\,p}\Big)^{1/p}
       = \Big(\sum_\ell \sum_b \frac{W_{\ell b}}{W} |\bar c_{\ell b} - \bar a_{\ell b}|^p\Big)^{1/p},$$
     the estimate of top-label calibration $E[y_{\ell_v} \mid v_{\ell_v}, \ell_v] = v_{\ell_v}$
-    (paper 003, §2), whose witnesses $\phi(v_{\ell_v}, \ell_v)$ may depend on the predicted class.
-    Unlike `confidence_ece`, over- and under-confidence in different predicted classes do
-    not cancel, so $\mathrm{ECE}^{\mathrm{TL}} \ge \mathrm{ECE}^{\mathrm{conf}}$ for uniform
-    bins and $p = 1$. With ``strategy="quantile"`` each predicted class gets its own equal-mass
-    bins (Gupta & Ramdas bin each class separately).
+    (Gopalan et al. 2024, §2), whose witnesses $\phi(v_{\ell_v}, \ell_v)$ may depend on the
+    predicted class. Unlike `confidence_ece`, over- and under-confidence in different predicted
+    classes do not cancel, so $\mathrm{ECE}^{\mathrm{TL}} \ge \mathrm{ECE}^{\mathrm{conf}}$ for
+    uniform bins and $p = 1$. With ``strategy="quantile"`` each predicted class gets its own
+    equal-mass bins (Gupta & Ramdas bin each class separately).
 
     Args:
         probs: predictions on the simplex, shape ``(n, C)``.
@@ -304,12 +305,12 @@ def classwise_ece(
     $$\mathrm{ECE}^{\mathrm{cw}} = \frac1C \sum_{\ell=1}^{C}
       \mathrm{binned\_ece}\big(v_{\cdot \ell},\ \mathbb 1[y = \ell]\big),$$
     the estimate of class-wise calibration $E[y_\ell \mid v_\ell] = v_\ell$ for every $\ell$
-    (paper 003, §2). The mean over classes (not the sum) follows Kull et al.'s definition of
+    (Gopalan et al. 2024, §2). The mean over classes (not the sum) follows Kull et al.'s definition of
     classwise-ECE, $\frac1k\sum_j\sum_i \frac{|B_{i,j}|}{n}|y_j(B_{i,j}) -
     \hat p_j(B_{i,j})|$ over $k$ classes and bins $B_{i,j}$; multiply by $C$ for the sum. Each class gets its own bins (equal-mass
     ones with ``strategy="quantile"``); with ``order > 1`` each class's ECE is an $\ell_p$ average and
     the classes are still averaged arithmetically. The worst class instead, the weighted
-    calibration error of the class-wise family (paper 003, §2), is
+    calibration error of the class-wise family (Gopalan et al. 2024, §2), is
     :func:`jcalib.metrics.max_classwise_calibration_error`: this mean $\le$ that max
     $\le C\,\cdot$ this mean.
 

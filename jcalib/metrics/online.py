@@ -212,7 +212,7 @@ def _scoring_rule(rule, name, bound):
 
 @declare(**_STREAM, q=BinaryProbs(length_of="forecasts"), scoring=Custom(_scoring_rule, "a binary scoring rule"))
 def average_regret(forecasts, q, y, *, scoring: AbstractScoringRule = Brier(), probs=None) -> Float[Array, ""]:
-    r"""$\frac1T\sum_t [s(p_t, y_t) - s(q_t, y_t)]$ against the model's forecasts $q_t$ (paper 001 §1.2).
+    r"""$\frac1T\sum_t [s(p_t, y_t) - s(q_t, y_t)]$ against the model's forecasts $q_t$ (Okoroafor et al. 2024, §1.2).
 
     With ``probs`` the forecaster's score is the expectation under each round's mixture.
     Not divided by $L$. Negative when the forecaster beats the model.

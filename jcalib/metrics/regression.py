@@ -1,7 +1,7 @@
-r"""Calibration and accuracy metrics of predictive distributions for real outcomes (paper 002 §6.1,
-and common batch metrics).
+r"""Calibration and accuracy metrics of predictive distributions for real outcomes (Marx et al.
+2024, §6.1, and common batch metrics).
 
-Paper 002: Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for
+Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for
 Arbitrary Sequences* (TMLR).
 
 A forecast of a real outcome $y_t$ is a distribution $p_t$ with CDF $F_t$. Most calibration
@@ -14,13 +14,13 @@ indicator counts).
 | function | definition | normalised? |
 | --- | --- | --- |
 | :func:`quantile_frequencies` | $f_q = \sum_t w_t 1[u_t \le q] / \sum_t w_t$ | yes (a frequency) |
-| :func:`quantile_calibration_error` ``form="sum"`` | $\sum_{q \in Q} (f_q - q)^2$ (paper 002 §6) | a **sum** over the 99 levels |
+| :func:`quantile_calibration_error` ``form="sum"`` | $\sum_{q \in Q} (f_q - q)^2$ (Marx et al. 2024, §6) | a **sum** over the 99 levels |
 | :func:`quantile_calibration_error` ``form="mean_abs"`` | $\frac{1}{|Q|}\sum_{q\in Q} |f_q - q|$ | mean over levels |
 | :func:`pit_uniformity` | Kolmogorov–Smirnov $\sup_u |\hat G(u) - u|$ of the PIT values | yes |
 | :func:`pit_histogram` | bin frequencies of the PIT values | yes (sums to 1) |
 | :func:`central_interval_coverage` | share of $y_t$ inside the central ``level`` interval | yes |
 | :func:`miscalibration_area` | area between the observed and expected proportion curves (Chung et al. 2021) | yes, in $[0, 1/2]$ |
-| :func:`smape` | $\frac1T\sum_t |y_t - \hat y_t| / ((|y_t| + |\hat y_t|)/2)$ (paper 002 §6) | yes, in $[0, 2]$ |
+| :func:`smape` | $\frac1T\sum_t |y_t - \hat y_t| / ((|y_t| + |\hat y_t|)/2)$ (Marx et al. 2024, §6) | yes, in $[0, 2]$ |
 | :func:`pinball_loss` | mean pinball loss of predicted quantiles | yes |
 | :func:`crps_score` | mean CRPS, closed form by the distribution's own ``crps`` | yes |
 
@@ -61,7 +61,7 @@ __all__ = [
     "smape",
 ]
 
-#: The 99 test levels of paper 002 §6: 0.01, 0.02, …, 0.99 (as float64 NumPy; cast on use).
+#: The 99 test levels of Marx et al. (2024), §6: 0.01, 0.02, …, 0.99 (as float64 NumPy; cast on use).
 QCE_LEVELS = np.round(np.arange(1, 100) / 100.0, 2)
 
 
@@ -100,7 +100,7 @@ def quantile_frequencies(
 ) -> Float[Array, " Q"]:
     r"""The reliability curve: $f_q = \sum_t w_t\,1[u_t \le q] / \sum_t w_t$ for each level $q$.
 
-    Paper 002 §6 calls $f_{q,T}$ "the frequency of the event $F_{p_t}(y_t) \le q$ up to day T".
+    Marx et al. (2024), §6, call $f_{q,T}$ "the frequency of the event $F_{p_t}(y_t) \le q$ up to day T".
     A quantile-calibrated forecaster has $f_q \approx q$.
 
     Args:
@@ -132,7 +132,7 @@ def quantile_calibration_error(
 ) -> Float[Array, ""]:
     r"""Quantile calibration error (QCE, ``form="sum"``) or mean absolute coverage gap (MACE, ``form="mean_abs"``) of a sequence of forecasts.
 
-    ``form="sum"``, QCE (paper 002 §6, the number in its Table 1):
+    ``form="sum"``, QCE (Marx et al. 2024, §6, the number in its Table 1):
     $$\mathrm{QCE} = \sum_{q \in Q} (f_{q,T} - q)^2,\qquad Q = \{0.01, \dots, 0.99\},$$
     a **sum** over the levels of squared gaps (not a mean; a calibrated i.i.d. forecaster
     scores about $16.665/T$, see :func:`qce_calibrated_expectation`).
@@ -344,7 +344,7 @@ def smape(
     *,
     sample_weight: Float[Array, " T"] | None = None,
 ) -> Float[Array, ""]:
-    r"""Symmetric mean absolute percentage error (paper 002 §6):
+    r"""Symmetric mean absolute percentage error (Marx et al. 2024, §6):
     $$\mathrm{SMAPE} = \frac1T \sum_t \frac{|y_t - \hat y_t|}{(|y_t| + |\hat y_t|)/2},$$
     with $\hat y_t$ (``y_pred``, predictions first) the mean of the forecast $p_t$. Normalised, in $[0, 2]$. A round with
     $y_t = \hat y_t = 0$ scores 0 (the 0/0 is taken as a perfect forecast); a round with

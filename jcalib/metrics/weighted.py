@@ -1,4 +1,4 @@
-r"""Weighted multi-class calibration errors (paper 003: Gopalan, Hu, Rothblum 2024, §2, §6, §7).
+r"""Weighted multi-class calibration errors (Gopalan, Hu, Rothblum 2024, §2, §6, §7).
 
 For a family $W$ of weight functions $w: \Delta_k \to [-1, 1]^k$, the $W$-calibration error of
 a distribution of predictions and one-hot labels $(v, y)$ is (Definition 2.2)
@@ -136,7 +136,7 @@ def weighted_calibration_error(
     sample_weight: Float[Array, " n"] | None = None,
     return_witness: bool = False,
 ):
-    r"""$CE_W$ (paper 003, Definition 2.2) for a finite family $W = \{w_1, \dots, w_M\}$,
+    r"""$CE_W$ (Gopalan et al. 2024, Definition 2.2) for a finite family $W = \{w_1, \dots, w_M\}$,
     **normalised**: $\max_m |\frac1N\sum_i \omega_i\langle y_i - v_i, w_m(v_i)\rangle|$.
 
     Accepted families:
@@ -203,7 +203,7 @@ def max_classwise_calibration_error(
     sample_weight: Float[Array, " n"] | None = None,
     return_witness: bool = False,
 ):
-    r"""$CE_W$ for the class-wise family $W = \{\phi(v_\ell)e_\ell\}$ (paper 003, §2),
+    r"""$CE_W$ for the class-wise family $W = \{\phi(v_\ell)e_\ell\}$ (Gopalan et al. 2024, §2),
     **normalised**, with $\phi$ constant on bins: $\max_\ell \mathrm{ECE}_\ell$.
 
     For one class the best $\phi$ is the sign of the bin's residual, giving that class's
@@ -242,16 +242,16 @@ def two_action_decision_calibration_error(
     search: PartitionSearch = PartitionSearch(),
     sample_weight: Float[Array, " n"] | None = None,
 ):
-    r"""Two-action decision calibration error (paper 003, Definition 2.3), **normalised**:
+    r"""Two-action decision calibration error (Gopalan et al. 2024, Definition 2.3), **normalised**:
 
     $$decCE = \sup_{a\in\mathbb R^k, b\in\mathbb R}\ \|E[(y - v)1(\langle a, v\rangle > b)]\|_2
       + \|E[(y - v)1(\langle a, v\rangle \le b)]\|_2 .$$
 
-    This is :func:`jcalib.metrics.decision_calibration_error` with ``n_actions=2`` (paper 004,
-    Eq. 8, K = 2): the cells $\arg\max(\langle v, w_1\rangle, \langle v, w_2\rangle)$ are the
-    half-spaces $\langle w_1 - w_2, v\rangle > 0$, and paper 003's footnote 6 shows the offset
-    $b$ can be absorbed since $\langle 1, v\rangle = 1$. Both use the sample mean, so the
-    values agree exactly. The supremum is searched (softmax relaxation, random restarts), so
+    This is :func:`jcalib.metrics.decision_calibration_error` with ``n_actions=2`` (Zhao et al.
+    2021, Eq. 8, K = 2): the cells $\arg\max(\langle v, w_1\rangle, \langle v, w_2\rangle)$ are the
+    half-spaces $\langle w_1 - w_2, v\rangle > 0$, and footnote 6 of Gopalan et al. (2024) shows
+    the offset $b$ can be absorbed since $\langle 1, v\rangle = 1$. Both use the sample mean, so
+    the values agree exactly. The supremum is searched (softmax relaxation, random restarts), so
     ``.value`` is a **lower bound** (Theorem 5.1: no poly(k)-time auditor is expected).
 
     Args:
@@ -383,7 +383,7 @@ def subset_smooth_calibration_error(
     max_subsets: int = 4096,
     return_witness: bool = False,
 ):
-    r"""$m$-subset smooth calibration error (paper 003, Definition 2.4), **normalised**:
+    r"""$m$-subset smooth calibration error (Gopalan et al. 2024, Definition 2.4), **normalised**:
 
     $$ssCE_m = \sup_{T\subseteq[k],\,|T|\le m}\ \sup_{\phi\in\mathrm{Lip}}
       E\big[\langle 1_T, y - v\rangle\,\phi(\langle 1_T, v\rangle)\big],$$
@@ -456,7 +456,7 @@ def projected_smooth_calibration_error(
     max_directions: int = 512,
     return_witness: bool = False,
 ):
-    r"""$m$-projected smooth calibration error (paper 003, Definition 2.5), **normalised**:
+    r"""$m$-projected smooth calibration error (Gopalan et al. 2024, Definition 2.5), **normalised**:
     a lower bound from a finite set of directions, each solved exactly.
 
     $$psCE_m = \sum_{\ell=1}^k\ \sup_{a\in[-1,1]^k,\ \|a\|_2^2\le m}\ \sup_{\phi\in\mathrm{Lip}}
@@ -523,7 +523,7 @@ def full_smooth_calibration_error(
     max_points: int = 600,
     return_witness: bool = False,
 ):
-    r"""Full smooth calibration error (paper 003, Definition 2.6), **normalised**, exactly:
+    r"""Full smooth calibration error (Gopalan et al. 2024, Definition 2.6), **normalised**, exactly:
 
     $$fsCE = \sum_\ell \sup_{h} E[(y_\ell - v_\ell)\,h(v)]$$
 
@@ -609,7 +609,7 @@ def sigmoid_calibration_error(
     sample_weight: Float[Array, " n"] | None = None,
     return_witness: bool = False,
 ):
-    r"""Sigmoid calibration error $CE_{\Sigma_L^k}$ (paper 003, Definition 7.7), **normalised**,
+    r"""Sigmoid calibration error $CE_{\Sigma_L^k}$ (Gopalan et al. 2024, Definition 7.7), **normalised**,
     a lower bound from projected gradient ascent:
 
     $$CE_{\Sigma_L^k} = \sum_\ell \sup_{a\in[-1,1]^k,\ b\in\mathbb R}
@@ -688,8 +688,8 @@ def low_degree_calibration_error(
     tile: int = 512,
     return_witness: bool = False,
 ):
-    r"""Low-degree calibration error $CE_{P(d,1)^k}$ (paper 003, Definition 6.5, after
-    GKSZ22), **normalised**.
+    r"""Low-degree calibration error $CE_{P(d,1)^k}$ (Gopalan et al. 2024, Definition
+    6.5, after GKSZ22), **normalised**.
 
     $P(d,1)$: polynomials $p(v) = \sum_{\deg e\le d} w_e v^e$ with $\sum_e|w_e| \le 1$ (so
     $|p| \le 1$ on the simplex, as every monomial is). A linear functional's supremum over an

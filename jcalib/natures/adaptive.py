@@ -101,7 +101,7 @@ class MaxCalibrationError(AbstractNature):
 
     the expected increase of $\sum_k |b_k|$ (ties: $y = 0$). With ``n_bins`` equal to a grid
     forecaster's grid the buckets are its forecast values, so $\sum_k |b_k|$ is its exact ECE
-    (paper 000, §2).
+    (Arunachaleswaran et al. 2024, §2).
 
     Attributes:
         n_bins: bucket grid size $n$ (static: fixes the state's shape).

@@ -1,11 +1,11 @@
 r"""Natures that reveal a model's forecast $q_t$ as the context, then draw $y_t$ from the truth.
 
-The setting of online recalibration (paper 001; paper 002 §5.2): before each round a model
-(the "oracle" or "expert") announces $q_t \in [0, 1]$; the recalibrating forecaster sees it
-as the context ``x``; then $y_t \sim \mathrm{Bernoulli}(p^*_t)$ with a true probability
-$p^*_t$ the model gets wrong in a known way. The latent $p^*_t$ lives in the state: drawn at
-``init`` for the first round and by ``update`` (with the round's update key) for the next, so
-``context`` and ``outcome`` of one round see the same $p^*_t$.
+The setting of online recalibration (Okoroafor et al. 2024; Marx et al. 2024, §5.2): before each
+round a model (the "oracle" or "expert") announces $q_t \in [0, 1]$; the recalibrating
+forecaster sees it as the context ``x``; then $y_t \sim \mathrm{Bernoulli}(p^*_t)$ with a true
+probability $p^*_t$ the model gets wrong in a known way. The latent $p^*_t$ lives in the state:
+drawn at ``init`` for the first round and by ``update`` (with the round's update key) for the
+next, so ``context`` and ``outcome`` of one round see the same $p^*_t$.
 
 Every model here is miscalibrated on purpose, with a known recalibration map, so a
 recalibrator's result can be checked against the truth.

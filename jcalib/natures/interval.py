@@ -1,11 +1,11 @@
-r"""Natures with real outcomes in an interval (paper 002's setting: outcomes rescaled to $[0, 1]$).
+r"""Natures with real outcomes in an interval (the setting of Marx et al. 2024: outcomes rescaled to $[0, 1]$).
 
 - :class:`IIDInterval`: $y_t$ i.i.d. from a fixed piecewise-constant density (oblivious).
 - :class:`HalfSpaceAdversary`: the adaptive adversary of Blackwell forecasting: it tracks
   $\bar\pi_{t-1}$ of a payoff and plays the outcome on a grid (or in $\{0, 1\}$) that
   maximises $\langle\bar\pi_{t-1}, \pi(x_t, p_t, y)\rangle$ against the published forecast —
   the move that Theorem 4.3's oracle must withstand.
-- :class:`OverconfidentGaussian`: a recalibration stream (paper 002 §5.2, §6): a latent mean
+- :class:`OverconfidentGaussian`: a recalibration stream (Marx et al. 2024, §5.2, §6): a latent mean
   $\mu_t$ (AR(1)), outcomes from the Gaussian $N(\mu_t, s^2)$ truncated to $[0,1]$ and binned
   onto the edges; the context is an expert who knows $\mu_t$ but reports the scale $\kappa s$
   with $\kappa < 1$ (overconfident), as an :class:`~jcalib.payoffs.ExpertContext`.

@@ -1,4 +1,4 @@
-r"""Natures for online recalibration (paper 001): an adaptive adversary that sees the published mixture.
+r"""Natures for online recalibration (Okoroafor et al. 2024): an adaptive adversary that sees the published mixture.
 
 The miscalibrated models of :mod:`jcalib.natures.contextual` (``TwoLevelModel``,
 ``DistortedModel``, ``DriftingModel``) are the oblivious natures of this setting, and

@@ -1,6 +1,6 @@
-r"""Paper 000's line-up of binary natures, sized for a horizon: oblivious streams, a replayed
-sequence and adaptive adversaries (the demo's and ``experiments/aosa_distance_bound.py``'s
-natures)."""
+r"""Arunachaleswaran et al.'s (2024) line-up of binary natures, sized for a horizon: oblivious
+streams, a replayed sequence and adaptive adversaries (the demo's and
+``experiments/aosa_distance_bound.py``'s natures)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""jcalib.payoffs: Blackwell payoffs and half-space oracles (paper 002).
+"""jcalib.payoffs: Blackwell payoffs and half-space oracles (Marx et al. 2024).
 
 A payoff $\\pi(x, p, y)$ turns a notion of calibration into a vector whose running mean
 Algorithm 1 (:class:`jcalib.forecasters.BlackwellForecaster`) and ORCA

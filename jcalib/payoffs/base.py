@@ -1,6 +1,6 @@
-r"""The payoff protocol of Blackwell forecasting (paper 002, §3 and §4).
+r"""The payoff protocol of Blackwell forecasting (Marx et al. 2024, §3 and §4).
 
-Paper 002: Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for Arbitrary
+Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for Arbitrary
 Sequences* (TMLR).
 
 A payoff $\pi(x, p, y) \in \mathbb R^d$ maps a context $x$, a forecast $p \in \Delta(\mathcal Y)$
@@ -81,7 +81,7 @@ __all__ = [
 
 
 class ExpertContext(NamedTuple):
-    """The context of recalibration (paper 002 §4.2, §6): an expert's forecast and features.
+    """The context of recalibration (Marx et al. 2024, §4.2, §6): an expert's forecast and features.
 
     Attributes:
         expert: the expert's forecast distribution (e.g. a ``PiecewiseConstant``).
@@ -348,7 +348,7 @@ def direction(payoff: AbstractPayoff, mean: Float[Array, " d"]) -> Float[Array, 
 
 
 class DirectSum(AbstractExpectations):
-    r"""The direct sum $\pi = \bigoplus_i \pi^{(i)}/\sqrt{B_i}$ (paper 002, Prop. 4.4).
+    r"""The direct sum $\pi = \bigoplus_i \pi^{(i)}/\sqrt{B_i}$ (Marx et al. 2024, Prop. 4.4).
 
     Each block is divided by the square root of its own bound, so each has bound 1 and the sum
     has $B = n$ (the number of blocks). Algorithm 1 then gives every block

@@ -1,4 +1,4 @@
-r"""Calibration payoffs for binary outcomes on a grid $\{0, 1/m, \dots, 1\}$ (paper 002 §3, App. C.2.1).
+r"""Calibration payoffs for binary outcomes on a grid $\{0, 1/m, \dots, 1\}$ (Marx et al. 2024, §3, App. C.2.1).
 
 - :class:`BinaryCalibration`: $\pi_v(p, y) = w_v(p)\,(p - y)$, $v = 0, \dots, m$, with $w_v$ the
   tent partition of unity (the continuous "$\mathbb 1\{p\approx v\}$" of the paper's §2, after Eq.
@@ -57,7 +57,7 @@ _tent_weights = tent_weights.__wrapped__  # inside the payoffs' rounds: forecast
 
 
 class BinaryCalibration(AbstractPayoff):
-    r"""$\pi_v(x, p, y) = w_v(p)(p - y)$ over the grid $v \in \{0, 1/m, \dots, 1\}$ (paper 002, §3).
+    r"""$\pi_v(x, p, y) = w_v(p)(p - y)$ over the grid $v \in \{0, 1/m, \dots, 1\}$ (Marx et al. 2024, §3).
 
     Attributes:
         n_bins: $m$ (the grid has $m + 1$ points; static).

@@ -1,4 +1,4 @@
-r"""Decision calibration and swap regret for a utility $u(a, y, x)$ over $K$ actions (paper 002, §3).
+r"""Decision calibration and swap regret for a utility $u(a, y, x)$ over $K$ actions (Marx et al. 2024, §3).
 
 - :class:`DecisionCalibration`: $\pi_a = \mathbb E_{y\sim p} u(a, y, x) - u(a, y_t, x)$: the
   forecast's predicted utility of every action matches the realised one on average.
@@ -66,7 +66,7 @@ def _utility_gap(utility, x, p, y):
 
 
 class DecisionCalibration(AbstractPayoff):
-    r"""$\pi_a(x, p, y) = \mathbb E_{y'\sim p}u(a,y',x) - u(a,y,x)$, $a = 1..K$ (paper 002, §3).
+    r"""$\pi_a(x, p, y) = \mathbb E_{y'\sim p}u(a,y',x) - u(a,y,x)$, $a = 1..K$ (Marx et al. 2024, §3).
 
     Attributes:
         utility: ``(y, x) -> (K,)`` utilities of the $K$ actions.
@@ -94,7 +94,7 @@ class DecisionCalibration(AbstractPayoff):
 
 
 class SwapRegret(AbstractPayoff):
-    r"""$\pi_{a,a'} = \mathbb 1\{a' = \delta(p,x)\}(\mathbb E_p u(a,\cdot,x) - u(a,y,x))$, flattened ``[a', a]`` (paper 002, §3).
+    r"""$\pi_{a,a'} = \mathbb 1\{a' = \delta(p,x)\}(\mathbb E_p u(a,\cdot,x) - u(a,y,x))$, flattened ``[a', a]`` (Marx et al. 2024, §3).
 
     Attributes:
         utility: ``(y, x) -> (K,)``.

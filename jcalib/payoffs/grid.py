@@ -1,4 +1,4 @@
-r"""Payoffs indexed by a finite grid of forecasts or actions (paper 002, App. C).
+r"""Payoffs indexed by a finite grid of forecasts or actions (Marx et al. 2024, App. C).
 
 They pair with the specialised half-space oracles of :mod:`jcalib.payoffs.oracles`:
 

@@ -1,6 +1,6 @@
-r"""Calibration and regret payoffs for real outcomes in an interval $[lo, hi]$ (paper 002, §3, App. B).
+r"""Calibration and regret payoffs for real outcomes in an interval $[lo, hi]$ (Marx et al. 2024, §3, App. B).
 
-Paper 002: Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for Arbitrary
+Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for Arbitrary
 Sequences* (TMLR).
 
 The forecast $p$ is a distribution module with ``cdf``, ``quantile``, ``moment``, ``mean`` and
@@ -90,11 +90,11 @@ def _sup_quantile_norm2(levels: np.ndarray) -> float:
 
 
 class QuantileCalibration(AbstractExpectations):
-    r"""$\pi_\alpha(x, p, y) = \mathbb 1\{F_p(y) \le \alpha\} - \alpha$, $\alpha_j = j/(m+1)$ (paper 002, §3, Eq. 19).
+    r"""$\pi_\alpha(x, p, y) = \mathbb 1\{F_p(y) \le \alpha\} - \alpha$, $\alpha_j = j/(m+1)$ (Marx et al. 2024, §3, Eq. 19).
 
     Consistent for continuous $p$ ($\mathbb E_{y\sim p}\mathbb 1\{F_p(y)\le\alpha\} = \alpha$);
     $B = \max_u \sum_{\alpha<u}\alpha^2 + \sum_{\alpha\ge u}(1-\alpha)^2$ exactly. The squared
-    norm of $\bar\pi_T$ is the (sum-form) quantile calibration error QCE of paper 002 §6 when
+    norm of $\bar\pi_T$ is the (sum-form) quantile calibration error QCE of Marx et al. (2024, §6) when
     $m = 99$.
 
     :meth:`expect_uniform` is closed-form: for $y \sim U[lo, hi]$ and a continuous increasing
@@ -297,7 +297,7 @@ def _uniform_power_mean(lo, hi, k: int):
 
 
 class MomentCalibration(AbstractExpectations, AbstractIntervalPayoff):
-    r"""$\pi_k(x, p, y) = \mathbb E_{y'\sim p}[y'^k] - y^k$ for $k$ in ``orders`` (paper 002, §3).
+    r"""$\pi_k(x, p, y) = \mathbb E_{y'\sim p}[y'^k] - y^k$ for $k$ in ``orders`` (Marx et al. 2024, §3).
 
     $B = \sum_k (\max_{[lo,hi]} y^k - \min_{[lo,hi]} y^k)^2$ (attained by a point mass at one end
     and $y$ at the other). Raw moments, unnormalised.
@@ -369,7 +369,7 @@ _LOSSES = ("crps", "mse")
 
 
 class ExpertRegret(AbstractExpectations, AbstractIntervalPayoff):
-    r"""$\pi_\ell(x, p, y) = \ell(p, y) - \ell(e(x), y)$ per loss $\ell$ (paper 002, Eq. 6–7).
+    r"""$\pi_\ell(x, p, y) = \ell(p, y) - \ell(e(x), y)$ per loss $\ell$ (Marx et al. 2024, Eq. 6–7).
 
     $e(x)$ is the expert's forecast: ``x.expert`` for an :class:`ExpertContext`, else ``x``
     itself. Losses: ``"crps"`` ($\mathrm{CRPS}(p, y)$, in $[0, hi-lo]$) and ``"mse"``

@@ -4,9 +4,9 @@ Online multicalibration (Gupta, Jung, Noarov, Pai, Roth 2022, *Online multivalid
 means, moments, and prediction intervals*, ITCS, the mean-multicalibration objective): the
 context $x_t$ says which groups of a family the round belongs to — memberships
 $g(x_t) \in [0, 1]^G$, overlapping — and the forecasts must be calibrated on every group's
-subsequence, at every forecast level. As a Blackwell payoff (paper 002's §3 calibration
-payoff, one block per group; Marx, Kuleshov, Ermon et al. 2024, *Calibrated Probabilistic
-Forecasts for Arbitrary Sequences*):
+subsequence, at every forecast level. As a Blackwell payoff (the §3 calibration payoff of
+Marx, Kuleshov, Ermon et al. 2024, *Calibrated Probabilistic Forecasts for Arbitrary
+Sequences*, one block per group):
 $$\pi_{g,v}(x, p, y) = g(x)_g\; w_v(p)\,(p - y),\qquad g = 1..G,\ v = 0, \dots, m,$$
 with $w_v$ the tent partition of unity on the grid $\{0, 1/m, \dots, 1\}$
 (:func:`~jcalib.payoffs.tent_weights`). $\bar\pi_{g,\cdot}$ is group $g$'s (tent-binned)
@@ -14,8 +14,8 @@ calibration vector divided by $T$. Consistent ($\mathbb E_{y\sim p}\pi = 0$) and
 $B = \sup_x \sum_g g(x)_g^2 \le k$ when each round belongs to at most $k$ groups
 (``max_overlap``).
 
-The oracle (:class:`MulticalibrationOracle`) reduces to Kakade–Foster's fixed point (paper 002,
-App. C.2.1): $\langle c, \pi\rangle = \big(\sum_v w_v(p)\,\tilde c_v\big)(p - y)$ with the
+The oracle (:class:`MulticalibrationOracle`) reduces to Kakade–Foster's fixed point (Marx et al.
+2024, App. C.2.1): $\langle c, \pi\rangle = \big(\sum_v w_v(p)\,\tilde c_v\big)(p - y)$ with the
 group-aggregated direction $\tilde c_v = \sum_g g(x)_g\,c_{g,v}$, so the forecast
 $p = $ :func:`~jcalib.payoffs.tent_root` $(\tilde c)$ has certificate $\le 0$ for every
 $y \in [0, 1]$ (0 in the interior).
@@ -96,7 +96,7 @@ class MulticalibrationOracle(AbstractOracle):
     and $\langle c, \pi(x, p, y)\rangle = \tilde g(p)\,(p - y)$ with
     $\tilde g(p) = \sum_v w_v(p)\tilde c_v$, which is 0 at an interior root, and
     $\le 0$ at $p = 0$ ($\tilde c_0 \ge 0$) and $p = 1$ ($\tilde c_m \le 0$) — Eq. (4) of
-    paper 002 holds exactly, so Algorithm 1 gets Theorem 4.3's bound
+    Marx et al. (2024) holds exactly, so Algorithm 1 gets Theorem 4.3's bound
     $\|\bar\pi_T\|_2^2 \le B/T$ against every sequence. Work $O(G\,m)$ per round.
 
     Attributes:

@@ -1,6 +1,6 @@
-r"""Specialised half-space oracles of paper 002, App. C.
+r"""Specialised half-space oracles of Marx et al. (2024), App. C.
 
-Paper 002: Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for Arbitrary
+Marx, Kuleshov, Ermon et al. (2024), *Calibrated Probabilistic Forecasts for Arbitrary
 Sequences* (TMLR).
 
 A half-space oracle receives the current direction $c$ (Algorithm 1's $\bar\pi_{t-1}$, positive
@@ -85,7 +85,7 @@ class AbstractOracle(eqx.Module):
     ``public`` the published (mixed) strategy and ``certificate``
     $= \max_y \langle c, \pi(x, \text{public}, y)\rangle$ for :attr:`payoff`, computed before
     the outcome. :class:`~jcalib.forecasters.BlackwellForecaster` plays any oracle (Algorithm 1);
-    the oracles of App. C are in this module, paper 001's is
+    the oracles of App. C are in this module, that of Okoroafor et al. (2024) is
     :class:`~jcalib.forecasters.ApproachabilityOracle`.
     """
 
@@ -139,7 +139,7 @@ def tent_root(c: Float[Array, " n_bins+1"]):
 
 
 class KakadeFoster(AbstractOracle):
-    r"""Kakade–Foster fixed point on the grid $\{0, 1/m, \dots, 1\}$ (paper 002, App. C.2.1).
+    r"""Kakade–Foster fixed point on the grid $\{0, 1/m, \dots, 1\}$ (Marx et al. 2024, App. C.2.1).
 
     Deterministic: forecast $f$ = :func:`tent_root` of $c$, payoff
     :class:`~jcalib.payoffs.BinaryCalibration`: $\langle c, \pi\rangle = g(f)(f - y) \le 0$ for
@@ -267,7 +267,7 @@ def game_value_mirror_prox(A: Float[Array, "r n"], n_steps: int):
 
 
 class ConformalOracle(AbstractOracle):
-    r"""Adaptive conformal inference as approachability (paper 002, App. C.1.1), rule corrected.
+    r"""Adaptive conformal inference as approachability (Marx et al. 2024, App. C.1.1), rule corrected.
 
     Actions $a_i = i/M$; payoff :class:`ConformalPayoff`. **The paper's randomised rule is
     wrong as written**: it mixes any sign-changing neighbours $a_i, a_{i+1}$ with weights
@@ -410,7 +410,7 @@ def _z_max(gx, gy, const):
 
 
 class MomentOracle(AbstractOracle):
-    r"""Moment calibration on a grid of $(\mu, \sigma)$, $\sigma = \mathbb E[y^2]$ (paper 002, App. C.2.2).
+    r"""Moment calibration on a grid of $(\mu, \sigma)$, $\sigma = \mathbb E[y^2]$ (Marx et al. 2024, App. C.2.2).
 
     With $g(f) = \sum_v w_v(f) c_v$ (Freudenthal weights, piecewise affine), the forecast is a
     solution of the variational inequality $\langle g(f), f - z\rangle \le 0$ for all
@@ -514,7 +514,7 @@ class MomentOracle(AbstractOracle):
 
 
 class QuantileStepOracle(AbstractOracle):
-    r"""Quantile calibration with step quantile functions (paper 002, App. C.1.2), on a grid of levels.
+    r"""Quantile calibration with step quantile functions (Marx et al. 2024, App. C.1.2), on a grid of levels.
 
     Payoff (C.1.2): $\pi_a(Q, y) = \mathbb 1\{y \le Q(a)\} - a$ over levels $a_j = j/(m+1)$,
     for a quantile function $Q$ taking values in $\{y_{min}, y_{max}\}$ (the oracle's outputs are

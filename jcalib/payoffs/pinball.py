@@ -1,4 +1,4 @@
-r"""Regret against an expert's quantile decisions under pinball losses (paper 002, §5).
+r"""Regret against an expert's quantile decisions under pinball losses (Marx et al. 2024, §5).
 
 A decision maker who pays the pinball loss $\rho_\alpha(y - a)$, $\rho_\alpha(u) =
 \max(\alpha u, (\alpha - 1)u)$, acts on a forecast $p$ with its Bayes action, the quantile
@@ -6,7 +6,7 @@ $Q_p(\alpha)$. :class:`PinballRegret` compares the loss of the forecast's action
 of the expert's action $Q_{e(x)}(\alpha)$, one coordinate per level:
 $$\pi_j(x, p, y) = \rho_{\alpha_j}\big(y - Q_p(\alpha_j)\big) - \rho_{\alpha_j}\big(y - Q_{e(x)}(\alpha_j)\big).$$
 It is the regret block of Theorem 5.2 for the decision losses $\ell_j(a, y) = \rho_{\alpha_j}(y-a)$
-with the expert's Bayes actions as the comparator (paper 002 §6.2's operator pays
+with the expert's Bayes actions as the comparator (the operator of Marx et al. 2024, §6.2, pays
 $(1+\lambda)(y-a)_+ + (1-\lambda)(a-y)_+ = 2\rho_{(1+\lambda)/2}(y-a)$). It is
 semi-consistent (Condition 4): $Q_p(\alpha)$ minimises $\mathbb E_{y\sim p}\rho_\alpha(y-a)$
 over $a$, so $\mathbb E_{y\sim p}\pi_j \le 0$, and a forecaster that drives $(\bar\pi_T)_+$ to
@@ -44,7 +44,7 @@ def _as_levels(levels) -> tuple:
 
 
 class PinballRegret(AbstractExpectations, AbstractIntervalPayoff):
-    r"""$\pi_j = \rho_{\alpha_j}(y - Q_p(\alpha_j)) - \rho_{\alpha_j}(y - Q_{e(x)}(\alpha_j))$ per level $\alpha_j$ (paper 002, §5).
+    r"""$\pi_j = \rho_{\alpha_j}(y - Q_p(\alpha_j)) - \rho_{\alpha_j}(y - Q_{e(x)}(\alpha_j))$ per level $\alpha_j$ (Marx et al. 2024, §5).
 
     $e(x)$ is the expert's forecast: ``x.expert`` for an
     :class:`~jcalib.payoffs.ExpertContext`, else ``x`` itself (as for
@@ -68,7 +68,7 @@ class PinballRegret(AbstractExpectations, AbstractIntervalPayoff):
         [-0.1111]
 
     References:
-        Paper 002 (Blackwell forecasting), §5, Theorem 5.2 and Proposition A.5; §6.2.
+        Marx et al. (2024) (Blackwell forecasting), §5, Theorem 5.2 and Proposition A.5; §6.2.
     """
 
     levels: tuple = eqx.field(static=True, converter=_as_levels)

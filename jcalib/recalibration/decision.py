@@ -1,4 +1,4 @@
-"""Decision recalibration: Algorithm 1 and its softmax version (paper 004, §4.3–4.4).
+"""Decision recalibration: Algorithm 1 and its softmax version (Zhao et al. 2021, §4.3–4.4).
 
 Zhao, Kim, Sahoo, Ma, Ermon (NeurIPS 2021), *Calibrating Predictions to Decisions*.
 
@@ -271,7 +271,7 @@ _SEARCH = Custom(_search, "a jcalib.metrics.PartitionSearch")
 
 
 class DecisionCalibration(AbstractRecalibrator):
-    """Decision recalibration (paper 004, Algorithm 1 and its soft version), ``n_stages`` stages.
+    """Decision recalibration (Zhao et al. 2021, Algorithm 1 and its soft version), ``n_stages`` stages.
 
     ``fit`` is one jitted ``lax.scan`` over stages, each running the vmapped multi-restart
     partition search (itself a ``lax.scan`` of Adam steps): it jits and vmaps (over keys,

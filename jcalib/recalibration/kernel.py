@@ -1,5 +1,5 @@
 r"""Kernel auditing and witness-based post-processing for weighted multi-class calibration
-(paper 003: Gopalan, Hu, Rothblum 2024, *On Computationally Efficient Multi-Class Calibration*).
+(Gopalan, Hu, Rothblum 2024, *On Computationally Efficient Multi-Class Calibration*).
 
 A distribution of predictions and labels $(v, y) \in \Delta_k \times E_k$ is
 $(W, \alpha)$-calibrated when $CE_W = \sup_{w \in W} |E\langle y - v, w(v)\rangle| \le \alpha$
@@ -120,7 +120,7 @@ def kernel_weak_learner(
     s: float | None = None,
     tile: int = _DEFAULT_TILE,
 ) -> tuple[Float[Array, ""], KernelWitness]:
-    r"""Algorithm 1 of paper 003: weak agnostic learner for an RKHS ball.
+    r"""Algorithm 1 of Gopalan et al. (2024): weak agnostic learner for an RKHS ball.
 
     Given $(v_i, z_i) \in \Delta_k\times[-1, 1]$, returns $w(v) = \frac{1}{\lambda s}\sum_i
     z_i\ker(v_i, v)$ with $\lambda = (\sum_{i,j} z_i z_j \ker(v_i, v_j))^{1/2}$, and its
@@ -253,8 +253,8 @@ def _fit_jit(v, y, weights, beta, eta, *, kernel, s, tile, n_steps):
 
 
 class KernelCalibration(AbstractRecalibrator):
-    r"""Post-processing until the kernel auditor finds no witness reaching ``beta`` (paper 003,
-    Lemma 4.2, following GKSZ22 Lemma 33).
+    r"""Post-processing until the kernel auditor finds no witness reaching ``beta`` (Gopalan et al.
+    2024, Lemma 4.2, following GKSZ22 Lemma 33).
 
     Repeat for ``max_steps`` steps (fixed, one ``lax.scan``): audit the current training
     predictions with :func:`jcalib.metrics.kernel_audit`; if its witness $w'$ has correlation
@@ -405,7 +405,7 @@ class KernelCalibration(AbstractRecalibrator):
 
 
 class TheoremAuditor(eqx.Module):
-    r"""An auditor with parameters derived from a theorem of paper 003.
+    r"""An auditor with parameters derived from a theorem of Gopalan et al. (2024).
 
     Calling it runs :func:`kernel_audit` with its kernel. Decision rule of Definition 4.1: if
     the population error exceeds ``alpha``, the witness's correlation is at least
@@ -443,7 +443,7 @@ _DEGREE = Optional(Integer(0, 2**12, what="a multinomial kernel of that degree o
 
 @declare(alpha=_ALPHA, max_sq_norm=Real(1, static=True), degree=_DEGREE)
 def projected_smooth_auditor(alpha: float, max_sq_norm: float = 2.0, degree: int | None = None) -> TheoremAuditor:
-    r"""Kernel auditor for $m$-projected smooth calibration (paper 003, Theorem 7.1).
+    r"""Kernel auditor for $m$-projected smooth calibration (Gopalan et al. 2024, Theorem 7.1).
 
     Theorem 7.1: for $\alpha, \delta \in (0, 1/2)$ and $m \in [2, k]$ there is an
     $(\alpha, 1/m^{O(1/\alpha)})$ auditor for $m$-projected smooth calibration (hence also for
@@ -511,7 +511,7 @@ def _tanh_degree(alpha: float, L: float, max_degree: int = 1024) -> int:
 
 @declare(alpha=_ALPHA, L=Real(1, static=True), k=Optional(Integer(1, 2**24)), degree=_DEGREE)
 def sigmoid_auditor(alpha: float, L: float, k: int | None = None, degree: int | None = None) -> TheoremAuditor:
-    r"""Kernel auditor for sigmoid calibration $\Sigma_L^k$ (paper 003, Definition 7.7, Theorem 7.9).
+    r"""Kernel auditor for sigmoid calibration $\Sigma_L^k$ (Gopalan et al. 2024, Definition 7.7, Theorem 7.9).
 
     $\Sigma_L = \{v \mapsto \tanh(L\langle a, v\rangle + b): a \in [-1,1]^k, b\in\mathbb R\}$.
     Theorem 7.9: for $\alpha\in(0,1/2)$, $L > 1$ there is an $(\alpha, \beta)$ auditor for

@@ -12,8 +12,9 @@ result        = recorder.finalise(rstate, outs)    # outs: the per-round outs st
 running statistics in ``rstate`` and emit ``None`` per round, so a run of $10^7$ rounds holds
 O(1) memory in T. ``play``/``sweep`` take ``record=`` as a recorder, a tuple or dict of
 recorders (the result has the same structure), or a shorthand string: ``"full"`` is
-``History()``; other shorthands (``"summary"``: paper 000's grid summary) are registered by
-the modules that define them (:func:`register_shorthand`), so the core knows no paper's types.
+``History()``; other shorthands (``"summary"``: the grid summary of Arunachaleswaran et al.
+2024) are registered by the modules that define them (:func:`register_shorthand`), so the core
+knows no paper's types.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-r"""Bucket counts and regret sums for online recalibration (paper 001): memory O(m), any T.
+r"""Bucket counts and regret sums for online recalibration (Okoroafor et al. 2024): memory O(m), any T.
 
 :class:`RecalibrationCounts` keeps, per point of the grid $\{0, 1/m, \dots, 1\}$, the realised
 counts and ones (int32, exact; DESIGN.md "Numbers") and the *expected* counts and ones under
 each round's published mixture (floats), the realised and expected regret sums against the
 model's forecast $q_t$ (the context), and the model's own forecasts in $K$ midpoint buckets (for
-its reliability diagram). Everything paper 001's metrics need
+its reliability diagram). Everything the metrics of Okoroafor et al. (2024) need
 (:mod:`jcalib.metrics.online`) is a function of the final :class:`RecalibrationSummary`, so a
 sweep of $10^6$ rounds never keeps a history.
 """

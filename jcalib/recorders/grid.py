@@ -1,11 +1,11 @@
-r"""Paper 000's grid summary: per-grid-point counts that replace a full history of binary forecasts.
+r"""Arunachaleswaran et al.'s (2024) grid summary: per-grid-point counts in place of a full history of binary forecasts.
 
 For forecasts on the grid $\{0, 1/m, \dots, 1\}$, the counts ``counts[i]`` of rounds that
 forecast $i/m$ and the number ``ones[i]`` of those whose outcome was 1 are exactly what the
-ECE of paper 000 (§2) and the distance to calibration of a grid forecaster need. Everything is
-counted in int32, so a run of $10^7$ rounds takes the same numbers in float32 and float64
-(DESIGN.md, "Numbers"). ``record="summary"`` is shorthand for ``GridCounts`` on the
-forecaster's own grid (its ``value_grid``).
+ECE of Arunachaleswaran et al. (2024, §2) and the distance to calibration of a grid forecaster
+need. Everything is counted in int32, so a run of $10^7$ rounds takes the same numbers in
+float32 and float64 (DESIGN.md, "Numbers"). ``record="summary"`` is shorthand for ``GridCounts``
+on the forecaster's own grid (its ``value_grid``).
 """
 
 from __future__ import annotations
@@ -51,22 +51,23 @@ class GridSummary(NamedTuple):
 
     @property
     def info_l1(self) -> Array:
-        """$\\sum_t |p_t - \\tilde p_t|$, the first term of paper 000's Theorem 1 (divided once)."""
+        """$\\sum_t |p_t - \\tilde p_t|$, the first term of Arunachaleswaran et al.'s (2024) Theorem 1
+        (divided once)."""
         m = self.counts.shape[-1] - 1
         # computed by JAX whether the counts are on the host or a device: one rounding everywhere
         return jnp.asarray(self.info_steps).astype(float_dtype()) / m
 
     def ece(self) -> Float[Array, "..."]:
-        r"""The ECE of the realised forecasts, **unnormalised** (paper 000, §2):
+        r"""The ECE of the realised forecasts, **unnormalised** (Arunachaleswaran et al. 2024, §2):
         $\sum_i |n_i\, i/m - o_i|$ with $n_i$ = ``counts[i]``, $o_i$ = ``ones[i]``. Leading
         batch axes (a sweep's) are kept."""
         return _grid_ece(self.counts, self.ones)
 
     def certificate(self) -> Float[Array, "..."]:
-        r"""The proof's bound on the distance to calibration (paper 000, Theorem 1's triangle
-        inequality): $\sum_t |p_t - \tilde p_t| + \mathrm{ECE}(\tilde p)$, unnormalised, from the
-        post-outcome values $\tilde p_t$; NaN for a run without them (a forecaster with no
-        ``info``). Leading batch axes are kept."""
+        r"""The proof's bound on the distance to calibration (Arunachaleswaran et al. 2024, Theorem 1's
+        triangle inequality): $\sum_t |p_t - \tilde p_t| + \mathrm{ECE}(\tilde p)$,
+        unnormalised, from the post-outcome values $\tilde p_t$; NaN for a run without them (a
+        forecaster with no ``info``). Leading batch axes are kept."""
         cert = self.info_l1 + _grid_ece(self.info_counts, self.info_ones)
         return jnp.where(jnp.asarray(self.info_counts).sum(-1) > 0, cert, jnp.nan)
 

@@ -1,5 +1,5 @@
 """Online Gaussian naive Bayes' stream: prequential forecasts equal a refit on the rows before,
-and they are overconfident, the model the paper-001 experiment (f) recalibrates."""
+and they are overconfident, the model that experiment (f) of Okoroafor et al. (2024) recalibrates."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Paper 001's experiment, part (f), small: an overconfident real model's stream (online
-Gaussian naive Bayes) recalibrated online in one vmapped sweep over stream orders; its numbers
-against the recalibrator's guarantees, the JSON it writes and the figure."""
+"""The experiment of Okoroafor et al. (2024), part (f), small: an overconfident real model's stream
+(online Gaussian naive Bayes) recalibrated online in one vmapped sweep over stream orders; its
+numbers against the recalibrator's guarantees, the JSON it writes and the figure."""
 
 import json
 

@@ -1,5 +1,5 @@
-"""End-to-end smoke runs of paper 002's experiments (small T, few Adam steps): the pipeline
-from data through River experts, the isotonic baseline and ORCA in one sweep to the CSVs,
+"""End-to-end smoke runs of the experiments of Marx et al. (2024) (small T, few Adam steps): the
+pipeline from data through River experts, the isotonic baseline and ORCA in one sweep to the CSVs,
 claims, figure and timings. The numbers themselves are the full runs' business."""
 
 import csv

@@ -24,7 +24,7 @@ def test_quick_run(tmp_path, monkeypatch, experiment):
         assert (out / name).is_file(), name
     assert (img / mod.FIGURE).is_file()
     methods = {r["method"] for r in summary}
-    assert methods == {"cross-entropy", "smooth ECE", "kernel CE (paper 003)", "MMCE", "decision (paper 004)"}
+    assert methods == {"cross-entropy", "smooth ECE", "kernel CE (Gopalan et al. 2024)", "MMCE", "decision (Zhao et al. 2021)"}
     with open(out / "runs.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 2 * 2 * 5  # 2 seeds × {raw, temperature-scaled} × 5 methods (one weight each)

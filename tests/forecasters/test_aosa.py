@@ -1,5 +1,6 @@
-"""Almost-One-Step-Ahead and One-Step-Ahead (paper 000): parity with a plain-Python reference,
-Theorem 2 (|alpha| <= 1, ECE(p~) <= m+1), Theorem 1 (sum |p - p~| <= T/m; CalDist <= T/m + m + 1)."""
+"""Almost-One-Step-Ahead and One-Step-Ahead (Arunachaleswaran et al. 2024): parity with a
+plain-Python reference, Theorem 2 (|alpha| <= 1, ECE(p~) <= m+1), Theorem 1 (sum |p - p~| <= T/m;
+CalDist <= T/m + m + 1)."""
 
 import math
 

@@ -1,5 +1,5 @@
-"""Paper 001's approachability recalibrator: oracle validity (LP), evaluation count, parity with
-a NumPy reference, rates, and bad input."""
+"""The approachability recalibrator of Okoroafor et al. (2024): oracle validity (LP), evaluation
+count, parity with a NumPy reference, rates, and bad input."""
 
 from __future__ import annotations
 

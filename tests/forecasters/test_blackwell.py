@@ -1,6 +1,7 @@
-"""Algorithm 1 (paper 002): Theorem 4.3 (T ||π̄_T||² <= B for every T) with exact oracles against
-adaptive and oblivious outcomes, Prop. 4.4 per block, Prop. 4.1 with the certificates, parity with a
-NumPy loop, exact running sums, conformance, and Theorem 5.2 for per-cell recalibration."""
+"""Algorithm 1 of Marx et al. (2024): Theorem 4.3 (T ||π̄_T||² <= B for every T) with exact oracles
+against adaptive and oblivious outcomes, Prop. 4.4 per block, Prop. 4.1 with the certificates,
+parity with a NumPy loop, exact running sums, conformance, and Theorem 5.2 for per-cell
+recalibration."""
 
 import jax
 import jax.numpy as jnp

@@ -58,7 +58,7 @@ def test_parity_with_reference(x64, m):
         mids, judged, _ = ref_gr(y, m)
         np.testing.assert_array_equal(np.asarray(traj.forecast[b]), mids)
         np.testing.assert_array_equal(np.asarray(traj.info[b]), judged)
-        # the judged endpoints are exactly One-Step-Ahead's look-ahead forecasts (paper 000)
+        # the judged endpoints are exactly One-Step-Ahead's look-ahead forecasts (Arunachaleswaran et al. 2024)
         np.testing.assert_array_equal(np.asarray(traj.info[b]), np.asarray(one_step_ahead(y, m)))
 
 
@@ -90,7 +90,7 @@ def test_deficits_bounded_against_adaptive_natures(nature):
 
 @pytest.mark.parametrize("nature", [Bernoulli(0.3), MaxCalibrationError(n_bins=142)], ids=lambda n: type(n).__name__)
 def test_midpoints_distance_to_calibration(nature):
-    # CalDist(midpoints) <= sum |p - p~| + ECE(p~) <= T/(2m) + m + 1 (paper 000's argument)
+    # CalDist(midpoints) <= sum |p - p~| + ECE(p~) <= T/(2m) + m + 1 (the argument of Arunachaleswaran et al. 2024)
     T = 10_000
     f = GuptaRamdas.for_horizon(T)
     m = f.n_bins

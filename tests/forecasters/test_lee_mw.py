@@ -1,5 +1,6 @@
-"""Lee et al.'s multi-objective MW (paper 001 §6): closed form vs the paper's dynamic programme and
-brute force, parity with a NumPy run, the MW guarantee on adaptive natures, conformance."""
+"""Lee et al.'s multi-objective MW (Okoroafor et al. 2024, §6): closed form vs the paper's dynamic
+programme and brute force, parity with a NumPy run, the MW guarantee on adaptive natures,
+conformance."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""ORCA (paper 002, Algorithm 2): its objective against a brute-force NumPy reference, non-zero
-gradients where point-mass natures give none, what the certificates certify, QCE on i.i.d. data
-falling toward the calibrated floor, conformance, bad input."""
+"""ORCA (Marx et al. 2024, Algorithm 2): its objective against a brute-force NumPy reference,
+non-zero gradients where point-mass natures give none, what the certificates certify, QCE on i.i.d.
+data falling toward the calibrated floor, conformance, bad input."""
 
 import chex
 import equinox as eqx

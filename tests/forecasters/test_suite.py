@@ -1,4 +1,4 @@
-"""The forecasters' binary suite: AOSA and every baseline of paper 000's study."""
+"""The forecasters' binary suite: AOSA and every baseline of the study in Arunachaleswaran et al. (2024)."""
 
 import pytest
 

@@ -1,6 +1,6 @@
 """Tests of jcalib.metrics.binary: parity with plain references, the One-Step-Ahead ECE bound
-(paper 000, Theorem 2), grid summaries, conformance (jit, vmap, no retrace), weights as
-multiplicities, and input validation."""
+(Arunachaleswaran et al. 2024, Theorem 2), grid summaries, conformance (jit, vmap, no retrace),
+weights as multiplicities, and input validation."""
 
 import doctest
 
@@ -126,7 +126,8 @@ def test_binned_ece_is_normalised_ece_of_binned_forecasts(x64):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_one_step_ahead_ece_at_most_m_plus_1(x64, seed):
-    """Paper 000, Theorem 2: the look-ahead forecasts have ECE <= m + 1, whatever the outcomes."""
+    """Theorem 2 of Arunachaleswaran et al. (2024): the look-ahead forecasts have ECE <= m + 1,
+    whatever the outcomes."""
     rng = np.random.default_rng(seed)
     T, m = 3000, 20
     y = (rng.random(T) < 0.5 + 0.45 * np.sin(np.arange(T) / (40 + 30 * seed))).astype(np.int32)

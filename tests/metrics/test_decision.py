@@ -1,4 +1,4 @@
-"""Decision calibration error and loss gap (paper 004): parity with the NumPy reference,
+"""Decision calibration error and loss gap (Zhao et al. 2021): parity with the NumPy reference,
 Proposition 2/3 and Eq. (5) relations, the planted-witness search, the 1/√N rate on calibrated
 predictors, conformance (jit, vmap, no retracing) and input validation."""
 

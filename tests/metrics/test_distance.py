@@ -1,7 +1,8 @@
 """Tests of jcalib.metrics.distance: the exact DP against brute force over all set partitions,
 Lemma 1 (CalDist <= ECE) and lower distance <= CalDist, the lower-distance LP against a dense
 LP, the certified interval and its witness, the 2 sqrt(T) + 1 guarantee of Almost-One-Step-Ahead
-(paper 000, Theorem 1) on the upper end, grid summaries as atoms, and input validation."""
+(Arunachaleswaran et al. 2024, Theorem 1) on the upper end, grid summaries as atoms, and input
+validation."""
 
 import doctest
 import time
@@ -68,7 +69,7 @@ def test_exact_dp_equals_brute_force_over_all_partitions(seq):
 @settings(max_examples=30, deadline=None)
 @given(sequences(max_T=30))
 def test_ece_ge_distance_ge_lower_distance(seq):
-    """Lemma 1 of paper 000 (CalDist <= ECE) and the LP relaxation (lower <= CalDist)."""
+    """CalDist <= ECE (Arunachaleswaran et al. 2024, Lemma 1) and the LP relaxation (lower <= CalDist)."""
     p, y = seq
     d = distance_to_calibration(p, y, exact=True).value
     lo = lower_distance_to_calibration(p, y)
@@ -192,7 +193,7 @@ def test_lower_distance_is_below_the_farey_grid_lp_and_can_be_strictly_below():
 
 
 # ---------------------------------------------------------------------------------------------
-# Almost-One-Step-Ahead: the upper end stays below 2 sqrt(T) + 1 (paper 000, Theorem 1)
+# Almost-One-Step-Ahead: the upper end stays below 2 sqrt(T) + 1 (Arunachaleswaran et al. 2024, Theorem 1)
 
 
 def _aosa_atoms(T, seed, kind):

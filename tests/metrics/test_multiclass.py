@@ -1,6 +1,6 @@
-"""Tests of jcalib.metrics.multiclass: parity with plain-loop references, conformance (jit, vmap,
-no retrace), the relations between confidence, top-label and class-wise calibration (paper 003,
-§2), and input validation."""
+"""Tests of jcalib.metrics.multiclass: parity with plain-loop references, conformance (jit, vmap, no
+retrace), the relations between confidence, top-label and class-wise calibration
+(Gopalan et al. 2024, §2), and input validation."""
 
 import doctest
 
@@ -125,7 +125,7 @@ def test_helpers_jit_vmap():
 
 
 # ---------------------------------------------------------------------------------------------
-# Definitions and relations (paper 003, §2)
+# Definitions and relations (Gopalan et al. 2024, §2)
 
 
 def test_perfectly_calibrated_dataset_scores_zero():

@@ -1,5 +1,5 @@
-"""Tests for weighted multi-class calibration errors (paper 003, §2, Definitions 2.2–2.6, 6.5,
-7.7, Lemma 2.7, Corollary 6.6)."""
+"""Tests for weighted multi-class calibration errors (Gopalan et al. 2024, §2, Definitions 2.2–2.6,
+6.5, 7.7, Lemma 2.7, Corollary 6.6)."""
 
 import chex
 import jax
@@ -86,7 +86,8 @@ def test_kernel_witness_is_an_accepted_weight_function():
 
 def _binned_family_witness(v, y, key_fn, n_bins):
     """The optimal member of a binned family: sign of the residual in each cell, placed on the
-    coordinate the family scores (the best φ for a weighted-calibration sup, paper 003 §2)."""
+    coordinate the family scores (the best φ for a weighted-calibration sup,
+    Gopalan et al. 2024, §2)."""
     n, k = v.shape
     cells, coord = key_fn(v)
     z = np.eye(k)[y] - v

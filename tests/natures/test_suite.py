@@ -1,4 +1,4 @@
-"""The natures' binary suite: every nature of paper 000's study, sized for a horizon."""
+"""The natures' binary suite: every nature of the study in Arunachaleswaran et al. (2024), sized for a horizon."""
 
 import jax
 import numpy as np

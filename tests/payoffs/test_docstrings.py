@@ -1,4 +1,4 @@
-"""The docstring examples of paper 002's modules run and give what they show."""
+"""The docstring examples of the modules implementing Marx et al. (2024) run and give what they show."""
 
 import doctest
 

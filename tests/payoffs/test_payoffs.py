@@ -1,5 +1,6 @@
-"""Paper 002's payoffs: consistency E_{y~p} π(x, p, y) = 0 by quadrature on random p, the bounds B,
-Eq. 19's linearisation against a literal reference, direct sums (Prop. 4.4), the recipe, bad input."""
+"""The payoffs of Marx et al. (2024): consistency E_{y~p} π(x, p, y) = 0 by quadrature on random p,
+the bounds B, Eq. 19's linearisation against a literal reference, direct sums (Prop. 4.4), the
+recipe, bad input."""
 
 import jax
 import jax.numpy as jnp

@@ -1,5 +1,5 @@
-"""PinballRegret (paper 002 §5): regret against the expert's quantile decisions under pinball
-losses — parity with a slow NumPy reference, semi-consistency (Condition 4), the bound B,
+"""PinballRegret (Marx et al. 2024, §5): regret against the expert's quantile decisions under
+pinball losses — parity with a slow NumPy reference, semi-consistency (Condition 4), the bound B,
 conformance (jit, vmap, one trace), the closed-form bin expectations, and Proposition A.5's
 guarantee for a forecaster that drives the regret's positive part to zero."""
 

@@ -1,7 +1,7 @@
-"""Decision recalibration (paper 004, Algorithm 1 and its soft version): parity of a stage with
-the NumPy reference, Theorem 2.2's guarantees (L2 never increases on the fitting data,
-decision calibration error falls), prediction-time behaviour, ``fit`` / ``fit_with_history``
-agreement, a decision maker's own losses, conformance and input validation."""
+"""Decision recalibration (Zhao et al. 2021, Algorithm 1 and its soft version): parity of a stage
+with the NumPy reference, Theorem 2.2's guarantees (L2 never increases on the fitting data, decision
+calibration error falls), prediction-time behaviour, ``fit`` / ``fit_with_history`` agreement, a
+decision maker's own losses, conformance and input validation."""
 
 import chex
 import jax

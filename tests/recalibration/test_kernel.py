@@ -1,4 +1,4 @@
-"""Tests for kernel auditing and post-processing (paper 003, Algorithms 1–2, Lemma 4.2,
+"""Tests for kernel auditing and post-processing (Gopalan et al. 2024, Algorithms 1–2, Lemma 4.2,
 Theorems 6.2, 7.1, 7.9)."""
 
 import math

@@ -28,8 +28,8 @@ def test_summary_grid_must_hold_the_forecasters_grid():
 @pytest.mark.parametrize("f", [AlmostOneStepAhead(12), FosterRandomized(8)], ids=lambda f: type(f).__name__)
 def test_summary_ece_and_certificate_are_the_trajectorys(f):
     """``GridSummary.ece()`` is the ECE of the recorded forecasts; ``certificate()`` is
-    Σ|p − p̃| + ECE(p̃) for AOSA (paper 000, Theorem 1's triangle inequality) and NaN for a
-    forecaster without look-ahead values; both keep a sweep's batch axes."""
+    Σ|p − p̃| + ECE(p̃) for AOSA (Arunachaleswaran et al. 2024, the triangle inequality of
+    Theorem 1) and NaN for a forecaster without look-ahead values; both keep a sweep's batch axes."""
     natures = Switch.all_of([Markov(0.1, 0.2), Contrarian()])
     kw = dict(key=jax.random.key(3), n_seeds=2, progress=False)
     s = jcalib.core.sweep(f, natures, 150, record="summary", **kw)

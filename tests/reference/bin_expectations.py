@@ -1,6 +1,6 @@
-"""Slow NumPy references for expectations over an outcome uniform on an interval (paper 002's
-nature family): brute-force midpoint integration over y of the payoff's definition, and the quantile
-fractions by counting grid points. No closed forms."""
+"""Slow NumPy references for expectations over an outcome uniform on an interval (the nature family
+of Marx et al. 2024): brute-force midpoint integration over y of the payoff's definition, and the
+quantile fractions by counting grid points. No closed forms."""
 
 import numpy as np
 

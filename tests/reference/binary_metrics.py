@@ -20,7 +20,7 @@ def _w(p, w):
 
 
 def ece(p, y, w=None) -> float:
-    """Paper 000 §2: sum over distinct forecasts v of |sum_t w_t 1[p_t = v](p_t - y_t)|."""
+    """Arunachaleswaran et al. (2024), §2: sum over distinct forecasts v of |sum_t w_t 1[p_t = v](p_t - y_t)|."""
     w = _w(p, w)
     bias: dict = {}
     for pt, yt, wt in zip(np.asarray(p, float).tolist(), np.asarray(y).tolist(), w.tolist()):
@@ -46,7 +46,7 @@ def binned_ece(p, y, n_bins=15, strategy="uniform", w=None, power=1) -> float:
 
 
 def lp_calibration_error(p, y, epsilon, power=1, w=None) -> float:
-    """Paper 001 Definition 1 as in Okoroafor, Kleinberg, Sun (2024): buckets of width eps compared at midpoints."""
+    """Definition 1 of Okoroafor, Kleinberg, Sun (2024): buckets of width eps compared at midpoints."""
     p, y, w = np.asarray(p, float), np.asarray(y, float), _w(p, w)
     K = round(1 / epsilon)
     b = exact_bin(p, K)  # k/K <= p < (k+1)/K in exact arithmetic, the last bucket closed
@@ -141,7 +141,7 @@ def smooth_calibration_error_lp(p, y, w=None) -> float:
 
 
 def aosa_counts(y, m: int, tie: str = "low"):
-    """Almost-One-Step-Ahead (paper 000, Algorithm 1) summarised per grid point.
+    """Almost-One-Step-Ahead (Arunachaleswaran et al. 2024, Algorithm 1) summarised per grid point.
 
     Exact integer look-ahead state: alpha(i/m) * m = n_i * i - m * s_i. Bisection for the
     adjacent pair, as ``reference.forecasters.aosa``. Returns (counts, ones): rounds forecasting

@@ -1,5 +1,5 @@
-"""Plain NumPy reference for decision calibration (paper 004): loops over actions and samples,
-no vectorisation tricks, written straight from the equations."""
+"""Plain NumPy reference for decision calibration (Zhao et al. 2021): loops over actions and
+samples, no vectorisation tricks, written straight from the equations."""
 
 import numpy as np
 

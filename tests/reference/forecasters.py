@@ -26,7 +26,7 @@ def bisect_sign_change(v) -> int:
 
 
 def aosa(y, m: int, tie: str = "low"):
-    """Almost-One-Step-Ahead (paper 000, Algorithm 1).
+    """Almost-One-Step-Ahead (Arunachaleswaran et al. 2024, Algorithm 1).
 
     Returns:
         (p, p_tilde, alpha): forecasts, look-ahead forecasts (float arrays), and the final
@@ -44,7 +44,7 @@ def aosa(y, m: int, tie: str = "low"):
 
 
 def one_step_ahead(y, m: int):
-    """One-Step-Ahead's look-ahead forecasts (paper 000, §3)."""
+    """One-Step-Ahead's look-ahead forecasts (Arunachaleswaran et al. 2024, §3)."""
     return aosa(y, m)[1]
 
 
@@ -57,7 +57,7 @@ def biases_by_value(p, y):
 
 
 def ece(p, y) -> float:
-    """Paper 000's ECE: sum over distinct forecast values of |sum (p - y)| (unnormalised)."""
+    """The ECE of Arunachaleswaran et al. (2024): sum over distinct forecast values of |sum (p - y)| (unnormalised)."""
     return float(sum(abs(b) for b in biases_by_value(p, y).values()))
 
 

@@ -1,4 +1,4 @@
-"""Plain NumPy reference for kernel auditing (paper 003, Algorithms 1–2, Lemma 4.2).
+"""Plain NumPy reference for kernel auditing (Gopalan et al. 2024, Algorithms 1–2, Lemma 4.2).
 
 Materialises the full n×n Gram matrix and follows the paper's formulas line by line; only for
 small n in tests (and as the "direct" baseline in benchmarks/kernel_audit.py).

@@ -14,7 +14,7 @@ def _norm_weights(n, weights):
 
 
 def kernel_calibration(probs, labels, kernel, s, weights=None, squared=True, unbiased=False):
-    """Σ_ℓ Λ_ℓ² (or Σ_ℓ Λ_ℓ), Λ_ℓ² = Σ_{i,j} ω_i ω_j z_iℓ z_jℓ ker(v_i, v_j) / s² (paper 003, Alg. 2).
+    """Σ_ℓ Λ_ℓ² (or Σ_ℓ Λ_ℓ), Λ_ℓ² = Σ_{i,j} ω_i ω_j z_iℓ z_jℓ ker(v_i, v_j) / s² (Gopalan et al. 2024, Alg. 2).
 
     ``kernel(a, b)`` takes two 1-D points and returns a float."""
     v = np.asarray(probs, np.float64)
@@ -56,7 +56,7 @@ def mmce(probs, labels, weights=None, bandwidth=0.4, squared=False):
 
 
 def soft_decision(probs, labels, loss_matrices, temperature, weights=None, reduction="mean", squared=False, hard=False):
-    """Paper 004 Eq. (9) summand at the Bayes partition of each loss matrix, reduced over them."""
+    """The summand of Eq. (9) of Zhao et al. (2021) at the Bayes partition of each loss matrix, reduced over them."""
     v = np.asarray(probs, np.float64)
     n, k = v.shape
     y = np.eye(k)[np.asarray(labels)]
@@ -81,8 +81,8 @@ def soft_decision(probs, labels, loss_matrices, temperature, weights=None, reduc
 
 
 def loss_gap(probs, labels, L, weights=None):
-    """|E<L_δ, p̂> − E L_{δ, Y}| for the Bayes rule δ(q) = argmin_a <L_a, q> (paper 004, Eq. 10
-    before the division by max_a ‖L_a‖₂)."""
+    """|E<L_δ, p̂> − E L_{δ, Y}| for the Bayes rule δ(q) = argmin_a <L_a, q> (Zhao et al. 2021,
+    Eq. 10 before the division by max_a ‖L_a‖₂)."""
     v = np.asarray(probs, np.float64)
     n = v.shape[0]
     om = _norm_weights(n, weights)

@@ -1,4 +1,4 @@
-"""Slow NumPy reference for ORCA's inner objective (paper 002, Eq. 9): the value of each
+"""Slow NumPy reference for ORCA's inner objective (Marx et al. 2024, Eq. 9): the value of each
 uniform-on-bin nature component, by brute-force integration over y (no closed forms)."""
 
 import numpy as np

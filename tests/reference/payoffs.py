@@ -1,4 +1,4 @@
-"""Slow plain-NumPy references for paper 002's payoffs and App. C oracles (loops, no JAX)."""
+"""Slow plain-NumPy references (loops, no JAX) for the payoffs and App. C oracles of Marx et al. (2024)."""
 
 import numpy as np
 from scipy.optimize import linprog

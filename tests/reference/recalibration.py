@@ -1,9 +1,9 @@
-"""Slow, plain-NumPy references for paper 001's recalibrators (one round at a time, float64).
+"""Slow, plain-NumPy references (one round at a time, float64) for the recalibrators of Okoroafor et al. (2024).
 
 - :func:`oracle` / :func:`approachability_run`: the halfspace oracle written as a recursive-free
   bisection with early returns, and Algorithm 1 with OGD over dense vectors;
 - :func:`lee_weights_dp` / :func:`lee_run`: Lee et al.'s multiplicative weights with the paper's
-  O(m) dynamic programme (paper 001, eqs 43–45) for the weighted objective, and
+  O(m) dynamic programme (Okoroafor et al. 2024, eqs 43–45) for the weighted objective, and
   :func:`lee_weights_brute` enumerating all 2^(m+1) sign vectors for small m;
 - :func:`ke_cell_run`: one Kuleshov–Ermon cell's swap-regret EWA forecaster, its stationary
   distribution solved exactly by a linear system.
@@ -111,7 +111,7 @@ def approachability_run(q, y, m, eta, Lambda, eps, s, L, norm="l1", follow=True)
     return np.array(idx), np.array(probs)
 
 
-# ---- Lee, Noarov, Pai, Roth (2022) via paper 001 §6 -------------------------------------------
+# ---- Lee, Noarov, Pai, Roth (2022) via Okoroafor et al. (2024), §6 ----------------------------
 
 
 def lee_weights_dp(U, Ureg, eta):

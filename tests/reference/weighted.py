@@ -1,5 +1,5 @@
-"""Plain NumPy/SciPy references for weighted multi-class calibration (paper 003, §2, Def. 2.2–2.6,
-6.5, 7.7). Dense formulations, brute force over every subset / monomial: small cases only."""
+"""Plain NumPy/SciPy references for weighted multi-class calibration (Gopalan et al. 2024, §2,
+Def. 2.2–2.6, 6.5, 7.7). Dense formulations, brute force over every subset / monomial: small cases only."""
 
 from __future__ import annotations
 
