@@ -435,7 +435,7 @@ def _interval_of(xp, special, theta, res, count, jack, n_groups, method: str, le
     """The interval from the first ``count`` rows of ``res`` (and, for BCa, the first
     ``n_groups`` jackknife values of ``jack``), with the array module ``xp`` (``jax.numpy`` in a
     traced bootstrap, NumPy on the host) and its ``special`` functions (``ndtr``, ``ndtri``)."""
-    dt = theta.dtype if xp.issubdtype(theta.dtype, xp.floating) else xp.result_type(float)
+    dt = theta.dtype if xp.issubdtype(theta.dtype, xp.floating) else jnp.result_type(float)  # JAX's default float
     valid = (xp.arange(res.shape[0], dtype=xp.int32) < count).reshape((-1,) + (1,) * theta.ndim)
     res = res.astype(dt)
     srt = xp.sort(xp.where(valid, res, xp.inf), axis=0)  # the unused rows last
