@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._grid import grid_points, sign_change_index
-from ._validation import check_positive_int
+from ._validation import check_positive_int, to_device
 
 __all__ = ["grid_value", "is_padded", "padded", "padded_class", "scale", "sign_change_below", "table_bins"]
 
@@ -37,7 +37,7 @@ def _traced_size(value):
     """``n_bins`` of a padded module: an int32 array (a tracer passes unchanged)."""
     if isinstance(value, jax.core.Tracer):
         return value
-    return jnp.asarray(check_positive_int(value, "n_bins"), jnp.int32)
+    return to_device(check_positive_int(value, "n_bins"), jnp.int32)
 
 
 def _check_padded(self):

@@ -62,6 +62,7 @@ __all__ = [
     "check_grid_counts",
     "shown",
     "offending",
+    "to_device",
 ]
 
 _MAX_SHOWN = 3  # offending values an error message lists at most
@@ -194,10 +195,15 @@ def _gather_tracers(x):
     return x
 
 
-def _concrete(x, dtype=None) -> jax.Array:
-    """A concrete (non-tracer) JAX array of ``x``, even inside someone's trace: a NumPy array
-    closed over by a jitted function stays concrete, so its values are checked in NumPy."""
+def to_device(x, dtype=None) -> jax.Array:
+    """A host value (a Python or NumPy scalar, a NumPy array) as the JAX array ``jnp.asarray(x,
+    dtype)`` makes of it (the dtype canonicalised, a Python scalar weakly typed), put on the
+    device without compiling: ``jnp.asarray`` compiles a program per shape and dtype on a
+    first call (10-20 ms each). Concrete even inside someone's trace; anything else (a list, a
+    JAX array) goes to ``jnp.asarray``."""
     with jax.ensure_compile_time_eval():
+        if isinstance(x, (np.ndarray, np.generic, bool, int, float)):
+            return jax.device_put(x if dtype is None else np.asarray(x, dtype))
         return jnp.asarray(x, dtype)
 
 
@@ -208,7 +214,7 @@ def cast(x, dtype) -> jax.Array:
         return x
     if isinstance(x, jax.core.Tracer):
         return x.astype(dtype)
-    return _concrete(np.asarray(x).astype(dtype))
+    return to_device(np.asarray(x).astype(dtype))
 
 
 def as_float_array(x, name: str) -> jax.Array:
@@ -218,7 +224,7 @@ def as_float_array(x, name: str) -> jax.Array:
         arr = x
     else:
         try:
-            arr = _concrete(np.asarray(x) if not isinstance(x, jax.Array) else x)
+            arr = to_device(np.asarray(x) if not isinstance(x, jax.Array) else x)
         except (TypeError, ValueError) as e:
             raise ValueError(f"{name} must be a numeric array, got {type(x).__name__}") from e
     if arr.dtype == jnp.bool_ or jnp.issubdtype(arr.dtype, jnp.integer):
@@ -287,7 +293,7 @@ def check_binary_labels(y, name: str = "labels") -> jax.Array:
         raise ValueError(f"{name} contains NaN or infinite values ({offending(arr, ~np.isfinite(arr))})")
     if arr.size and not np.all((arr == 0) | (arr == 1)):
         raise ValueError(f"{name} must be 0 or 1 ({offending(arr, (arr != 0) & (arr != 1))})")
-    return _concrete(arr.astype(np.int32))
+    return to_device(arr.astype(np.int32))
 
 
 def check_simplex_probs(p, name: str = "probs", atol: float = 1e-4) -> jax.Array:
@@ -336,7 +342,7 @@ def check_class_labels(labels, n_classes: int, name: str = "labels") -> jax.Arra
         raise ValueError(f"{name} must be integer class indices, got dtype {arr.dtype}")
     if arr.size and (arr.min() < 0 or arr.max() >= n_classes):
         raise ValueError(f"{name} must lie in [0, {n_classes}); found range [{arr.min()}, {arr.max()}]")
-    return _concrete(arr.astype(np.int32))
+    return to_device(arr.astype(np.int32))
 
 
 def check_weights(w, n: int, name: str = "sample_weight", *, positive_total: bool = False):
@@ -894,7 +900,7 @@ class Weights(Spec):
             if self.fill and ref is not None:
                 dtype = ref.dtype if jnp.issubdtype(ref.dtype, jnp.floating) else jnp.result_type(float)
                 if is_concrete(ref):  # made in NumPy: jnp.ones would compile a program
-                    return _concrete(np.ones(ref.shape[:1], dtype))
+                    return to_device(np.ones(ref.shape[:1], dtype))
                 return jnp.ones(ref.shape[:1], dtype)
             return None
         n = ref.shape[0] if ref is not None and getattr(ref, "ndim", 0) else None
@@ -989,7 +995,7 @@ class IntArray(Spec):
                 bad |= arr > self.hi
         if bad.any():
             raise ValueError(f"{name} must be {rng} ({offending(arr, bad)})")
-        return _concrete(arr.astype(np.int32))
+        return to_device(arr.astype(np.int32))
 
 
 def declare(_host_check=None, **specs: Spec):

@@ -466,3 +466,33 @@ def test_checked_at_the_boundary_traces_no_in_graph_check():
     with pytest.raises(ValueError):  # a shape is still checked when traced
         jax.make_jaxpr(V.checked_at_the_boundary(core))(p, y[:3])
     assert "callback" in str(jax.make_jaxpr(core)(p, y))
+
+
+@pytest.mark.parametrize("value, dtype", [
+    (0.3, None), (3, None), (True, None), (np.int32(4), None), (np.bool_(True), None), (np.float64(2.5), None),
+    (np.arange(6.0).reshape(2, 3), None), (np.arange(5), None), (np.uint64(7), None), (np.ones(3, bool), None),
+    (2, jnp.int32), (0.5, jnp.float32), (np.arange(4), jnp.float32), (np.ones(3, np.float32), jnp.int32),
+])
+def test_to_device_is_jnp_asarray_without_compiling(value, dtype):
+    """The array ``jnp.asarray`` makes (dtype canonicalised, Python scalars weakly typed), but
+    put on the device without the program per shape and dtype that ``jnp.asarray`` compiles."""
+    jax.clear_caches()  # so that an earlier test's program for this shape is not reused
+    events = []
+
+    def listen(event, duration, **_):
+        if event == "/jax/core/compile/backend_compile_duration":
+            events.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        out = jax.block_until_ready(V.to_device(value, dtype))
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert events == []
+    ref = jnp.asarray(value, dtype)
+    assert isinstance(out, jax.Array) and not isinstance(out, jax.core.Tracer)
+    assert (out.dtype, out.shape, out.aval.weak_type) == (ref.dtype, ref.shape, ref.aval.weak_type)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(ref))
+    inside = []
+    jax.jit(lambda: inside.append(V.to_device(value, dtype)) or 0)()  # concrete inside a trace too
+    assert not isinstance(inside[0], jax.core.Tracer)

@@ -14,7 +14,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._validation import Custom, declare
+from .._validation import Custom, declare, to_device
 
 __all__ = ["as_traced_module", "batch_axes", "nest", "stack_modules"]
 
@@ -37,7 +37,7 @@ def as_traced_module(module):
     """
     def conv(x):
         if isinstance(x, (int, float)) and not isinstance(x, bool):
-            return jnp.asarray(x)
+            return to_device(x)
         return x
 
     return jax.tree_util.tree_map(conv, module)

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._validation import check_positive_int, deferred_checks, format_bytes
+from .._validation import check_positive_int, deferred_checks, format_bytes, to_device
 from ..recorders.base import AbstractRecorder, Round, stack_outputs
 from .batching import nest
 from .checkpoint import Checkpoint, fingerprint
@@ -349,9 +349,8 @@ def _run(forecaster, nature, recorder, keys, T, chunk, progress, checkpoint, lay
     failed, messages = None, ()  # the checks failed in any chunk so far, read once at the end (no host sync per chunk)
     while t < T:
         n = min(chunk, T - t)
-        carry, outs, now_failed, messages = chunk_fn(forecaster, nature, recorder, keys, carry, jnp.asarray(fresh),
-                                                     jnp.asarray(t, jnp.int32), jnp.asarray(n, jnp.int32), chunk,
-                                                     layout)
+        carry, outs, now_failed, messages = chunk_fn(forecaster, nature, recorder, keys, carry, to_device(fresh),
+                                                     to_device(np.int32(t)), to_device(np.int32(n)), chunk, layout)
         failed = now_failed if failed is None else failed | now_failed
         if ckpt is not None:  # a checkpoint never keeps a state past a failed check
             carry, outs = _raise_failed(failed, messages, (carry, outs))
