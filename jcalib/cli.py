@@ -34,6 +34,7 @@ import numpy as np
 from jaxtyping import PRNGKeyArray
 from tqdm.auto import tqdm
 
+from ._threefry import fold_in, split_into
 from . import forecasters as F
 from . import metrics as M
 from . import natures as N
@@ -303,8 +304,8 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
     Ts = [check_positive_int(T, "T") for T in Ts]
     n_seeds = check_positive_int(n_seeds, "n_seeds")
     distance_seeds = check_int(distance_seeds, "distance_seeds", minimum=0)
-    k_natures, k_play = jax.random.split(check_key(key))
-    natures = {T: natures_for(T, jax.random.fold_in(k_natures, T)) for T in Ts}
+    k_natures, k_play = split_into(check_key(key))
+    natures = {T: natures_for(T, fold_in(k_natures, T)) for T in Ts}
     forecasters = {T: forecasters_for(T) for T in Ts}
     # every horizon's sweeps in the shapes of the largest horizon's: one program per forecaster
     t_max = max(Ts)
@@ -332,7 +333,7 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
     def play_all(idx):
         out = []
         for i in idx:
-            out.append(_job(jobs[i][1], jobs[i][2], natures[jobs[i][0]], jobs[i][0], jax.random.fold_in(k_play, i),
+            out.append(_job(jobs[i][1], jobs[i][2], natures[jobs[i][0]], jobs[i][0], fold_in(k_play, i),
                             n_seeds, distance_seeds, chunk=chunk, like=like_f.get(jobs[i][1]), t_max=t_max,
                             keep={n for f, n in keep if f == jobs[i][1]}))
             if distance_pool is not None:  # the workers start on this job while the next one compiles
@@ -610,7 +611,7 @@ def _distance_workers(n: int) -> ProcessPoolExecutor | None:
 def _demo(args) -> int:
     t0 = time.perf_counter()
     key = jax.random.key(args.seed)
-    k_study, k_rel = jax.random.split(key)
+    k_study, k_rel = split_into(key)
     # the reliability diagrams show the study's own runs at the largest horizon (its first seed):
     # no sweeps, nor programs, of their own
     keep = {(f, n) for f in _RELIABILITY_FORECASTERS for n in _reliability_natures(max(args.T))}

@@ -17,6 +17,7 @@ import jax
 import jax.extend.random
 import jax.numpy as jnp
 
+from .._threefry import fold_in, split, threefry2x32
 from .._validation import check_static_int
 
 __all__ = ["BLOCK", "MAX_ROUNDS", "ROUND_KEY_IMPL", "block_keys", "check_horizon", "split_run_key"]
@@ -79,7 +80,7 @@ def split_run_key(key):
 
     The round streams are stacked in the order (context, forecast, outcome, nature-update).
     """
-    keys = jax.random.split(key, 6)
+    keys = split(key, 6)
     return keys[0], keys[1], keys[2:]
 
 
@@ -93,7 +94,7 @@ def _two_words(kd):
         kd = jnp.concatenate([kd, jnp.zeros((1,), kd.dtype)])
     out = kd[:2]
     for i in range(2, kd.shape[0], 2):
-        out = jax.extend.random.threefry_2x32(out, kd[i:i + 2])
+        out = jnp.stack(threefry2x32(out[0], out[1], kd[i], kd[i + 1]))
     return out
 
 
@@ -104,6 +105,7 @@ def block_keys(stream, b):
     ``b·BLOCK + i`` gets the two output words of the ``i``-th hash. A round's key depends only on
     the stream and the round's absolute index, never on chunking, batching or devices.
     """
-    kd = _two_words(jax.random.key_data(jax.random.fold_in(stream, b)))
-    words = jax.extend.random.threefry_2x32(kd, jnp.arange(2 * BLOCK, dtype=jnp.uint32))
-    return jax.random.wrap_key_data(words.reshape(2, BLOCK).T, impl=ROUND_KEY_IMPL)
+    kd = _two_words(jax.random.key_data(fold_in(stream, b)))
+    counters = jnp.arange(BLOCK, dtype=jnp.uint32)
+    words = threefry2x32(kd[0], kd[1], counters, counters + jnp.uint32(BLOCK))
+    return jax.random.wrap_key_data(jnp.stack(words, axis=-1), impl=ROUND_KEY_IMPL)

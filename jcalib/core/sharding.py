@@ -15,7 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .._validation import check_positive_int
+from .._threefry import split
+from .._validation import check_positive_int, to_device
 
 __all__ = ["SeedShard", "shard_seeds", "gather_seeds", "process_checkpoint", "split_keys", "thread_parts"]
 
@@ -46,11 +47,8 @@ def shard_seeds(key, n_seeds: int) -> SeedShard:
     devices = jax.local_devices()
     unit = n_proc * len(devices)
     S = n_seeds + (-n_seeds) % unit
-    keys = jax.random.split(key, n_seeds)
-    if S > n_seeds:
-        keys = jnp.concatenate([keys, jnp.repeat(keys[:1], S - n_seeds, axis=0)])
     S_local = S // n_proc
-    keys = keys[proc * S_local:(proc + 1) * S_local]
+    keys = _indexed(lambda k, xp: _pad(k, S, xp)[proc * S_local:(proc + 1) * S_local], split(key, n_seeds))
     if len(devices) > 1:
         keys = jax.device_put(keys, NamedSharding(Mesh(np.array(devices), ("batch",)), PartitionSpec("batch")))
     return SeedShard(keys, S_local, n_proc, proc)
@@ -77,10 +75,27 @@ def thread_parts(shard: SeedShard, threads, checkpoint) -> int:
 def split_keys(keys, parts: int) -> list:
     """``keys`` padded with copies of the first to a multiple of ``parts`` and cut into equal parts."""
     size = -(-keys.shape[0] // parts)
-    pad = size * parts - keys.shape[0]
-    if pad:
-        keys = jnp.concatenate([keys, jnp.repeat(keys[:1], pad, axis=0)])
-    return [keys[i * size:(i + 1) * size] for i in range(parts)]
+    return _indexed(lambda k, xp: [_pad(k, size * parts, xp)[i * size:(i + 1) * size] for i in range(parts)], keys)
+
+
+def _pad(keys, size: int, xp):
+    """``keys`` padded with copies of the first to ``size`` rows."""
+    if size == keys.shape[0]:
+        return keys
+    return xp.concatenate([keys, xp.repeat(keys[:1], size - keys.shape[0], axis=0)])
+
+
+def _indexed(fn, keys):
+    """``fn(keys, xp)`` (padding and slicing): for concrete keys done in NumPy on their data and
+    put back as keys of the same kind (eager JAX indexing compiles a program per shape), for
+    traced ones in the graph."""
+    if isinstance(keys, jax.core.Tracer):
+        return fn(keys, jnp)
+    if not jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key):
+        return jax.tree_util.tree_map(to_device, fn(np.asarray(keys), np))
+    impl = jax.random.key_impl(keys)
+    return jax.tree_util.tree_map(lambda d: jax.random.wrap_key_data(to_device(d), impl=impl),
+                                  fn(np.asarray(jax.random.key_data(keys)), np))
 
 
 def process_checkpoint(checkpoint, shard: SeedShard):

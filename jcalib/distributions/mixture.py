@@ -37,6 +37,7 @@ import numpy as np
 from jax.scipy.special import ndtr
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
+from .._threefry import split_into
 from .._validation import as_float_array, check_key, in_graph
 from ..core.types import Mixture
 from .base import AbstractDistribution, _check_static_int, _jit
@@ -267,7 +268,7 @@ class MixtureDistribution(AbstractDistribution):
 
     def sample(self, shape: tuple[int, ...] = (), *, key: PRNGKeyArray) -> Float[Array, "..."]:
         """Draws of shape ``shape + batch_shape``: a component by ``weights``, then a draw from it."""
-        k_comp, k_draw = jax.random.split(check_key(key))
+        k_comp, k_draw = split_into(check_key(key))
         shape = tuple(shape)
         draws = self.components.sample(shape, key=k_draw)  # shape + (k,) + batch
         logw = jnp.log(self.weights)

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int, PRNGKeyArray
 
+from .._threefry import split
 from .._grid import size_field, table_size
 from .._validation import as_float_array, check_positive_int, in_graph, is_concrete, offending
 from ..core.types import AbstractForecaster, Forecast
@@ -101,7 +102,7 @@ class AbstractPartitioned(AbstractForecaster):
         return jnp.clip(c, 0, self.n_cells - 1).astype(jnp.int32)
 
     def init(self, key: PRNGKeyArray) -> PartitionedState:
-        keys = jax.random.split(key, self.n_cells)
+        keys = split(key, self.n_cells)
         return PartitionedState(jax.vmap(self.inner.init)(keys))
 
     def _slice(self, state: PartitionedState, c):

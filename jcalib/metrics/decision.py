@@ -48,6 +48,7 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
+from .._threefry import split
 from .._validation import (
     Bool,
     Custom,
@@ -429,7 +430,7 @@ def _dce_core(key, probs, labels, sample_weight, search, *, actions, single):
     weights = normalised_weights(sample_weight, n, probs.dtype)
     k_max = max(actions)
     masks = jnp.arange(k_max)[None, :] < jnp.asarray(actions)[:, None]  # (J, K_max)
-    keys = jax.random.split(key, len(actions))
+    keys = split(key, len(actions))
 
     def one(k, mask):
         res = _partition_search(probs, residual, weights, mask, None, k, n_actions=k_max, search=search)

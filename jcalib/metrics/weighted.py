@@ -53,6 +53,7 @@ import scipy.sparse
 from jax import lax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from .._threefry import split
 from .._kernels import kernel_matmul, multinomial_kernel
 from .._validation import (
     BINS,
@@ -575,7 +576,7 @@ def _sigmoid_search(key, v, z, w, L, search):
     k = v.shape[1]
     n_restarts = search.n_restarts
     lr = jnp.asarray(search.learning_rate, v.dtype)
-    ka, kb = jax.random.split(key)
+    ka, kb = split(key)
     a0 = jax.random.uniform(ka, (k, n_restarts, k), v.dtype, minval=-1.0, maxval=1.0)
     b0 = jax.random.uniform(kb, (k, n_restarts), v.dtype, minval=-1.0, maxval=1.0) * L
     wz = w[:, None] * z  # (n, k)

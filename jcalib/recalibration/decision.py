@@ -53,6 +53,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 from tqdm.auto import tqdm
 
+from .._threefry import fold_in, split, split_into
 from .._simplex import project_simplex
 from .._validation import (
     Choice,
@@ -162,7 +163,7 @@ def _fit_stages(key, probs, onehot, weights, search, ridge, losses, *, n_stages,
                                  n_actions=n_actions, hard=hard, project=project)
         return new, (w, d, info)
 
-    keys = None if key is None else jax.random.split(key, n_stages)
+    keys = None if key is None else split(key, n_stages)
     return jax.lax.scan(body, probs, keys, length=n_stages)[1]
 
 
@@ -435,7 +436,7 @@ class DecisionCalibration(AbstractRecalibrator):
             monitor_losses = traced[2]
         elif monitor:
             monitor_losses = jax.random.normal(
-                jax.random.fold_in(key, 1), (500, settings["n_actions"], probs.shape[1]), probs.dtype
+                fold_in(key, 1), (500, settings["n_actions"], probs.shape[1]), probs.dtype
             )
         hard, project = settings["hard"], settings["project"]
         history: dict[str, list[float]] = {
@@ -458,7 +459,7 @@ class DecisionCalibration(AbstractRecalibrator):
             record(name, vp, vl, vt)
         current = probs
         ws, ds, infos = [], [], []
-        keys = [None] * self.n_stages if key is None else jax.random.split(key, self.n_stages)
+        keys = [None] * self.n_stages if key is None else split_into(key, self.n_stages)
         for t in tqdm(range(self.n_stages), desc="decision calibration", disable=not progress):
             current, w, d, info = _stage(keys[t], current, onehot, weights, *traced, **settings)
             ws.append(w)

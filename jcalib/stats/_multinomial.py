@@ -28,11 +28,10 @@ Every random word is Threefry-2x32 with 20 rounds (Salmon et al. 2011, the gener
 JAX's default keys) of a counter, keyed by the resample's key data itself (as JAX's Threefry
 keys it): the counter's first word is the block (one block gives the words of two positions, or
 the two words of one extra index), its second the stream (the Poisson pass's, or the extra
-draws'). Reproducible from the key. It is written here with ``jax.numpy`` integer operations,
-which XLA fuses into one vectorised loop (0.2 ms per $10^5$ words on this project's CPU,
-against 0.8 ms for ``jax.random.bits``; tested equal to JAX's own Threefry in
-``tests/stats/test__multinomial.py``), and one cipher serves every draw: each of
-``jax.random``'s functions would compile its own copy (0.3 s apiece of a first call).
+draws'). Reproducible from the key. The cipher is :func:`jcalib._threefry.threefry2x32`, written
+in integer array operations that XLA fuses into one vectorised loop (0.2 ms per $10^5$ words on
+this project's CPU, against 0.8 ms for ``jax.random.bits``), and one cipher serves every draw:
+each of ``jax.random``'s functions would compile its own copy (0.3 s apiece of a first call).
 """
 
 from __future__ import annotations
@@ -47,28 +46,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._threefry import threefry2x32
+
 __all__ = [
     "CountDraws", "PoissonTable", "counts_by_position", "multinomial_counts", "multinomial_draws", "plain_layout",
-    "poisson_counts", "poisson_table", "threefry2x32",
+    "poisson_counts", "poisson_table",
 ]
 
 _SPREAD = 4.0  # standard deviations between E[T] and n, and between E[T] and n - K
-
-
-def threefry2x32(k0, k1, x0, x1):
-    """Threefry-2x32-20 block cipher of the counter words ``(x0, x1)`` under the key ``(k0, k1)``."""
-    u32 = jnp.uint32
-    ks = (k0, k1, k0 ^ k1 ^ u32(0x1BD11BDA))
-    rotations = ((13, 15, 26, 6), (17, 29, 16, 24))
-    x0, x1 = x0 + ks[0], x1 + ks[1]
-    for i in range(5):
-        for r in rotations[i % 2]:
-            x0 = x0 + x1
-            x1 = (x1 << u32(r)) | (x1 >> u32(32 - r))
-            x1 = x1 ^ x0
-        x0 = x0 + ks[(i + 1) % 3]
-        x1 = x1 + ks[(i + 2) % 3] + u32(i + 1)
-    return x0, x1
 
 
 class PoissonTable(NamedTuple):

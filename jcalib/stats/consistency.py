@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._threefry import split
 from .._validation import (
     Bool,
     Custom,
@@ -62,7 +63,7 @@ def _general_null(statistic, p, w, key, n_resamples, resample_forecasts, chunk):
     n = p.shape[0]
 
     def one(k):
-        k_idx, k_y = jax.random.split(k)
+        k_idx, k_y = split(k)
         if resample_forecasts:
             idx = jax.random.randint(k_idx, (n,), 0, n, dtype=jnp.int32)
             ps, ws = p[idx], None if w is None else w[idx]
@@ -70,7 +71,7 @@ def _general_null(statistic, p, w, key, n_resamples, resample_forecasts, chunk):
             ps, ws = p, w
         return _call(statistic, (ps, _surrogate(k_y, ps)), ws)
 
-    return _chunked(one, jax.random.split(key, n_resamples), chunk)
+    return _chunked(one, split(key, n_resamples), chunk)
 
 
 def _p_value(observed, null):

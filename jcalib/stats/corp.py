@@ -75,6 +75,7 @@ from jax import lax
 from jax.scipy.special import xlogy
 from jaxtyping import Array, Float
 
+from .._threefry import fold_in, split
 from .._validation import (
     BinaryLabels,
     BinaryProbs,
@@ -201,7 +202,7 @@ def _chunked_map(fn, key, n_resamples, chunk):
     last chunk is filled up and cut, so one batched body is compiled."""
     chunk = min(chunk, n_resamples)
     padded = -(-n_resamples // chunk) * chunk
-    return lax.map(fn, jax.random.split(key, padded), batch_size=chunk)[:n_resamples]
+    return lax.map(fn, split(key, padded), batch_size=chunk)[:n_resamples]
 
 
 def _result(est, res, level):
@@ -328,7 +329,7 @@ def _bootstrap_counts(key, n, attempt=0):
     """One resample's row counts (Poisson part, shape ``(n,)``, int32), its top-up rows (``(M,)``,
     the unused ones ``n``) and whether the draw is kept; ``attempt`` numbers the redraws."""
     thresholds, room = _poisson_plan(n)
-    k1, k2 = jax.random.split(jax.random.fold_in(key, attempt))
+    k1, k2 = split(fold_in(key, attempt))
     counts = jnp.zeros((n,), jnp.int32)
     if thresholds:
         words = _words(k1, (n,))
@@ -444,7 +445,7 @@ def _score_decomposition(xs, ys, ws, gid, slot, key, *, score, n_resamples, chun
     unit_of_row = slot // per_unit
     chunk = min(chunk, n_resamples)
     padded = -(-n_resamples // chunk) * chunk
-    keys = jax.random.split(key, padded)
+    keys = split(key, padded)
     keys = keys.reshape((padded // chunk, chunk) + keys.shape[1:])  # a raw uint32 key splits into (padded, 2)
     res = lax.map(lambda ks: _resampled_components(score_fn, sums, scores, lay, unit_of_row, ks, n_units), keys)
     return est, res.reshape(padded, 4)[:n_resamples]

@@ -33,6 +33,7 @@ from jax import lax
 from jax.scipy.special import erfc, gammaln, ndtr
 from jaxtyping import Array, Float
 
+from .._threefry import split
 from .._kernels import DEFAULT_TILE, GaussianKernel, Kernel, kernel_matmul
 from .._validation import (
     Choice,
@@ -248,7 +249,7 @@ def _unbiased_test(kernel, P, R, key, n_resamples, chunk, tile):
         centred = quad - 2 * n * jnp.dot(c, a) + n**2 * abar - jnp.dot(c, hdiag_c)
         return centred / (n * (n - 1))
 
-    null = _chunked(one, _seeds(jax.random.split(key, n_resamples)), chunk)
+    null = _chunked(one, _seeds(split(key, n_resamples)), chunk)
     p = (1 + jnp.sum(null >= stat)) / (n_resamples + 1)
     return CalibrationTestResult(stat, p.astype(dt))
 

@@ -59,6 +59,7 @@ from jax.extend.core import jaxpr_as_fun
 from jax.scipy import special as jax_special
 from jaxtyping import Array, Float
 
+from .._threefry import fold_in, split_into
 from .._validation import (
     BinaryLabels, BinaryProbs, Choice, ClassLabels, Custom, Int, Key, Real, SimplexProbs, Weights, check_weights, declare,
 )
@@ -180,12 +181,12 @@ def _chunked(fn, xs, chunk: int):
 
 def _resample_keys(k_res, start, count: int):
     """The keys of resamples ``start, ..., start + count - 1``: ``fold_in(k_res, j)``."""
-    return jax.vmap(lambda j: jax.random.fold_in(k_res, j))(start + jnp.arange(count, dtype=jnp.uint32))
+    return jax.vmap(lambda j: fold_in(k_res, j))(start + jnp.arange(count, dtype=jnp.uint32))
 
 
 def _resample_indices(key, n: int, count: int):
     """Row indices of the first ``count`` resamples of ``bootstrap(..., key=key)`` on $n$ rows, ``(count, n)``."""
-    keys = _resample_keys(jax.random.split(key)[0], jnp.uint32(0), count)
+    keys = _resample_keys(split_into(key)[0], jnp.uint32(0), count)
     return jax.vmap(lambda k: jax.random.randint(k, (n,), 0, n, dtype=jnp.int32))(keys)
 
 
@@ -486,7 +487,7 @@ def _quantile(xp, sorted_vals, q, B):
 def _bootstrap(statistic, arrs, w, key, n_resamples, level, method, chunk):
     n = arrs[0].shape[0]
     traced = _traced(arrs, w, key)
-    k_res, k_jack = jax.random.split(key)
+    k_res, k_jack = split_into(key)
     fast = statistic is smooth_ece and len(arrs) == 2 and arrs[0].ndim == 1 and arrs[1].ndim == 1
     theta = _call(statistic, arrs, w) if fast else _statistic(statistic, arrs, w)
     G, m = _groups(n)

@@ -1,7 +1,6 @@
-"""Bootstrap count vectors: the Threefry words are JAX's Threefry-2x32-20, the Poisson thresholds
-are exact, and the counts are Multinomial(n; 1/n, ..., 1/n) — exactly, for tiny n by the
-distribution of whole count vectors, and by their marginals otherwise, through the rejection
-path as well."""
+"""Bootstrap count vectors: the Poisson thresholds are exact, and the counts are
+Multinomial(n; 1/n, ..., 1/n) — exactly, for tiny n by the distribution of whole count vectors,
+and by their marginals otherwise, through the rejection path as well."""
 
 import math
 
@@ -10,19 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.stats
-from jax._src.random.threefry2x32 import threefry_2x32
 
 from jcalib.stats import _multinomial
 from jcalib.stats._multinomial import (
-    counts_by_position, multinomial_counts, multinomial_draws, poisson_counts, poisson_table, threefry2x32,
+    counts_by_position, multinomial_counts, multinomial_draws, poisson_counts, poisson_table,
 )
-
-
-def test_threefry_is_jax_threefry():
-    key = jnp.array([0x12345678, 0x9ABCDEF0], jnp.uint32)
-    x = jnp.arange(2000, dtype=jnp.uint32) * jnp.uint32(2654435761)
-    a, b = threefry2x32(key[0], key[1], x[:1000], x[1000:])
-    np.testing.assert_array_equal(np.concatenate([a, b]), np.asarray(threefry_2x32(key, x)))
 
 
 @pytest.mark.parametrize("n", [100, 10_000, 1_000_000])
