@@ -7,6 +7,7 @@ import jax.extend.random
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conformance import count_compilations
 
 from jcalib._threefry import fold_in, split, split_into, threefry2x32
 
@@ -29,18 +30,9 @@ KEYS = {
 
 
 def _compiles(run):
-    events = []
-
-    def listen(event, duration, **_):
-        if event == "/jax/core/compile/backend_compile_duration":
-            events.append(duration)
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    try:
+    with count_compilations() as c:
         jax.block_until_ready(run())
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listen)
-    return len(events)
+    return c.n
 
 
 @pytest.mark.parametrize("xp", [np, jnp], ids=["numpy", "jax"])

@@ -13,6 +13,7 @@ from typing import Sequence
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._validation import Custom, declare, to_device
 
@@ -41,6 +42,15 @@ def as_traced_module(module):
         return x
 
     return jax.tree_util.tree_map(conv, module)
+
+
+def _stack(*xs):
+    """The leaves stacked: in NumPy when all are concrete and strongly typed (``jnp.stack``
+    compiles a program per shape), else by ``jnp.stack``, which keeps a weak type (a Python
+    number's: it must not promote a low-precision state it meets)."""
+    if any(isinstance(x, (jax.core.Tracer, int, float)) or (isinstance(x, jax.Array) and x.aval.weak_type) for x in xs):
+        return jnp.stack(xs)
+    return to_device(np.stack([np.asarray(x) for x in xs]))
 
 
 def batch_axes(module):
@@ -91,5 +101,5 @@ def stack_modules(modules: Sequence[eqx.Module], what: str):
     shapes = [jax.tree_util.tree_map(jnp.shape, p[0]) for p in parts]
     if any(s != shapes[0] for s in shapes[1:]):
         raise ValueError(f"{what} in one sweep must have array fields of equal shapes (e.g. replays of one length)")
-    stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *[p[0] for p in parts])
+    stacked = jax.tree_util.tree_map(_stack, *[p[0] for p in parts])
     return eqx.combine(stacked, statics[0]), len(modules)

@@ -43,7 +43,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ..core.keys import MAX_ROUNDS
-from .._validation import BINS, Choice, Custom, Distribution, Int, Optional, Real, RealArray, Weights, declare, in_graph
+from .._validation import BINS, Choice, Custom, Distribution, Int, Optional, Real, RealArray, Weights, declare, in_graph, to_device
 from ..scoring import pinball
 
 __all__ = [
@@ -202,9 +202,15 @@ def pit_uniformity(pit_values: Float[Array, " T"]) -> Float[Array, ""]:
         0.5
     """
     u = pit_values
-    n = u.shape[0]
+    return _pit_uniformity(u, to_device(np.asarray(u.shape[0], u.dtype)))
+
+
+@jax.jit  # one program per shape: run operation by operation, a first call compiled nine
+def _pit_uniformity(u, n):
+    # n is an argument, not a constant: XLA turns a division by a constant into a product with
+    # its reciprocal, one ulp off the division the operation-by-operation code made
     s = jnp.sort(u)
-    i = jnp.arange(1, n + 1, dtype=u.dtype)
+    i = jnp.arange(1, u.shape[0] + 1, dtype=u.dtype)
     return jnp.max(jnp.maximum(i / n - s, s - (i - 1) / n))
 
 

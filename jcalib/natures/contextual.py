@@ -136,7 +136,7 @@ class DistortedModel(_AbstractLatentModel):
         _check_scalar_prob(self.high, "high")
         check_hyper(self.shift, "shift")
         lo, hi = as_float_array(self.low, "low"), as_float_array(self.high, "high")
-        if is_concrete(lo) and is_concrete(hi) and not bool(lo < hi):
+        if is_concrete(lo) and is_concrete(hi) and not np.asarray(lo) < np.asarray(hi):
             raise ValueError(f"need low < high, got low={self.low!r}, high={self.high!r}")
 
     def truth(self, state: LatentState) -> Float[Array, ""]:

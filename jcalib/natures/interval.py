@@ -23,7 +23,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._dtypes import float_dtype
 from .._grid import size_field
-from .._validation import check_hyper, check_positive_int, Real
+from .._validation import check_hyper, check_positive_int, Real, to_device
 from ..core.types import AbstractNature, Forecast
 from ..distributions import PiecewiseConstant, uniform_edges
 from ..distributions.piecewise import check_edges
@@ -64,7 +64,7 @@ class IIDInterval(AbstractNature):
         n = check_positive_int(n, "n")
         i = np.arange(n) + 0.5
         w = i * (n - i + 0.5)
-        return cls(jnp.asarray(w / w.sum(), float_dtype()), uniform_edges(n))
+        return cls(to_device(w / w.sum(), float_dtype()), uniform_edges(n))
 
     def distribution(self) -> PiecewiseConstant:
         return PiecewiseConstant._trusted(self.probs, self.edges)

@@ -76,7 +76,9 @@ from .._validation import (
     check_simplex_probs,
     checked_at_the_boundary,
     declare,
+    is_concrete,
     multiclass_inputs,
+    to_device,
 )
 from .._weights import normalised_weights
 from ..metrics.decision import (
@@ -233,7 +235,7 @@ class FittedDecisionCalibration(AbstractFittedRecalibrator):
             n_stages = as_int(n_stages)
             if isinstance(n_stages, bool) or not isinstance(n_stages, int) or not 0 <= n_stages <= total:
                 raise ValueError(f"n_stages must be None or an int in [0, {total}], got {n_stages!r}")
-        return _apply(self, probs, jnp.asarray(total if n_stages is None else n_stages))
+        return _apply(self, probs, to_device(total if n_stages is None else n_stages))
 
 
 def _check_validation(validation, n_classes):
@@ -347,7 +349,8 @@ class DecisionCalibration(AbstractRecalibrator):
             key = None
         n, c = probs.shape
         losses = None if self.losses is None else check_loss_matrices(self.losses, c).astype(probs.dtype)
-        onehot = jax.nn.one_hot(labels, c, dtype=probs.dtype)
+        onehot = (to_device(np.eye(c, dtype=probs.dtype)[np.asarray(labels)]) if is_concrete(labels)
+                  else jax.nn.one_hot(labels, c, dtype=probs.dtype))
         weights = normalised_weights(sample_weight, n, probs.dtype)
         settings = dict(
             n_actions=(2 if self.n_actions is None else self.n_actions) if losses is None else losses.shape[1],

@@ -62,6 +62,7 @@ from jaxtyping import Array, Float
 from .._threefry import fold_in, split_into
 from .._validation import (
     BinaryLabels, BinaryProbs, Choice, ClassLabels, Custom, Int, Key, Real, SimplexProbs, Weights, check_weights, declare,
+    to_device,
 )
 from ..metrics.smooth import (
     smooth_ece, smooth_ece_coarse, smooth_ece_count_tables, smooth_ece_counts_spectra, smooth_ece_draws_spectra,
@@ -109,7 +110,7 @@ def _check_arrays(arrays, name, bound):
                 raise ValueError(f"{name}[{i}] must be a numeric array, got {type(a).__name__}") from e
             if a.dtype.kind not in "biuf":
                 raise ValueError(f"{name}[{i}] must be a numeric array, got dtype {a.dtype}")
-            a = jnp.asarray(a)
+            a = to_device(a)
         elif not (jnp.issubdtype(a.dtype, jnp.number) or a.dtype == jnp.bool_):
             raise ValueError(f"{name}[{i}] must be a numeric array, got dtype {a.dtype}")
         if a.ndim == 0:
@@ -382,7 +383,7 @@ def _smooth_chunks(tables, k_res, groups, chunk: int, traced: bool, fine_tables)
         return v.reshape(-1)
 
     def resample(start, k):
-        out = _smooth_resample_calls(tables, k_res, start, jnp.int32(k), chunk)
+        out = _smooth_resample_calls(tables, k_res, start, to_device(np.int32(k)), chunk)
         return finish(k, out, lambda t, j, o: _smooth_fine_resamples(t, k_res, start, chunk, j, o))
 
     def delete(start, k):
@@ -426,7 +427,7 @@ def _run_chunks(fn, count: int, chunk: int, traced: bool, dtype, per: int = 1):
     if traced:
         out = lax.map(lambda i: fn(i * chunk, 1), jnp.arange(nc, dtype=dtype))
         return out.reshape((nc * chunk,) + out.shape[2:])
-    outs = [fn(jnp.asarray(g * chunk, dtype), min(per, nc - g)) for g in range(0, nc, per)]
+    outs = [fn(to_device(g * chunk, dtype), min(per, nc - g)) for g in range(0, nc, per)]
     host = np.concatenate([np.asarray(o) for o in outs])
     size = _bucket(count, chunk)
     return np.concatenate([host, np.zeros((size - host.shape[0],) + host.shape[1:], host.dtype)])
@@ -493,7 +494,7 @@ def _bootstrap(statistic, arrs, w, key, n_resamples, level, method, chunk):
     G, m = _groups(n)
     order = _jackknife_order(k_jack, n, G) if method == "bca" else None
     if fast:  # smooth_ece itself validated the inputs (at the boundary, or in the graph)
-        ws = jnp.ones_like(arrs[0]) if w is None else w
+        ws = (jnp.ones_like(arrs[0]) if traced else to_device(np.ones(arrs[0].shape, arrs[0].dtype))) if w is None else w
         tables = _smooth_tables(arrs[0], arrs[1], ws, fine=traced)
         groups = _smooth_groups(tables, order, G, m) if method == "bca" else None
         fine_tables = lambda: _smooth_fine_tables(arrs[0], arrs[1], ws, tables)  # noqa: E731
@@ -589,7 +590,7 @@ def bootstrap(
         bootstrap confidence intervals* (BCa); Efron, Tibshirani (1993), §13–14.
     """
     # checked by the declaration: arrays a tuple of arrays, level a Python float
-    level = jnp.asarray(level, jnp.result_type(float))
+    level = to_device(level, jnp.result_type(float))
     return _bootstrap(statistic, arrays, sample_weight, key, n_resamples, level, method, chunk)
 
 
@@ -652,5 +653,5 @@ def paired_bootstrap(
     """
     # checked by the declaration (the metric checks its inputs again under its own names)
     arrays = (probs_a, probs_b, labels)
-    level = jnp.asarray(level, jnp.result_type(float))
+    level = to_device(level, jnp.result_type(float))
     return _bootstrap(_Difference(metric), arrays, sample_weight, key, n_resamples, level, method, chunk)

@@ -51,6 +51,15 @@ def test_pit_uniformity_is_scipy_kstest(x64):
         assert float(R.pit_uniformity(u)) == pytest.approx(scipy.stats.kstest(u, "uniform").statistic, abs=1e-14)
 
 
+def test_pit_uniformity_is_one_program():
+    """A first call on new shapes compiles one program (operation by operation it compiled nine)."""
+    from conformance import count_compilations
+
+    with count_compilations() as c:
+        jax.block_until_ready(R.pit_uniformity(np.linspace(0.01, 0.99, 1237, dtype=np.float32)))
+    assert c.n == 1
+
+
 def test_histogram_coverage_smape_pinball_match_reference(x64):
     rng = np.random.default_rng(3)
     u = _pits(3)
