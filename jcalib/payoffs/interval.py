@@ -173,7 +173,8 @@ class QuantileCalibration(AbstractExpectations):
     def _prefix(self, c, dt):
         """The compensated prefix sums $(W, A)$ of $c_j$ and $c_j\\alpha_j$ (once per direction)."""
         c = jnp.asarray(c).astype(dt)
-        return _prefix_sums(c) + _prefix_sums(c * self.levels(dt))
+        hi, lo = _prefix_sums(jnp.stack([c, c * self.levels(dt)]))  # both in one pass: half the program
+        return hi[0], lo[0], hi[1], lo[1]
 
     def _at(self, pref, u):
         """$W$ and $A$ (both parts) at $\\lfloor (m+1)u\\rfloor$, the count of levels $\\le u$."""
@@ -241,23 +242,23 @@ class QuantileCalibration(AbstractExpectations):
 
 
 def _prefix_sums(x):
-    """The prefix sums $0, x_0, x_0 + x_1, \\dots$ of a 1-D ``x`` as an unevaluated sum ``hi + lo``.
+    """The prefix sums $0, x_0, x_0 + x_1, \\dots$ along the last axis of ``x`` as an unevaluated sum ``hi + lo``.
 
     Hillis–Steele doubling ($\\lceil\\log_2 (m+1)\\rceil$ vector steps, no loop) with the rounding
     error of every addition kept by TwoSum (Knuth): ``hi + lo`` is the exact prefix sum up to
     $O(\\varepsilon^2)$ relative, so a difference of two prefix sums loses no digits to
     cancellation.
     """
-    hi = jnp.concatenate([jnp.zeros((1,), x.dtype), x])
+    hi = jnp.concatenate([jnp.zeros(x.shape[:-1] + (1,), x.dtype), x], axis=-1)
     lo = jnp.zeros_like(hi)
     s = 1
-    while s < hi.shape[0]:  # static: log2(m + 1) steps
-        a, b = hi[s:], hi[:-s]
+    while s < hi.shape[-1]:  # static: log2(m + 1) steps
+        a, b = hi[..., s:], hi[..., :-s]
         t = a + b
         bb = t - a
         err = (a - (t - bb)) + (b - bb)  # TwoSum: a + b = t + err exactly
-        lo = jnp.concatenate([lo[:s], lo[s:] + lo[:-s] + err])
-        hi = jnp.concatenate([hi[:s], t])
+        lo = jnp.concatenate([lo[..., :s], lo[..., s:] + lo[..., :-s] + err], axis=-1)
+        hi = jnp.concatenate([hi[..., :s], t], axis=-1)
         s *= 2
     return hi, lo
 

@@ -292,6 +292,25 @@ def test_expect_bins_along_float32_is_as_accurate_as_the_dense_form():
     assert np.median(err_fast) <= 2 * np.median(err_dense)
 
 
+def test_compensated_prefix_sums_of_stacked_rows_are_each_row_s():
+    """The quantile payoff sums its two series in one pass over a stacked array: each row's
+    ``hi + lo`` is that row's own pass bit for bit, and the exact prefix sum to float32's 2 ulps."""
+    import math
+
+    from jcalib.payoffs.interval import _prefix_sums
+
+    rng = np.random.default_rng(3)
+    x = jnp.asarray(rng.normal(size=(2, 99)) * rng.uniform(0.1, 100, size=(2, 1)), jnp.float32)
+    hi, lo = _prefix_sums(x)
+    for r in range(2):
+        one = _prefix_sums(x[r])
+        np.testing.assert_array_equal(np.asarray(hi[r]), np.asarray(one[0]))
+        np.testing.assert_array_equal(np.asarray(lo[r]), np.asarray(one[1]))
+        exact = [math.fsum(np.asarray(x[r], np.float64)[:i]) for i in range(100)]
+        got = np.asarray(hi[r], np.float64) + np.asarray(lo[r], np.float64)
+        np.testing.assert_allclose(got, exact, rtol=0, atol=2 * np.spacing(np.float32(np.abs(exact).max())))
+
+
 def test_expert_regret_closed_form_on_any_interval(x64):
     from reference.bin_expectations import expected_crps_np
 
