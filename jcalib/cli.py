@@ -34,13 +34,13 @@ import numpy as np
 from jaxtyping import PRNGKeyArray
 from tqdm.auto import tqdm
 
-from ._threefry import fold_in, split_into
 from . import forecasters as F
 from . import metrics as M
 from . import natures as N
 from . import plots
 from ._cache import enable_compilation_cache
 from ._padded import padded
+from ._threefry import fold_in, split_into
 from ._validation import (
     check_binary_labels,
     check_binary_probs,

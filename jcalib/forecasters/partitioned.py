@@ -20,8 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int, PRNGKeyArray
 
-from .._threefry import split
 from .._grid import size_field, table_size
+from .._threefry import split
 from .._validation import as_float_array, check_positive_int, in_graph, is_concrete, offending
 from ..core.types import AbstractForecaster, Forecast
 

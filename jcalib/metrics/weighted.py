@@ -53,8 +53,8 @@ import scipy.sparse
 from jax import lax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._threefry import split
 from .._kernels import kernel_matmul, multinomial_kernel
+from .._threefry import split
 from .._validation import (
     BINS,
     Bool,

@@ -53,8 +53,8 @@ import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 from tqdm.auto import tqdm
 
-from .._threefry import fold_in, split, split_into
 from .._simplex import project_simplex
+from .._threefry import fold_in, split, split_into
 from .._validation import (
     Choice,
     Custom,

@@ -33,8 +33,8 @@ from jax import lax
 from jax.scipy.special import erfc, gammaln, ndtr
 from jaxtyping import Array, Float
 
-from .._threefry import split
 from .._kernels import DEFAULT_TILE, GaussianKernel, Kernel, kernel_matmul
+from .._threefry import split
 from .._validation import (
     Choice,
     Custom,
