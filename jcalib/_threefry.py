@@ -24,7 +24,7 @@ from jax import lax
 
 from ._validation import to_device
 
-__all__ = ["fold_in", "split", "split_into", "threefry2x32"]
+__all__ = ["fold_in", "key_data", "keys_like", "split", "split_into", "threefry2x32"]
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = 0x1BD11BDA
@@ -39,8 +39,7 @@ def threefry2x32(k0, k1, x0, x1):
     if all(isinstance(a, (np.ndarray, np.generic)) for a in (k0, k1, x0, x1)):
         words = np.broadcast_arrays(*(np.asarray(a, np.uint32) for a in (k0, k1, x0, x1)))
         with np.errstate(over="ignore"):  # NumPy's uint32 scalars warn where they wrap; the cipher wraps
-            return _cipher(np.add, np.bitwise_xor, np.bitwise_or, np.left_shift, np.right_shift,
-                           lambda v: np.uint32(v), *words)
+            return _cipher(np.add, np.bitwise_xor, np.bitwise_or, np.left_shift, np.right_shift, np.uint32, *words)
     return _traced(k0, k1, x0, x1)
 
 
@@ -78,20 +77,30 @@ def _plain(key) -> bool:
 
 
 def _words(key):
-    """``(k0, k1, typed)``: a threefry key's two words (host arrays when concrete)."""
-    typed = jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
-    data = jax.random.key_data(key) if typed else key
-    if not isinstance(data, jax.core.Tracer):
-        data = np.asarray(data)
-    return data[..., 0], data[..., 1], typed
+    """``(k0, k1)``: a threefry key's two words (host arrays when concrete)."""
+    data = key_data(key)
+    return data[..., 0], data[..., 1]
 
 
-def _wrap(k0, k1, typed: bool, like):
-    if isinstance(k0, (np.ndarray, np.generic)):
-        data = to_device(np.stack([k0, k1], axis=-1))
-    else:
-        data = jnp.stack([k0, k1], axis=-1)
-    return jax.random.wrap_key_data(data, impl=jax.random.key_impl(like)) if typed else data
+def key_data(keys):
+    """The data of a key array (typed or raw): a host array when concrete."""
+    data = jax.random.key_data(keys) if jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key) else keys
+    return data if isinstance(data, jax.core.Tracer) else np.asarray(data)
+
+
+def keys_like(data, like):
+    """Key data (words along the last axis; NumPy, put on the device without compiling, or
+    traced) as keys of ``like``'s kind: typed keys of its implementation, or raw data."""
+    if isinstance(data, (np.ndarray, np.generic)):
+        data = to_device(data)
+    if jax.dtypes.issubdtype(like.dtype, jax.dtypes.prng_key):
+        return jax.random.wrap_key_data(data, impl=jax.random.key_impl(like))
+    return data
+
+
+def _wrap(k0, k1, like):
+    xp = np if isinstance(k0, (np.ndarray, np.generic)) else jnp
+    return keys_like(xp.stack([k0, k1], axis=-1), like)
 
 
 def split(key, num: int = 2):
@@ -106,15 +115,15 @@ def split_into(key, num: int = 2) -> tuple:
     itself (unpacking or indexing a device array of keys compiles a program per shape)."""
     if not (_plain(key) and isinstance(num, (int, np.integer))) or isinstance(key, jax.core.Tracer):
         return tuple(split(key, num))
-    hi, lo, typed = _split_words(key, num)
-    return tuple(_wrap(h, l, typed, key) for h, l in zip(hi, lo))
+    hi, lo = _split_words(key, num)
+    return tuple(_wrap(h, l, key) for h, l in zip(hi, lo))
 
 
 def _split_words(key, num: int):
-    """The ``num`` keys of a split as their two words, and whether ``key`` is typed: the
-    partitionable split hashes the counters ``(0, i)``."""
-    k0, k1, typed = _words(key)
-    return (*threefry2x32(k0, k1, np.zeros(num, np.uint32), np.arange(num, dtype=np.uint32)), typed)
+    """The ``num`` keys of a split as their two words: the partitionable split hashes the
+    counters ``(0, i)``."""
+    k0, k1 = _words(key)
+    return threefry2x32(k0, k1, np.zeros(num, np.uint32), np.arange(num, dtype=np.uint32))
 
 
 def fold_in(key, data):
@@ -123,10 +132,10 @@ def fold_in(key, data):
     integer = np.issubdtype(np.dtype(getattr(data, "dtype", type(data))), np.integer) and not isinstance(data, bool)
     if not (_plain(key) and integer and np.ndim(data) == 0):
         return jax.random.fold_in(key, data)
-    k0, k1, typed = _words(key)
+    k0, k1 = _words(key)
     if isinstance(k0, (np.ndarray, np.generic)) and not isinstance(data, jax.core.Tracer):
         xp, word = np, (np.asarray(data, np.uint32) if isinstance(data, int) else np.asarray(data).astype(np.uint32))
     else:
         xp, word = jnp, jnp.asarray(data, jnp.uint32)
     hi, lo = threefry2x32(k0, k1, xp.zeros_like(word), word)  # JAX's seed of an integer: the words (0, data)
-    return _wrap(hi, lo, typed, key)
+    return _wrap(hi, lo, key)

@@ -63,6 +63,7 @@ __all__ = [
     "shown",
     "offending",
     "to_device",
+    "full",
 ]
 
 _MAX_SHOWN = 3  # offending values an error message lists at most
@@ -205,6 +206,15 @@ def to_device(x, dtype=None) -> jax.Array:
         if isinstance(x, (np.ndarray, np.generic, bool, int, float)):
             return jax.device_put(x if dtype is None else np.asarray(x, dtype))
         return jnp.asarray(x, dtype)
+
+
+def full(shape, value, dtype, like) -> jax.Array:
+    """``jnp.full(shape, value, dtype)``: made in NumPy when ``like`` (the array it goes with) is
+    concrete, so a first call compiles nothing; in the graph when ``like`` is traced, where a host
+    array would be baked into the program as a constant of the full size."""
+    if is_concrete(like):
+        return to_device(np.full(shape, value, dtype))
+    return jnp.full(shape, value, dtype)
 
 
 def cast(x, dtype) -> jax.Array:
@@ -899,9 +909,7 @@ class Weights(Spec):
         if value is None:
             if self.fill and ref is not None:
                 dtype = ref.dtype if jnp.issubdtype(ref.dtype, jnp.floating) else jnp.result_type(float)
-                if is_concrete(ref):  # made in NumPy: jnp.ones would compile a program
-                    return to_device(np.ones(ref.shape[:1], dtype))
-                return jnp.ones(ref.shape[:1], dtype)
+                return full(ref.shape[:1], 1, dtype, ref)
             return None
         n = ref.shape[0] if ref is not None and getattr(ref, "ndim", 0) else None
         if n is None:

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, Float
 
-from ._validation import to_device
+from ._validation import full
 
 __all__ = ["normalised_weights"]
 
 
-def normalised_weights(sample_weight: Float[Array, " n"] | None, n: int, dtype) -> Float[Array, " n"]:
-    """Weights summing to 1: ``1/n`` each when ``sample_weight`` is None, else ``w / Σ w``.
+def normalised_weights(sample_weight: Float[Array, " n"] | None, probs: Array) -> Float[Array, " n"]:
+    """Weights summing to 1, in the dtype of the forecasts ``probs`` (one row per sample):
+    ``1/n`` each when ``sample_weight`` is None (made on the host for concrete ``probs``, see
+    :func:`jcalib._validation.full`), else ``w / Σ w``.
 
-    Traced, or for ``None`` made on the host (``jnp.full`` would compile a program per shape);
-    the caller validates ``sample_weight`` (non-negative, finite, not all zero).
+    The caller validates ``sample_weight`` (non-negative, finite, not all zero).
     """
+    n = probs.shape[0]
     if sample_weight is None:
-        return to_device(np.full((n,), 1.0 / n, dtype))
-    sw = sample_weight.astype(dtype)
+        return full((n,), 1.0 / n, probs.dtype, probs)
+    sw = sample_weight.astype(probs.dtype)
     return sw / jnp.sum(sw)

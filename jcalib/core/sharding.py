@@ -15,8 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .._threefry import split
-from .._validation import check_positive_int, to_device
+from .._threefry import key_data, keys_like, split
+from .._validation import check_positive_int
 
 __all__ = ["SeedShard", "shard_seeds", "gather_seeds", "process_checkpoint", "split_keys", "thread_parts"]
 
@@ -91,11 +91,7 @@ def _indexed(fn, keys):
     traced ones in the graph."""
     if isinstance(keys, jax.core.Tracer):
         return fn(keys, jnp)
-    if not jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key):
-        return jax.tree_util.tree_map(to_device, fn(np.asarray(keys), np))
-    impl = jax.random.key_impl(keys)
-    return jax.tree_util.tree_map(lambda d: jax.random.wrap_key_data(to_device(d), impl=impl),
-                                  fn(np.asarray(jax.random.key_data(keys)), np))
+    return jax.tree_util.tree_map(lambda d: keys_like(d, keys), fn(key_data(keys), np))
 
 
 def process_checkpoint(checkpoint, shard: SeedShard):

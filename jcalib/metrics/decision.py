@@ -425,9 +425,9 @@ def _true_probs(value, name, bound):
 
 @partial(jax.jit, static_argnames=("actions", "single"))
 def _dce_core(key, probs, labels, sample_weight, search, *, actions, single):
-    n, c = probs.shape
+    c = probs.shape[1]
     residual = jax.nn.one_hot(labels, c, dtype=probs.dtype) - probs
-    weights = normalised_weights(sample_weight, n, probs.dtype)
+    weights = normalised_weights(sample_weight, probs)
     k_max = max(actions)
     masks = jnp.arange(k_max)[None, :] < jnp.asarray(actions)[:, None]  # (J, K_max)
     keys = split(key, len(actions))
@@ -458,9 +458,9 @@ def _best(res: SearchResult, mask) -> DecisionCalibrationResult:
 
 @jax.jit
 def _dce_losses_core(losses, probs, labels, sample_weight):
-    n, c = probs.shape
+    c = probs.shape[1]
     residual = jax.nn.one_hot(labels, c, dtype=probs.dtype) - probs
-    weights = normalised_weights(sample_weight, n, probs.dtype)
+    weights = normalised_weights(sample_weight, probs)
     # The Bayes rule of L, argmin_a ⟨L_a, q⟩ (Definition 1), is the argmax partition of w = −L.
     res = family_values(-losses, probs, residual, weights)
     return _best(res, jnp.ones(losses.shape[1], bool))
@@ -561,9 +561,9 @@ def decision_calibration_error(
 
 @partial(jax.jit, static_argnames=("chunk",))
 def _loss_gap_core(losses, probs, labels, true_probs, sample_weight, *, chunk):
-    n, c = probs.shape
+    c = probs.shape[1]
     n_actions = losses.shape[1]
-    weights = normalised_weights(sample_weight, n, probs.dtype)
+    weights = normalised_weights(sample_weight, probs)
     onehot = jax.nn.one_hot(labels, c, dtype=probs.dtype)
     target = onehot if true_probs is None else true_probs.astype(probs.dtype)
     # Weighted predicted and true class distributions side by side: (N, 2C).

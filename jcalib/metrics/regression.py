@@ -43,7 +43,9 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ..core.keys import MAX_ROUNDS
-from .._validation import BINS, Choice, Custom, Distribution, Int, Optional, Real, RealArray, Weights, declare, in_graph, to_device
+from .._validation import (
+    BINS, Choice, Custom, Distribution, Int, Optional, Real, RealArray, Weights, declare, in_graph, to_device,
+)
 from ..scoring import pinball
 
 __all__ = [

@@ -347,11 +347,11 @@ class DecisionCalibration(AbstractRecalibrator):
         else:
             check_key(key, optional=True)
             key = None
-        n, c = probs.shape
+        c = probs.shape[1]
         losses = None if self.losses is None else check_loss_matrices(self.losses, c).astype(probs.dtype)
         onehot = (to_device(np.eye(c, dtype=probs.dtype)[np.asarray(labels)]) if is_concrete(labels)
                   else jax.nn.one_hot(labels, c, dtype=probs.dtype))
-        weights = normalised_weights(sample_weight, n, probs.dtype)
+        weights = normalised_weights(sample_weight, probs)
         settings = dict(
             n_actions=(2 if self.n_actions is None else self.n_actions) if losses is None else losses.shape[1],
             hard=self.partition == "hard",

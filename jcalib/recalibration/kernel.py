@@ -317,7 +317,7 @@ class KernelCalibration(AbstractRecalibrator):
     def _prepare(self, probs, labels, sample_weight):
         """Checked inputs (by the declaration of ``fit``) ready for the jitted loop."""
         v, y, w = probs, labels, sample_weight
-        weights = None if sample_weight is None else normalised_weights(w, v.shape[0], v.dtype)
+        weights = None if sample_weight is None else normalised_weights(w, v)
         eta = None if self.eta is None else jnp.asarray(self.eta, v.dtype)
         return v, y, weights, eta, dict(kernel=self.kernel, s=_resolve_scale(self.kernel, self.s), tile=self.tile)
 

@@ -62,7 +62,7 @@ from jaxtyping import Array, Float
 from .._threefry import fold_in, split_into
 from .._validation import (
     BinaryLabels, BinaryProbs, Choice, ClassLabels, Custom, Int, Key, Real, SimplexProbs, Weights, check_weights, declare,
-    to_device,
+    full, to_device,
 )
 from ..metrics.smooth import (
     smooth_ece, smooth_ece_coarse, smooth_ece_count_tables, smooth_ece_counts_spectra, smooth_ece_draws_spectra,
@@ -494,7 +494,7 @@ def _bootstrap(statistic, arrs, w, key, n_resamples, level, method, chunk):
     G, m = _groups(n)
     order = _jackknife_order(k_jack, n, G) if method == "bca" else None
     if fast:  # smooth_ece itself validated the inputs (at the boundary, or in the graph)
-        ws = (jnp.ones_like(arrs[0]) if traced else to_device(np.ones(arrs[0].shape, arrs[0].dtype))) if w is None else w
+        ws = full(arrs[0].shape, 1, arrs[0].dtype, arrs[0]) if w is None else w
         tables = _smooth_tables(arrs[0], arrs[1], ws, fine=traced)
         groups = _smooth_groups(tables, order, G, m) if method == "bca" else None
         fine_tables = lambda: _smooth_fine_tables(arrs[0], arrs[1], ws, tables)  # noqa: E731
