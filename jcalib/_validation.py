@@ -64,6 +64,8 @@ __all__ = [
     "offending",
     "to_device",
     "full",
+    "bucket_size",
+    "pad_rows",
 ]
 
 _MAX_SHOWN = 3  # offending values an error message lists at most
@@ -215,6 +217,32 @@ def full(shape, value, dtype, like) -> jax.Array:
     if is_concrete(like):
         return to_device(np.full(shape, value, dtype))
     return jnp.full(shape, value, dtype)
+
+
+def bucket_size(n: int, smallest: int = 256) -> int:
+    """``n`` rounded up to the next size of a fixed ladder: ``smallest``, then four sizes per
+    doubling (``2^e`` times 5/4, 6/4, 7/4, 2), so at most a quarter more rows. A program
+    compiled for a bucket serves every ``n`` in it (after :func:`pad_rows`)."""
+    if n <= smallest:
+        return smallest
+    step = 1 << ((n - 1).bit_length() - 3)  # a quarter of the largest power of two below n
+    return -(-n // step) * step
+
+
+def pad_rows(arrays, size: int):
+    """``arrays`` (``None`` allowed) with zero rows appended along the first axis up to ``size``
+    rows, padded on the host (a padding program would compile per input shape). Unchanged when
+    one of them is traced (they go together into the caller's program, whose shapes stay)."""
+    if not all(is_concrete(x) for x in arrays):
+        return tuple(arrays)
+
+    def pad(x):
+        if x is None or x.shape[0] == size:
+            return x
+        host = np.asarray(x)
+        return to_device(np.concatenate([host, np.zeros((size - host.shape[0],) + host.shape[1:], host.dtype)]))
+
+    return tuple(pad(x) for x in arrays)
 
 
 def cast(x, dtype) -> jax.Array:

@@ -488,3 +488,28 @@ def test_to_device_is_jnp_asarray_without_compiling(value, dtype):
     inside = []
     jax.jit(lambda: inside.append(V.to_device(value, dtype)) or 0)()  # concrete inside a trace too
     assert not isinstance(inside[0], jax.core.Tracer)
+
+
+def test_bucket_sizes_are_a_ladder_with_at_most_a_quarter_of_padding():
+    sizes = [V.bucket_size(n) for n in range(1, 5000)]
+    assert sizes[:256] == [256] * 256
+    assert sorted(set(sizes))[:9] == [256, 320, 384, 448, 512, 640, 768, 896, 1024]
+    assert all(a <= b for a, b in zip(sizes, sizes[1:]))  # monotone
+    assert all(V.bucket_size(s) == s for s in set(sizes))  # a bucket's size is its own bucket
+    assert max(s / n for n, s in zip(range(257, 5000), sizes[256:])) <= 1.25
+    assert V.bucket_size(10**7 + 1) == 10_485_760  # 2^23 * 5/4
+
+
+def test_pad_rows_appends_zero_rows_on_the_host_and_leaves_traced_arrays():
+    a, b = np.arange(6.0, dtype=np.float32).reshape(3, 2), jnp.asarray([1, 0, 1], jnp.int32)
+    with count_compilations() as c:
+        pa, pb, none = V.pad_rows((a, b, None), 5)
+    assert c.n == 0
+    assert none is None and (pa.shape, pa.dtype, pb.shape, pb.dtype) == ((5, 2), jnp.float32, (5,), jnp.int32)
+    np.testing.assert_array_equal(np.asarray(pa), np.concatenate([a, np.zeros((2, 2), np.float32)]))
+    np.testing.assert_array_equal(np.asarray(pb), [1, 0, 1, 0, 0])
+    assert V.pad_rows((b,), 3)[0] is b  # already that size
+    # one traced array: all unchanged (they meet in the caller's program, whose shapes stay)
+    shapes = []
+    jax.jit(lambda x: shapes.append([v.shape for v in V.pad_rows((x, a), 5)]) or x)(b)
+    assert shapes == [[(3,), (3, 2)]]

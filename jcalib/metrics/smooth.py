@@ -21,7 +21,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-from .._validation import BinaryProbs, Bool, Real, RealArray, Weights, binary_inputs, declare
+from .._validation import BinaryProbs, Bool, Real, RealArray, Weights, binary_inputs, bucket_size, declare, pad_rows
 from ._groups import group_sums
 
 __all__ = ["smooth_calibration_error", "smooth_ece", "smooth_ece_at_bandwidth"]
@@ -255,6 +255,9 @@ def smooth_ece(
     $10^{-3}$ count as too small). Grids depend on $\sigma$, so they live in static buffers
     sized for the smallest bandwidth evaluated ($2^{-9}$) and are masked: jit- and vmap-able,
     differentiable in ``probs`` almost everywhere. Sample weights act as multiplicities.
+    Concrete inputs are padded with rows of zero weight to the next size of a ladder (256, then
+    four sizes per doubling): one compiled program serves every $n$ of a bucket, and the
+    padding changes no bit of the result.
 
     Args:
         probs: forecasts in $[0, 1]$, shape ``(n,)``.
@@ -270,7 +273,10 @@ def smooth_ece(
         smoothing* (smECE, reflected kernel, fixed-point bandwidth);
         the ``relplot`` package (``relplot.metrics.smECE``).
     """
-    val, sigma = _smooth_ece(probs, labels, sample_weight)  # checked by the declaration
+    # checked by the declaration; concrete inputs padded with rows of zero weight to a size
+    # bucket, so that one compiled program serves every n in the bucket (the same numbers: a
+    # zero mass adds 0.0 to the grid, and nothing else sums over the rows)
+    val, sigma = _smooth_ece(*pad_rows((probs, labels, sample_weight), bucket_size(probs.shape[0])))
     return (val, sigma) if return_bandwidth else val
 
 

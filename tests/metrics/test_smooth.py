@@ -226,6 +226,21 @@ def test_jit_vmap_no_retrace(name):
     np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5)  # float32, batched vs single
 
 
+def test_sizes_of_one_bucket_share_a_program_and_keep_every_bit(x64):
+    """Concrete inputs are padded with zero-weight rows to a size bucket (1025 to 1280 rows here):
+    one compiled program for the three sizes, and the values of the unpadded program bit for bit."""
+    data = []
+    for i, n in enumerate((1030, 1100, 1280)):
+        p, y = _data(i, n, "over" if i % 2 else "extreme")
+        data.append((p, y, np.random.default_rng(i).uniform(0, 2, n) if i == 1 else None))
+    before = smooth_module._smooth_ece._cache_size()
+    got = [smooth_ece(p, y, sample_weight=w, return_bandwidth=True) for p, y, w in data]
+    assert smooth_module._smooth_ece._cache_size() - before <= 1  # 0 if the bucket was compiled before
+    for (p, y, w), g in zip(data, got):
+        want = smooth_module._smooth_ece(*(jnp.asarray(a, float) for a in (p, y, np.ones(len(p)) if w is None else w)))
+        assert [np.asarray(v).tobytes() for v in g] == [np.asarray(v).tobytes() for v in want]
+
+
 @pytest.mark.parametrize("name", sorted(FNS))
 def test_integer_weights_equal_repetition(x64, name):
     p, y = _data(11, 40, "grid")
