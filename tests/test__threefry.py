@@ -1,6 +1,11 @@
 """jcalib._threefry: the cipher, split and fold-in equal JAX's bit for bit (concrete keys on the
 host, traced keys in the graph, under jit and vmap), other keys and settings go to jax.random,
-and neither a concrete split nor a traced one compiles JAX's own Threefry."""
+and neither a concrete split nor a traced one compiles JAX's own Threefry; JAX's own Threefry is
+unrolled on a CPU (jcalib's import) and keeps every bit."""
+
+import os
+import subprocess
+import sys
 
 import jax
 import jax.extend.random
@@ -9,6 +14,7 @@ import numpy as np
 import pytest
 from conformance import count_compilations
 
+from jcalib import _threefry
 from jcalib._threefry import fold_in, split, split_into, threefry2x32
 
 
@@ -82,8 +88,7 @@ def test_concrete_keys_split_on_the_host_and_traced_ones_without_jax_cipher():
     assert _compiles(lambda: split(key, 17)) == 0
     assert _compiles(lambda: fold_in(key, 4)) == 0
     ours = jax.jit(lambda k, j: (split(k, 8), fold_in(k, j))).lower(key, jnp.int32(2)).as_text()
-    jaxs = jax.jit(lambda k: jax.random.split(k, 8)).lower(key).as_text()
-    assert "@threefry2x32" in jaxs and "stablehlo.while" in jaxs  # JAX's cipher: a function, a loop
+    # neither JAX's cipher (a function of its own) nor a loop (its CPU lowering, when rolled)
     assert "@threefry2x32" not in ours and "stablehlo.while" not in ours
 
 
@@ -99,3 +104,39 @@ def test_split_into_is_the_split_s_rows_without_compiling(kind):
     traced = jax.jit(lambda k: split_into(k, 3))(key)
     for i, k in enumerate(traced):
         _same(k, ref[i])
+
+
+# draws of every kind JAX builds on its Threefry's bits (widths 8 to 64, floats, integers,
+# permutations, keys), also under vmap over keys, hashed
+_DRAWS = """
+import hashlib, jax, jax.numpy as jnp, numpy as np
+jax.config.update("jax_enable_x64", True)
+import jcalib
+k = jax.random.key(7)
+ks = jax.random.split(k, 3)
+out = [jax.random.bits(k, (5, 3), d) for d in (jnp.uint8, jnp.uint16, jnp.uint32, jnp.uint64)]
+out += [jax.random.uniform(k, (1000,)), jax.random.normal(k, (7, 3, 5), jnp.float64),
+        jax.random.randint(k, (999,), 0, 17), jax.random.gumbel(k, (40, 2)), jax.random.permutation(k, 100),
+        jax.random.bernoulli(k, 0.3, (64,)), jax.random.key_data(jax.random.split(k, 5)),
+        jax.jit(jax.vmap(lambda q: jax.random.normal(q, (4,))))(ks)]
+print(hashlib.sha256(b"".join(np.asarray(o).tobytes() for o in out)).hexdigest())
+lowered = jax.jit(lambda q: jax.random.uniform(q, (8,))).lower(k).as_text()
+print("while" in lowered)
+"""
+
+
+def _draws(threefry_cpu):
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", _threefry.THREEFRY_CPU_ENV: threefry_cpu}
+    out = subprocess.run([sys.executable, "-c", _DRAWS], env=env, capture_output=True, text=True, check=True)
+    digest, has_loop = out.stdout.split()
+    return digest, has_loop == "True"
+
+
+def test_jax_threefry_is_unrolled_on_cpu_and_every_draw_keeps_its_bits():
+    """Importing jcalib lowers JAX's Threefry without its rolled loop on a CPU (unless
+    ``JCALIB_THREEFRY_CPU=rolled``); draws of every kind are the same bytes either way."""
+    unrolled, rolled = _draws("unrolled"), _draws("rolled")
+    if rolled[1]:  # this JAX lowers its Threefry by a rolled loop on a CPU: jcalib unrolls it
+        assert not unrolled[1]
+    assert unrolled[0] == rolled[0]
+    assert not _threefry.unroll_jax_threefry_on_cpu()  # done once, at import
