@@ -158,8 +158,10 @@ def _stage(key, current, onehot, weights, search, ridge, losses, *, n_actions, h
 
 
 @partial(jax.jit, static_argnames=("n_stages", "n_actions", "hard", "project"))
-def _fit_stages(key, probs, onehot, weights, search, ridge, losses, *, n_stages, n_actions, hard, project):
-    # All stages in one compiled scan (a scan outside jit would compile its body on every call).
+def _fit_stages(key, probs, onehot, sample_weight, search, ridge, losses, *, n_stages, n_actions, hard, project):
+    # All stages in one compiled scan (a scan outside jit would compile its body on every call);
+    # the weights normalised in it too (on their own, two more programs on a first call)
+    weights = normalised_weights(sample_weight, probs)
     def body(current, k):
         new, w, d, info = _stage(k, current, onehot, weights, search, ridge, losses,
                                  n_actions=n_actions, hard=hard, project=project)
@@ -351,14 +353,13 @@ class DecisionCalibration(AbstractRecalibrator):
         losses = None if self.losses is None else check_loss_matrices(self.losses, c).astype(probs.dtype)
         onehot = (to_device(np.eye(c, dtype=probs.dtype)[np.asarray(labels)]) if is_concrete(labels)
                   else jax.nn.one_hot(labels, c, dtype=probs.dtype))
-        weights = normalised_weights(sample_weight, probs)
         settings = dict(
             n_actions=(2 if self.n_actions is None else self.n_actions) if losses is None else losses.shape[1],
             hard=self.partition == "hard",
             project=self.projection == "simplex",
         )
         traced = (self.search, check_float_scalar(self.ridge, "ridge", probs.dtype, non_negative=True), losses)
-        return key, probs, labels, onehot, weights, traced, settings
+        return key, probs, labels, onehot, sample_weight, traced, settings
 
     @declare(**multiclass_inputs(), key=Key(optional=True))
     def fit(
@@ -387,8 +388,8 @@ class DecisionCalibration(AbstractRecalibrator):
                 classes is not C.
             TypeError: a key that is not a PRNG key (an int, or None without ``losses``).
         """
-        key, probs, _, onehot, weights, traced, settings = self._prepare(probs, labels, key, sample_weight)
-        ws, ds, info = _fit_stages(key, probs, onehot, weights, *traced, n_stages=self.n_stages, **settings)
+        key, probs, _, onehot, sample_weight, traced, settings = self._prepare(probs, labels, key, sample_weight)
+        ws, ds, info = _fit_stages(key, probs, onehot, sample_weight, *traced, n_stages=self.n_stages, **settings)
         return FittedDecisionCalibration(ws, ds, info, settings["hard"], settings["project"])
 
     @declare(**multiclass_inputs(), key=Key(optional=True))
@@ -431,7 +432,8 @@ class DecisionCalibration(AbstractRecalibrator):
             ``<name>_decision_loss``, ``<name>_accuracy``, ``<name>_l2_error`` of the
             clipped, renormalised predictions after s stages.
         """
-        key, probs, _, onehot, weights, traced, settings = self._prepare(probs, labels, key, sample_weight)
+        key, probs, _, onehot, sample_weight, traced, settings = self._prepare(probs, labels, key, sample_weight)
+        weights = normalised_weights(sample_weight, probs)
         monitor = _check_validation(validation, probs.shape[1])
         if monitor_losses is not None:
             monitor_losses = check_loss_matrices(monitor_losses, probs.shape[1], "monitor_losses")

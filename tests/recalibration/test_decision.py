@@ -317,6 +317,27 @@ def test_new_float_settings_reuse_one_compilation():
     np.testing.assert_allclose(np.asarray(adjustments[2]), np.asarray(single), rtol=1e-3, atol=1e-5)
 
 
+def test_a_fit_is_one_program():
+    """A first fit lowers one program, the stages' scan with the weights' normalisation in it
+    (lowerings are counted: a program read back from the persistent cache is lowered too)."""
+    probs, labels = (np.asarray(a) for a in _overconfident(jax.random.key(32), 150, 3))
+    key = jax.random.key(1)
+    jax.block_until_ready(key)
+    lowered = []
+
+    def listen(event, duration, **kw):
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            lowered.append(kw.get("fun_name"))
+
+    jax.clear_caches()
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        DecisionCalibration(n_stages=2, search=FAST).fit(probs, labels, key=key, sample_weight=np.ones(150))
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert lowered == ["jit(_fit_stages)"]
+
+
 def test_empty_data_and_non_keys_are_refused():
     # n = 0 used to end in ZeroDivisionError
     with pytest.raises(ValueError, match="empty"):
