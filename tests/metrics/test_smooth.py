@@ -241,6 +241,38 @@ def test_sizes_of_one_bucket_share_a_program_and_keep_every_bit(x64):
         assert [np.asarray(v).tobytes() for v in g] == [np.asarray(v).tobytes() for v in want]
 
 
+@pytest.mark.parametrize("sigma", [0.3, 0.05, 0.004])
+def test_density_and_residual_smoothed_together_as_apart(x64, sigma):
+    """smooth ECE smooths its two series (weights, weighted residuals) as two columns of one
+    pass: each column is bit for bit the series smoothed on its own."""
+    p, y = _data(3, 700, "over")
+    w = np.random.default_rng(3).uniform(0, 2, 700)
+    E, _ = smooth_module._grid_sizes(jnp.asarray(sigma))
+    Emax, _ = smooth_module._static_max(smooth_module._MIN_SIGMA)
+    smooth = jax.jit(smooth_module._reflected_smooth, static_argnums=4)
+    together = smooth(p, np.stack([w, w * (p - y)], axis=1), sigma, E, Emax)
+    for col, v in enumerate((w, w * (p - y))):
+        np.testing.assert_array_equal(np.asarray(together[:, col]), np.asarray(smooth(p, v, sigma, E, Emax)))
+
+
+def test_smooth_ece_at_bandwidth_is_one_program_and_its_jitted_self():
+    p, y = _data(4, 300, "over")
+    lowered = []
+
+    def listen(event, duration, **kw):
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            lowered.append(kw.get("fun_name"))
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        plain = smooth_module.smooth_ece_at_bandwidth(p, p - y, 0.07)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert len(lowered) <= 1  # 0 when an earlier test compiled this shape
+    jitted = jax.jit(smooth_module.smooth_ece_at_bandwidth)(p, p - y, 0.07)
+    assert np.asarray(plain).tobytes() == np.asarray(jitted).tobytes()
+
+
 @pytest.mark.parametrize("name", sorted(FNS))
 def test_integer_weights_equal_repetition(x64, name):
     p, y = _data(11, 40, "grid")
