@@ -174,7 +174,8 @@ def unroll_jax_threefry_on_cpu() -> bool:
         return False
     rolled = getattr(jax_threefry, "_threefry2x32_cpu_lowering_rule", None)
     unrolled = getattr(jax_threefry, "_threefry2x32_lowering_rule", None)
-    current = getattr(mlir, "_platform_specific_lowerings", {}).get("cpu", {}).get(getattr(jax_threefry, "threefry2x32_p", None))
+    cpu_rules = getattr(mlir, "_platform_specific_lowerings", {}).get("cpu", {})
+    current = cpu_rules.get(getattr(jax_threefry, "threefry2x32_p", None))
     if rolled is None or unrolled is None or getattr(current, "rule", None) is not rolled:
         return False
     mlir.register_lowering(jax_threefry.threefry2x32_p, unrolled, platform="cpu")

@@ -162,6 +162,7 @@ def _fit_stages(key, probs, onehot, sample_weight, search, ridge, losses, *, n_s
     # All stages in one compiled scan (a scan outside jit would compile its body on every call);
     # the weights normalised in it too (on their own, two more programs on a first call)
     weights = normalised_weights(sample_weight, probs)
+
     def body(current, k):
         new, w, d, info = _stage(k, current, onehot, weights, search, ridge, losses,
                                  n_actions=n_actions, hard=hard, project=project)
