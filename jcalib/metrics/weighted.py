@@ -48,7 +48,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import scipy.optimize
 import scipy.sparse
 from jax import lax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
@@ -314,6 +313,8 @@ def lipschitz_correlation(t, r, lipschitz: float = 1.0):
     rows = np.repeat(np.arange(m), 2)
     cols = np.stack([np.arange(m), np.arange(1, m + 1)], 1).ravel()
     vals = np.tile([-1.0, 1.0], m)
+    import scipy.optimize  # here, not at the top: it is 0.2-0.3 s of every `import jcalib`
+
     diff = scipy.sparse.csr_matrix((vals, (rows, cols)), shape=(m, m + 1))
     a_ub = scipy.sparse.vstack([diff, -diff]).tocsr()
     res = scipy.optimize.linprog(
@@ -550,6 +551,8 @@ def full_smooth_calibration_error(
     if U == 1:
         per, hs = np.abs(r[0]), np.sign(r)
     else:
+        import scipy.optimize  # here, not at the top (see above)
+
         i, j = np.triu_indices(U, 1)
         dist = np.abs(pts[i] - pts[j]).sum(1)
         p = len(i)

@@ -1,6 +1,9 @@
 """Tests for weighted multi-class calibration errors (Gopalan et al. 2024, §2, Definitions 2.2–2.6,
 6.5, 7.7, Lemma 2.7, Corollary 6.6)."""
 
+import subprocess
+import sys
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -355,3 +358,11 @@ def test_unrolled_sigmoid_search_equals_the_rolled_one():
     for bad in (0, False, 2.0):
         with pytest.raises(ValueError, match="unroll"):
             SigmoidSearch(unroll=bad)
+
+
+def test_importing_jcalib_leaves_scipy_optimize_to_the_lps():
+    """SciPy's optimize (0.2-0.3 s of an import) is imported by the exact smooth-calibration LPs
+    when they first run, not by ``import jcalib``."""
+    code = "import sys, jcalib; print('scipy.optimize' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
