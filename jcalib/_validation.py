@@ -231,16 +231,21 @@ def bucket_size(n: int, smallest: int = 256) -> int:
 
 def pad_rows(arrays, size: int):
     """``arrays`` (``None`` allowed) with zero rows appended along the first axis up to ``size``
-    rows, padded on the host (a padding program would compile per input shape). Unchanged when
-    one of them is traced (they go together into the caller's program, whose shapes stay)."""
+    rows. Host arrays and arrays on a CPU device (which NumPy reads without a copy) are padded in
+    NumPy, since a padding program would compile per input shape; arrays on an accelerator are
+    padded there, without a round trip through the host. Unchanged when one of them is traced
+    (they go together into the caller's program, whose shapes stay)."""
     if not all(is_concrete(x) for x in arrays):
         return tuple(arrays)
 
     def pad(x):
         if x is None or x.shape[0] == size:
             return x
+        zeros = (size - x.shape[0],) + x.shape[1:]
+        if isinstance(x, jax.Array) and any(d.platform != "cpu" for d in x.devices()):
+            return jnp.concatenate([x, jnp.zeros(zeros, x.dtype)])
         host = np.asarray(x)
-        return to_device(np.concatenate([host, np.zeros((size - host.shape[0],) + host.shape[1:], host.dtype)]))
+        return to_device(np.concatenate([host, np.zeros(zeros, host.dtype)]))
 
     return tuple(pad(x) for x in arrays)
 
