@@ -108,3 +108,28 @@ def test_a_rerun_of_the_same_players_traces_no_init(monkeypatch):
     again = jcalib.core.play(f, Bernoulli(0.6), 40, key=jax.random.key(1), progress=False)
     assert len(calls) == traced
     assert not np.array_equal(first.y, again.y)
+
+
+def test_a_chunk_traces_its_round_and_its_init_once(monkeypatch):
+    """The round's and the init's output shapes (for the history buffer and the ``lax.cond``)
+    come from the one trace whose operations the chunk replays: tracing a chunk runs the
+    players' Python once per round function, not twice (a third of a sweep's tracing)."""
+    rounds, inits = [], []
+    one_round, init = loop._one_round, loop._init
+    monkeypatch.setattr(loop, "_one_round", lambda *a: rounds.append(1) or one_round(*a))
+    monkeypatch.setattr(loop, "_init", lambda *a: inits.append(1) or init(*a))
+    _chunk_jaxpr(AlmostOneStepAhead(n_bins=8), Switch(MEMBERS, jnp.int32(1)))
+    assert len(rounds) == 1
+    assert len(inits) == 2  # the placeholder's shapes (outside the chunk), then the chunk's init
+
+
+def test_replaying_a_trace_stages_the_same_program():
+    """What the chunk replays equals what tracing the function in place stages, operation for
+    operation (so compiled programs, cached programs and checkpoint fingerprints are unchanged)."""
+    def f(x, y):
+        return jnp.sin(x) * y + jnp.arange(3.0), (x > 0).sum()
+
+    args = (jnp.ones(3), jnp.float32(2))
+    shape, replay = loop._trace_once(f, *args)
+    assert shape == jax.eval_shape(f, *args)
+    assert str(jax.make_jaxpr(replay)(*args)) == str(jax.make_jaxpr(f)(*args))
