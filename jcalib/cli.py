@@ -443,6 +443,9 @@ def _rate_figure(runs: list[Run], metric: str, path: str, *, ylabel: str, captio
         stat = lambda fn: [fn(v) if v.size else np.nan for v in vals]  # noqa: E731
         plots.rate_plot(Ts, {n: stat(np.median)}, bands={n: (stat(np.min), stat(np.max))}, bound=curve, ax=ax, ylabel="")
         ax.get_legend().remove()
+        # decades only: the minor ticks of a dozen shared log axes were most of a figure's time
+        # (2.5 s of 3), and on panels this small their grid lines were clutter
+        ax.minorticks_off()
         ax.set_title(n, fontsize="small")
         ax.set_xlabel("")
     for ax in axes[len(names):]:
