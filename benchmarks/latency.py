@@ -6,7 +6,9 @@ same shapes, timed, with JAX's own counters (``jax.monitoring``) for the first c
 compilations (``/jax/core/compile/backend_compile_duration`` events) and their seconds, jaxpr
 traces and their seconds, and persistent-cache hits. ``demo`` and ``demo_tiny`` run the command
 line (``python -m jcalib.cli demo``) as a whole; ``demo_warm`` and ``demo_tiny_warm`` run it twice
-on one cache folder and report the second run (and the first's time).
+on one cache folder and one output folder, as ``make demo`` twice does (the second run reads back
+the programs and the certified distances of the first), and report the second run (and the
+first's time).
 
 With ``--old PATH`` (a source tree of an earlier commit, e.g. a ``git worktree``), every entry
 point runs in the old tree and the new one in alternating fresh processes (``PYTHONPATH``), and
@@ -323,13 +325,14 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-def _run(name: str, tree: Path, cache: str, by_program: bool, timeout: float) -> dict:
+def _run(name: str, tree: Path, cache: str, by_program: bool, timeout: float, out: str | None = None) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree), JAX_COMPILATION_CACHE_DIR=cache)
     env.setdefault("JAX_PLATFORMS", "cpu")
     demo = DEMOS.get(name)
     with tempfile.TemporaryDirectory() as out_dir:
         if demo is not None and _KEEP is not None:  # --keep-output: the demo's files stay
             out_dir = str(_KEEP / f"{name}-{tree.name}")
+        out_dir = out or out_dir
         if demo is not None:
             args = ["--demo-child", json.dumps([*demo, "--out", out_dir])]
         else:
@@ -352,13 +355,14 @@ def _run(name: str, tree: Path, cache: str, by_program: bool, timeout: float) ->
 
 
 def _measure(name, tree, by_program, timeout, keep_cache: str | None):
-    """One measurement; ``demo_warm`` (``demo_tiny_warm``) runs the demo twice on one folder and
-    keeps the second."""
-    with tempfile.TemporaryDirectory(prefix="jcalib-xla-") as fresh:
+    """One measurement; ``demo_warm`` (``demo_tiny_warm``) runs the demo twice, as ``make demo``
+    twice does (one compilation cache, one output folder, whose ``distances.json`` the second
+    run reads back), and keeps the second."""
+    with tempfile.TemporaryDirectory(prefix="jcalib-xla-") as fresh, tempfile.TemporaryDirectory() as out:
         cache = keep_cache or fresh
         if name.endswith("_warm"):
-            cold = _run(name.removesuffix("_warm"), tree, cache, False, timeout)
-            warm = _run(name.removesuffix("_warm"), tree, cache, by_program, timeout)
+            cold = _run(name.removesuffix("_warm"), tree, cache, False, timeout, out)
+            warm = _run(name.removesuffix("_warm"), tree, cache, by_program, timeout, out)
             warm["cold_first_s"] = cold.get("first_s", float("nan"))
             return warm
         return _run(name, tree, cache, by_program, timeout)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import json
 import math
 import multiprocessing
 import os
@@ -23,7 +24,7 @@ import threading
 import time
 import types
 import warnings
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -290,7 +291,7 @@ def study(
 
 
 def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, threads, distance_map, progress,
-           keep=frozenset(), distance_pool=None, before_distances=None):
+           keep=frozenset(), distance_pool=None, before_distances=None, intervals=None):
     """:func:`study`, and the largest horizon's first seed of each (forecaster, nature) pair in
     ``keep``: its forecasts and outcomes (``{(forecaster, nature): (p, y)}``; a grid
     forecaster's in no particular order, rebuilt from its counts).
@@ -300,7 +301,9 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
     are computed while the next sweeps compile and run, and equal runs (a deterministic
     forecaster against a deterministic nature, whatever the seed) are certified once.
     ``before_distances(runs, samples)`` (optional) is called once the sweeps are done, before
-    waiting for the distances (the runs' distances still NaN): work that needs no distance."""
+    waiting for the distances (the runs' distances still NaN): work that needs no distance.
+    ``intervals`` (an :class:`_Intervals`) supplies the intervals certified by an earlier run
+    and keeps this run's."""
     Ts = [check_positive_int(T, "T") for T in Ts]
     n_seeds = check_positive_int(n_seeds, "n_seeds")
     distance_seeds = check_int(distance_seeds, "distance_seeds", minimum=0)
@@ -323,11 +326,13 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
     submitted: dict = {}  # a task's digest -> its future: equal runs (a deterministic pair) are certified once
     lock = threading.Lock()
 
+    intervals = _Intervals(None) if intervals is None else intervals
+
     def submit(task):
-        key = _digest(task)
+        key = intervals.key(task)
         with lock:
             if key not in submitted:
-                submitted[key] = _submit(distance_pool, task)
+                submitted[key] = _known(intervals.known[key]) if key in intervals.known else _submit(distance_pool, task)
             return submitted[key]
 
     def play_all(idx):
@@ -372,16 +377,25 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
                 _warn_broken(e)
                 return _distance(*task)
 
-        done = tqdm((result(f, t) for i in range(len(jobs)) for f, t in zip(pending[i], results[i][1])),
-                    total=len(args), desc="distance to calibration", disable=not progress, leave=False)
-        for k, (lo, hi) in zip(where, done):
-            runs[k] = dataclasses.replace(runs[k], dist_lower=lo, dist_upper=hi)
-    elif args:
-        done = tqdm(distance_map(_distance, *zip(*args)), total=len(args), desc="distance to calibration",
-                    disable=not progress, leave=False)
-        for k, (lo, hi) in zip(where, done):
-            runs[k] = dataclasses.replace(runs[k], dist_lower=lo, dist_upper=hi)
+        done = (result(f, t) for i in range(len(jobs)) for f, t in zip(pending[i], results[i][1]))
+    else:  # the stored intervals, and distance_map over the others
+        new = [t for t in args if intervals.key(t) not in intervals.known]
+        computed = iter(distance_map(_distance, *zip(*new)) if new else ())
+        done = (intervals.known.get(intervals.key(t)) or next(computed) for t in args)
+    done = tqdm(done, total=len(args), desc="distance to calibration", disable=not progress, leave=False)
+    found = {}
+    for k, task, (lo, hi) in zip(where, args, done):
+        runs[k] = dataclasses.replace(runs[k], dist_lower=lo, dist_upper=hi)
+        found[intervals.key(task)] = (lo, hi)
+    intervals.save(found)
     return runs, samples
+
+
+def _known(interval):
+    """A finished future holding a stored interval, read as a result is (by :func:`_interval`)."""
+    future = Future()
+    future.set_result(types.SimpleNamespace(lower=interval[0], upper=interval[1]))
+    return future
 
 
 def _fmt(x: float) -> str:
@@ -567,6 +581,57 @@ def _digest(task) -> tuple:
     return h.hexdigest(), task[2] is None, task[3]
 
 
+def _code_version() -> str:
+    """What the certified intervals depend on besides their inputs: the distance's own source
+    (:mod:`jcalib.metrics.distance`) and the versions of jcalib and of the libraries that compute
+    them (NumPy, SciPy and HiGHS, whose LP gives the lower end)."""
+    import importlib.metadata
+
+    from .metrics import distance
+
+    h = hashlib.blake2b(digest_size=16)
+    h.update(Path(distance.__file__).read_bytes())
+    for name in ("jcalib", "numpy", "scipy", "highspy"):
+        try:
+            h.update(f"{name}={importlib.metadata.version(name)};".encode())
+        except importlib.metadata.PackageNotFoundError:
+            h.update(f"{name}=?;".encode())
+    return h.hexdigest()
+
+
+class _Intervals:
+    """The certified distance intervals of a demo's runs, kept in its output folder
+    (``distances.json``) and read back by a later demo writing to the same folder: a run whose
+    forecasts and outcomes are those of a stored one (same bytes, see :func:`_digest`) is not
+    certified again, as long as the distance's code and libraries are the ones that stored it
+    (:func:`_code_version`; any other version starts afresh). With ``path=None`` nothing is kept."""
+
+    def __init__(self, path: str | os.PathLike | None):
+        self.path, self.version, self.known = path, _code_version() if path is not None else "", {}
+        try:
+            stored = json.loads(Path(path).read_text()) if path is not None else {}
+        except (OSError, ValueError):  # none yet, or unreadable: start afresh
+            stored = {}
+        if isinstance(stored, dict) and stored.get("version") == self.version:
+            self.known = {k: tuple(v) for k, v in stored.get("intervals", {}).items()}
+
+    @staticmethod
+    def key(task) -> str:
+        digest, unweighted, n_bins = _digest(task)
+        return f"{digest}-{int(unweighted)}-{n_bins}"
+
+    def save(self, found: dict) -> None:
+        """Add ``found`` (key -> (lower, upper)) and write the file (replaced at once, so an
+        interrupted write leaves the previous one)."""
+        if self.path is None or not found:
+            return
+        self.known.update(found)
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(f"{self.path}.tmp{os.getpid()}")
+        tmp.write_text(json.dumps({"version": self.version, "intervals": self.known}))
+        os.replace(tmp, self.path)
+
+
 def _submit(pool, task):
     """``_distance(*task)`` submitted to ``pool`` (its result a :class:`CalibrationDistance`);
     None where the pool is broken (the caller computes it then).
@@ -631,7 +696,8 @@ def _demo(args) -> int:
         runs, samples = _study(args.T, args.seeds, key=k_study, distance_seeds=args.distance_seeds,
                                forecasters_for=F.binary_suite, natures_for=_natures, threads=2, distance_map=map,
                                progress=not args.no_progress, keep=keep, distance_pool=workers,
-                               before_distances=draw)
+                               before_distances=draw,
+                               intervals=_Intervals(None if args.no_cache else os.path.join(args.out, "distances.json")))
     finally:
         if workers is not None:
             workers.shutdown(cancel_futures=True)
@@ -680,7 +746,7 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument("--no-cache", action="store_true",
                    help="do not use the persistent compilation cache (default: on, in $JAX_COMPILATION_CACHE_DIR, "
                         "else $XDG_CACHE_HOME/jcalib/xla or ~/.cache/jcalib/xla; JCALIB_COMPILATION_CACHE=0 also "
-                        "turns it off)")
+                        "turns it off), nor the distances an earlier run certified (OUT/distances.json)")
     d.set_defaults(func=_demo, parser=d)
     return p
 

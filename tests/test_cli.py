@@ -1,6 +1,7 @@
 """The demo's command line, its study and report (on a tiny configuration), and the AOSA
 tutorial's table, which must be what ``make demo`` writes."""
 
+import json
 import os
 import re
 import subprocess
@@ -186,6 +187,46 @@ def test_distances_in_worker_processes_change_no_number():
     np.testing.assert_array_equal([r.dist_upper for r in pooled], [r.dist_upper for r in serial])
 
 
+def test_a_second_study_reads_the_stored_intervals(tmp_path, monkeypatch):
+    """The intervals a run certified are kept (``OUT/distances.json``) and read back by a later
+    run on the same forecasts and outcomes: the same numbers, none certified again, with the
+    worker processes or the serial map; a file of another code version, or an unreadable one,
+    is ignored."""
+    kw = dict(key=jax.random.key(0), distance_seeds=2, forecasters_for=_forecasters, natures_for=_natures,
+              threads=2, progress=False)
+    path = tmp_path / "distances.json"
+    first, _ = cli._study([20, 60], 3, distance_map=map, intervals=cli._Intervals(path), **kw)
+    stored = json.loads(path.read_text())
+    assert stored["version"] == cli._code_version() and stored["intervals"]
+    calls = []
+    monkeypatch.setattr(cli, "_submit", lambda pool, task: calls.append(task))
+    counted = lambda fn, *args: calls.extend(args[0]) or map(fn, *args)  # noqa: E731
+    for pool in (object(), None):  # the demo's workers (never reached), then the serial map
+        again, _ = cli._study([20, 60], 3, distance_map=counted, distance_pool=pool, intervals=cli._Intervals(path), **kw)
+        assert not calls
+        np.testing.assert_array_equal([r.dist_lower for r in again], [r.dist_lower for r in first])
+        np.testing.assert_array_equal([r.dist_upper for r in again], [r.dist_upper for r in first])
+    for text in (json.dumps({**stored, "version": "another"}), "{not json"):
+        path.write_text(text)
+        redone, _ = cli._study([20, 60], 3, distance_map=counted, intervals=cli._Intervals(path), **kw)
+        assert calls
+        np.testing.assert_array_equal([r.dist_upper for r in redone], [r.dist_upper for r in first])
+        calls.clear()
+    assert json.loads(path.read_text())["version"] == cli._code_version()  # rewritten by the last run
+
+
+def test_the_code_version_follows_the_distance_source(monkeypatch, tmp_path):
+    """Another distance implementation (its source file) gives another version: its intervals
+    are certified afresh."""
+    from jcalib.metrics import distance
+
+    before = cli._code_version()
+    copy = tmp_path / "distance.py"
+    copy.write_bytes(Path(distance.__file__).read_bytes() + b"\n# changed\n")
+    monkeypatch.setattr(distance, "__file__", str(copy))
+    assert cli._code_version() != before
+
+
 def test_make_demo_certifies_in_its_workers(tmp_path):
     """``make demo`` runs ``python -m jcalib.cli``, where this module is ``__main__``: its distance
     workers must still be able to run the tasks sent to them (they once could not import them,
@@ -204,6 +245,11 @@ def test_make_demo_certifies_in_its_workers(tmp_path):
     assert none.returncode == 0, none.stderr[-2000:]
     assert not (tmp_path / "b" / "distance_vs_T.png").exists()
     assert "`ece_vs_T.png`, `reliability.png`" in (tmp_path / "b" / "summary.md").read_text()
+    assert (tmp_path / "a" / "distances.json").exists()
+    fresh = subprocess.run(base + ["--distance-seeds", "1", "--no-cache", "--out", str(tmp_path / "c")],
+                           capture_output=True, text=True, env=env)
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+    assert not (tmp_path / "c" / "distances.json").exists()  # --no-cache keeps nothing
 
 
 def test_batched_ece_program_has_no_host_callback(monkeypatch):
