@@ -180,7 +180,7 @@ def test_smooth_ece_fast_path_values_are_smooth_ece_of_the_resamples(x64, kind):
 
 def test_smooth_ece_fast_path_calls_of_several_chunks_equal_a_call_per_chunk():
     """The fast path runs up to _CHUNKS_PER_CALL chunks per call of its program (a loop of
-    traced length): 7 chunks as calls of 4 and 3 give the values of 7 calls of one chunk, the
+    traced length): 10 chunks as calls of 8 and 2 give the values of 10 calls of one chunk, the
     finer grids' chunks (near-calibrated forecasts) included."""
     rng = np.random.default_rng(7)
     p = rng.uniform(0.45, 0.55, 3000)
@@ -191,10 +191,10 @@ def test_smooth_ece_fast_path_calls_of_several_chunks_equal_a_call_per_chunk():
     tables = R._smooth_tables(pj, yj, w, fine=False)
     fine = lambda: R._smooth_fine_tables(pj, yj, w, tables)  # noqa: E731
     resample, _ = R._smooth_chunks(tables, jax.random.key(5), None, 16, False, fine)
-    assert R._CHUNKS_PER_CALL == 4
-    grouped = R._run_chunks(resample, 100, 16, False, jnp.uint32, per=4)
-    single = R._run_chunks(resample, 100, 16, False, jnp.uint32, per=1)
-    assert np.isfinite(grouped[:100]).all()
+    assert R._CHUNKS_PER_CALL == 8
+    grouped = R._run_chunks(resample, 150, 16, False, jnp.uint32, per=8)
+    single = R._run_chunks(resample, 150, 16, False, jnp.uint32, per=1)
+    assert np.isfinite(grouped[:150]).all()
     np.testing.assert_array_equal(grouped, single)  # the same draws and arithmetic per chunk
 
 
