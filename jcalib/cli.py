@@ -5,7 +5,8 @@ every baseline (:func:`jcalib.forecasters.binary_suite`) against every nature
 (:func:`jcalib.natures.binary_suite`), for many seeds and several horizons $T$, with the ECE
 and the certified distance to calibration of each run against Theorem 1's bound
 (:func:`jcalib.forecasters.aosa_bound`). It writes ``summary.md`` (the table the AOSA tutorial
-shows) and three figures to ``results/demo/``. ``experiments/aosa_distance_bound.py`` runs the
+shows), three figures and ``distances.json`` (the certified intervals, which a later run on the
+same folder reads back) to ``results/demo/``. ``experiments/aosa_distance_bound.py`` runs the
 same study at full size, with the distances computed in worker processes and one CSV row per
 run; it calls :func:`study` and :func:`report`.
 """
@@ -621,14 +622,14 @@ class _Intervals:
         return f"{digest}-{int(unweighted)}-{n_bins}"
 
     def save(self, found: dict) -> None:
-        """Add ``found`` (key -> (lower, upper)) and write the file (replaced at once, so an
-        interrupted write leaves the previous one)."""
+        """Write this run's intervals ``found`` (key -> (lower, upper)), those of the runs the
+        folder's summary shows, replacing the file at once (an interrupted write leaves the
+        previous one)."""
         if self.path is None or not found:
             return
-        self.known.update(found)
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(f"{self.path}.tmp{os.getpid()}")
-        tmp.write_text(json.dumps({"version": self.version, "intervals": self.known}))
+        tmp.write_text(json.dumps({"version": self.version, "intervals": found}))
         os.replace(tmp, self.path)
 
 
