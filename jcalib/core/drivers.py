@@ -76,7 +76,7 @@ def _natures(value, name, bound):
                              f"got {type(n).__name__}")
     for f in fs:  # every forecaster plays every nature: their outcome spaces must agree
         check_outcome_spaces(f, seq[0])
-    for n in seq:
+    for n in seq[1:]:
         check_outcome_spaces(fs[0], n)
     return value
 

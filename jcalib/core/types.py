@@ -288,6 +288,14 @@ class AbstractNature(eqx.Module):
         return state
 
 
+def _context_of(nature, key):
+    return nature.context(nature.init(key), key)
+
+
+# traced once per nature signature (jit's cache), not at every play or sweep
+_context_shape = eqx.filter_jit(_context_of)
+
+
 def check_outcome_spaces(forecaster: AbstractForecaster, nature: AbstractNature) -> None:
     """Refuse a forecaster/nature pair that cannot play together, before anything is traced.
 
@@ -303,8 +311,10 @@ def check_outcome_spaces(forecaster: AbstractForecaster, nature: AbstractNature)
             f"produces {ns} outcomes; pair it with a {fs} nature"
         )
     if forecaster.needs_context:
-        key = jax.random.key(0)
-        if jax.eval_shape(lambda k: nature.context(nature.init(k), k), key) is None:
+        # Python numbers as NumPy scalars, which jit traces (as play does with them): one trace
+        # serves every value of a hyperparameter
+        traced = jax.tree_util.tree_map(lambda x: np.asarray(x) if type(x) in (int, float) else x, nature)
+        if eqx.filter_eval_shape(_context_shape, traced, jax.random.key(0)) is None:
             raise ValueError(
                 f"{type(forecaster).__name__} recalibrates the forecast it reads from the context, "
                 f"but {type(nature).__name__} has no context (None); play it against a nature that "
