@@ -250,6 +250,21 @@ def pad_rows(arrays, size: int):
     return tuple(pad(x) for x in arrays)
 
 
+def trace_once(fn, *args):
+    """``fn`` traced once at the shapes of ``args``: its output shapes and a function that
+    replays the recorded operations on new arguments of those shapes. The replay stages the
+    same program as calling ``fn`` in its place, for a loop body whose output shapes are needed
+    before the loop (its buffers): one trace instead of two."""
+    closed, shape = jax.make_jaxpr(fn, return_shape=True)(*args)
+    out_tree = jax.tree_util.tree_structure(shape)
+
+    def replay(*new):
+        flat = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *jax.tree_util.tree_leaves(new))
+        return jax.tree_util.tree_unflatten(out_tree, flat)
+
+    return shape, replay
+
+
 def cast(x, dtype) -> jax.Array:
     """``x.astype(dtype)``; for concrete ``x`` converted in NumPy (a conversion on the device
     compiles a program of its own on a first call)."""

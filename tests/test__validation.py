@@ -513,3 +513,16 @@ def test_pad_rows_appends_zero_rows_on_the_host_and_leaves_traced_arrays():
     shapes = []
     jax.jit(lambda x: shapes.append([v.shape for v in V.pad_rows((x, a), 5)]) or x)(b)
     assert shapes == [[(3,), (3, 2)]]
+
+
+def test_a_replayed_trace_stages_the_same_program():
+    """trace_once's replay stages what tracing the function in place stages, operation for
+    operation (so the chunk's and the bootstrap's programs, their cache keys and checkpoint
+    fingerprints do not depend on it), with the output shapes of the one trace."""
+    def f(x, y):
+        return jnp.sin(x) * y + jnp.arange(3.0), (x > 0).sum()
+
+    args = (jnp.ones(3), jnp.float32(2))
+    shape, replay = V.trace_once(f, *args)
+    assert shape == jax.eval_shape(f, *args)
+    assert str(jax.make_jaxpr(replay)(*args)) == str(jax.make_jaxpr(f)(*args))

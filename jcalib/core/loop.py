@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._validation import check_positive_int, deferred_checks, format_bytes, to_device
+from .._validation import check_positive_int, deferred_checks, format_bytes, to_device, trace_once
 from ..recorders.base import AbstractRecorder, Round, stack_outputs
 from .batching import nest
 from .checkpoint import Checkpoint, fingerprint
@@ -70,24 +70,6 @@ def _checked(fn, messages: list):
     return checked
 
 
-def _trace_once(fn, *args):
-    """``fn`` traced once at the shapes of ``args``: its output shapes and a function that
-    replays the recorded operations on new arguments of those shapes.
-
-    The chunk needs a round's output shapes before its loop (to allocate the history buffer)
-    and the init's before its ``lax.cond``; tracing the function for the shapes and again for
-    the loop doubled the tracing of a chunk. Replaying the recorded program binds the same
-    operations in the same order, so the chunk's program is the same."""
-    closed, shape = jax.make_jaxpr(fn, return_shape=True)(*args)
-    out_tree = jax.tree_util.tree_structure(shape)
-
-    def replay(*new):
-        flat = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *jax.tree_util.tree_leaves(new))
-        return jax.tree_util.tree_unflatten(out_tree, flat)
-
-    return shape, replay
-
-
 def _any_over_batch(flags):
     """A batch's check flags ``(..., n_checks)`` reduced to ``(n_checks,)``."""
     return jnp.any(flags, axis=tuple(range(flags.ndim - 1)))
@@ -111,7 +93,7 @@ def _scan_rounds(one, streams, batched: bool, carry: _Carry, t0, n, length: int,
     """
     t_like = jnp.zeros((), jnp.int32)
     keys_like = tuple(_stream_block(s, 0, batched)[..., 0] for s in streams)
-    (_, out_like, failed_like), one = _trace_once(one, carry, t_like, keys_like)
+    (_, out_like, failed_like), one = trace_once(one, carry, t_like, keys_like)
     buf = jax.tree_util.tree_map(
         lambda o: jnp.zeros(o.shape[:round_axis] + (length,) + o.shape[round_axis:], o.dtype), out_like)
     end = t0 + n
@@ -174,7 +156,7 @@ def _chunk_body(forecaster, nature, recorder, keys, carry, fresh, t0, n, length:
     def init(c):
         return _init_all(forecaster, nature, recorder, keys, layout, init_messages)
 
-    (_, init_like), init = _trace_once(init, carry)
+    (_, init_like), init = trace_once(init, carry)
     carry, init_failed = jax.lax.cond(fresh, init, lambda c: (c, jnp.zeros(init_like.shape, bool)), carry)
     # the four round streams, each of the seeds' keys (S,) (or one key): shared by the F and N axes
     batched = layout[2] is not None

@@ -55,14 +55,13 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.special
 from jax import lax
-from jax.extend.core import jaxpr_as_fun
 from jax.scipy import special as jax_special
 from jaxtyping import Array, Float
 
 from .._threefry import fold_in, split_into
 from .._validation import (
     BinaryLabels, BinaryProbs, Choice, ClassLabels, Custom, Int, Key, Real, SimplexProbs, Weights, check_weights, declare,
-    full, to_device,
+    full, to_device, trace_once,
 )
 from ..metrics.smooth import (
     smooth_ece, smooth_ece_coarse, smooth_ece_count_tables, smooth_ece_counts_spectra, smooth_ece_draws_spectra,
@@ -296,12 +295,11 @@ def _in_loop(one, n_chunks):
     :data:`_CHUNKS_PER_CALL`), stacked along a new leading axis; rows past ``n_chunks`` are 0.
     ``one`` runs once, for its jaxpr (and the buffers' shapes), which the loop's body replays:
     tracing it again would take as long (about 0.2 s of a first call)."""
-    closed, shapes = jax.make_jaxpr(one, return_shape=True)(jnp.int32(0))
+    shapes, one = trace_once(one, jnp.int32(0))
     bufs = jax.tree_util.tree_map(lambda s: jnp.zeros((_CHUNKS_PER_CALL,) + s.shape, s.dtype), shapes)
-    treedef = jax.tree_util.tree_structure(shapes)
 
     def body(i, bufs):
-        out = jax.tree_util.tree_unflatten(treedef, jaxpr_as_fun(closed)(i))
+        out = one(i)
         return jax.tree_util.tree_map(lambda b, o: lax.dynamic_update_index_in_dim(b, o, i, 0), bufs, out)
 
     return lax.fori_loop(0, n_chunks, body, bufs)

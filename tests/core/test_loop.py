@@ -121,15 +121,3 @@ def test_a_chunk_traces_its_round_and_its_init_once(monkeypatch):
     _chunk_jaxpr(AlmostOneStepAhead(n_bins=8), Switch(MEMBERS, jnp.int32(1)))
     assert len(rounds) == 1
     assert len(inits) == 2  # the placeholder's shapes (outside the chunk), then the chunk's init
-
-
-def test_replaying_a_trace_stages_the_same_program():
-    """What the chunk replays equals what tracing the function in place stages, operation for
-    operation (so compiled programs, cached programs and checkpoint fingerprints are unchanged)."""
-    def f(x, y):
-        return jnp.sin(x) * y + jnp.arange(3.0), (x > 0).sum()
-
-    args = (jnp.ones(3), jnp.float32(2))
-    shape, replay = loop._trace_once(f, *args)
-    assert shape == jax.eval_shape(f, *args)
-    assert str(jax.make_jaxpr(replay)(*args)) == str(jax.make_jaxpr(f)(*args))
