@@ -25,7 +25,7 @@ import threading
 import time
 import types
 import warnings
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -324,16 +324,16 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
         by_name.setdefault(fname, []).append(i)
 
     pending = {}  # job index -> the futures of its distances (with distance_pool)
-    submitted: dict = {}  # a task's digest -> its future: equal runs (a deterministic pair) are certified once
+    submitted: dict = {}  # a task's digest -> its future (or stored interval): equal runs are certified once
     lock = threading.Lock()
 
     intervals = _Intervals(None) if intervals is None else intervals
 
     def submit(task):
-        key = intervals.key(task)
+        key = _digest(task)
         with lock:
-            if key not in submitted:
-                submitted[key] = _known(intervals.known[key]) if key in intervals.known else _submit(distance_pool, task)
+            if key not in submitted:  # an interval an earlier run stored is kept as it is
+                submitted[key] = intervals.known.get(key) or _submit(distance_pool, task)
             return submitted[key]
 
     def play_all(idx):
@@ -370,8 +370,11 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
         offset += len(job_runs)
     if before_distances is not None:
         before_distances(runs, samples)
+    keys = [_digest(t) for t in args]
     if distance_pool is not None:
         def result(f, task):
+            if isinstance(f, tuple):  # stored by an earlier run
+                return f
             try:
                 return _distance(*task) if f is None else _interval(f.result())
             except BrokenProcessPool as e:  # a worker died (killed, out of memory): this process computes it
@@ -380,23 +383,16 @@ def _study(Ts, n_seeds, *, key, distance_seeds, forecasters_for, natures_for, th
 
         done = (result(f, t) for i in range(len(jobs)) for f, t in zip(pending[i], results[i][1]))
     else:  # the stored intervals, and distance_map over the others
-        new = [t for t in args if intervals.key(t) not in intervals.known]
+        new = [t for t, key in zip(args, keys) if key not in intervals.known]
         computed = iter(distance_map(_distance, *zip(*new)) if new else ())
-        done = (intervals.known.get(intervals.key(t)) or next(computed) for t in args)
+        done = (intervals.known.get(key) or next(computed) for key in keys)
     done = tqdm(done, total=len(args), desc="distance to calibration", disable=not progress, leave=False)
     found = {}
-    for k, task, (lo, hi) in zip(where, args, done):
+    for k, key, (lo, hi) in zip(where, keys, done):
         runs[k] = dataclasses.replace(runs[k], dist_lower=lo, dist_upper=hi)
-        found[intervals.key(task)] = (lo, hi)
+        found[key] = (lo, hi)
     intervals.save(found)
     return runs, samples
-
-
-def _known(interval):
-    """A finished future holding a stored interval, read as a result is (by :func:`_interval`)."""
-    future = Future()
-    future.set_result(types.SimpleNamespace(lower=interval[0], upper=interval[1]))
-    return future
 
 
 def _fmt(x: float) -> str:
@@ -571,15 +567,15 @@ def _reliability(out_dir, T, key, samples=None) -> str:
     return plots.save(axes[0, 0], os.path.join(out_dir, "reliability.png"))
 
 
-def _digest(task) -> tuple:
-    """A task of :func:`_distance` as a hashable key: its arrays' dtypes, shapes and bytes
-    (hashed), and its grid."""
+def _digest(task) -> str:
+    """A task of :func:`_distance` as a key: its arrays' dtypes, shapes and bytes (hashed),
+    whether it is weighted, and its grid."""
     arrays = [np.ascontiguousarray(a) for a in task[:3] if a is not None]
     h = hashlib.blake2b(digest_size=20)
     for a in arrays:
         h.update(a.dtype.str.encode() + str(a.shape).encode())
         h.update(a.tobytes())
-    return h.hexdigest(), task[2] is None, task[3]
+    return f"{h.hexdigest()}-{int(task[2] is None)}-{task[3]}"
 
 
 def _code_version() -> str:
@@ -615,11 +611,6 @@ class _Intervals:
             stored = {}
         if isinstance(stored, dict) and stored.get("version") == self.version:
             self.known = {k: tuple(v) for k, v in stored.get("intervals", {}).items()}
-
-    @staticmethod
-    def key(task) -> str:
-        digest, unweighted, n_bins = _digest(task)
-        return f"{digest}-{int(unweighted)}-{n_bins}"
 
     def save(self, found: dict) -> None:
         """Write this run's intervals ``found`` (key -> (lower, upper)), those of the runs the

@@ -311,10 +311,10 @@ def check_outcome_spaces(forecaster: AbstractForecaster, nature: AbstractNature)
             f"produces {ns} outcomes; pair it with a {fs} nature"
         )
     if forecaster.needs_context:
-        # Python numbers as NumPy scalars, which jit traces (as play does with them): one trace
-        # serves every value of a hyperparameter
-        traced = jax.tree_util.tree_map(lambda x: np.asarray(x) if type(x) in (int, float) else x, nature)
-        if eqx.filter_eval_shape(_context_shape, traced, jax.random.key(0)) is None:
+        # Python numbers as arrays, as play traces them: one trace serves every hyperparameter value
+        from .batching import as_traced_module
+
+        if eqx.filter_eval_shape(_context_shape, as_traced_module(nature), jax.random.key(0)) is None:
             raise ValueError(
                 f"{type(forecaster).__name__} recalibrates the forecast it reads from the context, "
                 f"but {type(nature).__name__} has no context (None); play it against a nature that "

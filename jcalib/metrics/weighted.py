@@ -308,13 +308,13 @@ def lipschitz_correlation(t, r, lipschitz: float = 1.0):
     if len(u) == 1:
         phi = np.sign(ru)
         return float(abs(ru[0])), u, phi
+    import scipy.optimize  # here, not at the top: it is 0.2-0.3 s of every `import jcalib`
+
     gaps = lipschitz * np.diff(u)
     m = len(u) - 1
     rows = np.repeat(np.arange(m), 2)
     cols = np.stack([np.arange(m), np.arange(1, m + 1)], 1).ravel()
     vals = np.tile([-1.0, 1.0], m)
-    import scipy.optimize  # here, not at the top: it is 0.2-0.3 s of every `import jcalib`
-
     diff = scipy.sparse.csr_matrix((vals, (rows, cols)), shape=(m, m + 1))
     a_ub = scipy.sparse.vstack([diff, -diff]).tocsr()
     res = scipy.optimize.linprog(
