@@ -33,9 +33,11 @@ def crps_step(atoms, masses, y, lo=-np.inf, hi=np.inf):
     pts = np.append(atoms, y)
     pts = np.sort(np.append(pts, [v for v in (lo, hi) if np.isfinite(v)]))
     pts = pts[(pts >= lo) & (pts <= hi)]
+    cdf = np.cumsum(masses)  # F at each atom; F(a) is the entry of the last atom <= a
     total = 0.0
     for a, b in zip(pts[:-1], pts[1:]):
-        F = masses[atoms <= a].sum()
+        i = np.searchsorted(atoms, a, side="right")
+        F = cdf[i - 1] if i else 0.0
         total += (F - (1.0 if y <= a else 0.0)) ** 2 * (b - a)
     return total
 
