@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from conformance import count_compilations
 
+import jcalib
 from jcalib import _validation as V
 
 
@@ -526,3 +527,37 @@ def test_a_replayed_trace_stages_the_same_program():
     shape, replay = V.trace_once(f, *args)
     assert shape == jax.eval_shape(f, *args)
     assert str(jax.make_jaxpr(replay)(*args)) == str(jax.make_jaxpr(f)(*args))
+
+
+def test_signature_keys_what_a_trace_depends_on():
+    """Equal for arrays of one shape and dtype (values do not matter); different for another
+    shape, dtype, weak type (``lax.full`` of a Python float is weak), structure, non-array value
+    (``2.0`` is not ``2``) or extra, under 64-bit types, another
+    promotion rule or jcalib's checks off; None where a leaf cannot be part of a key."""
+    a = {"x": jnp.zeros(3), "n": 2}
+    sig = V.signature(a, "extra")
+    assert sig == V.signature({"x": jnp.ones(3), "n": 2}, "extra") and hash(sig) == hash(V.signature(a, "extra"))
+    assert V.signature({"x": np.ones(3, np.float32), "n": 2}, "extra") == sig  # a host array of the same shape and dtype
+    others = [({"x": jnp.zeros(4), "n": 2}, "extra"), ({"x": jnp.zeros(3, jnp.int32), "n": 2}, "extra"),
+              ({"x": jax.lax.full((3,), 0.0), "n": 2}, "extra"), ({"x": jnp.zeros(3), "n": 2.0}, "extra"),
+              ({"x": jnp.zeros(3), "n": 3}, "extra"), ({"y": jnp.zeros(3), "n": 2}, "extra"), (a, "other")]
+    assert len({V.signature(*o) for o in others} | {sig}) == len(others) + 1
+    assert V.signature(jnp.float32(1.0)) != V.signature(jnp.asarray(1.0))  # strong against weak float32
+    with jax.enable_x64(True):
+        assert V.signature(a, "extra") != sig
+    with jax.numpy_dtype_promotion("standard" if jax.config.jax_numpy_dtype_promotion == "strict" else "strict"):
+        assert V.signature(a, "extra") != sig
+    with jcalib.config.checks(False):
+        assert V.signature(a, "extra") != sig
+    assert V.signature({"x": jnp.zeros(3), "n": {2}}) is None  # a set is a leaf, and unhashable
+
+
+def test_once_per_signature_makes_once_per_key_and_drops_the_oldest():
+    made, table = [], {}
+    make = lambda: made.append(1) or len(made)  # noqa: E731
+    assert V.once_per_signature(table, make, jnp.zeros(2)) == 1
+    assert V.once_per_signature(table, make, jnp.ones(2)) == 1  # same signature: kept
+    assert V.once_per_signature(table, make, jnp.zeros(3)) == 2
+    assert V.once_per_signature(table, make, [jnp.zeros(2)], size=2) == 3  # a third key: the oldest dropped
+    assert len(table) == 2 and V.once_per_signature(table, make, jnp.zeros(2), size=2) == 4
+    assert V.once_per_signature(table, make, {"n": {1}}) == 5 and V.once_per_signature(table, make, {"n": {1}}) == 6

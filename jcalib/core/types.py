@@ -35,7 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._validation import Custom, as_float_array, check_finite, check_key, declare, in_graph, is_concrete, offending
+from .._validation import (Custom, as_float_array, check_finite, check_key, declare, in_graph, is_concrete, offending,
+                           once_per_signature)
 
 __all__ = [
     "Forecast",
@@ -292,8 +293,10 @@ def _context_of(nature, key):
     return nature.context(nature.init(key), key)
 
 
-# traced once per nature signature (jit's cache), not at every play or sweep
+# traced once per nature signature (_CONTEXTS; jit's cache where a leaf cannot be part of a
+# key), not at every play or sweep
 _context_shape = eqx.filter_jit(_context_of)
+_CONTEXTS: dict = {}
 
 
 def check_outcome_spaces(forecaster: AbstractForecaster, nature: AbstractNature) -> None:
@@ -314,7 +317,10 @@ def check_outcome_spaces(forecaster: AbstractForecaster, nature: AbstractNature)
         # Python numbers as arrays, as play traces them: one trace serves every hyperparameter value
         from .batching import as_traced_module
 
-        if eqx.filter_eval_shape(_context_shape, as_traced_module(nature), jax.random.key(0)) is None:
+        nature = as_traced_module(nature)
+        context = once_per_signature(_CONTEXTS, lambda: eqx.filter_eval_shape(_context_shape, nature, jax.random.key(0)),
+                                     nature, jax.config.jax_default_prng_impl)
+        if context is None:
             raise ValueError(
                 f"{type(forecaster).__name__} recalibrates the forecast it reads from the context, "
                 f"but {type(nature).__name__} has no context (None); play it against a nature that "

@@ -121,3 +121,38 @@ def test_a_chunk_traces_its_round_and_its_init_once(monkeypatch):
     _chunk_jaxpr(AlmostOneStepAhead(n_bins=8), Switch(MEMBERS, jnp.int32(1)))
     assert len(rounds) == 1
     assert len(inits) == 2  # the placeholder's shapes (outside the chunk), then the chunk's init
+
+
+
+_FINALISE_TRACES = []
+
+
+class _Scaled(jcalib.recorders.AbstractRecorder):
+    """The forecasts times ``scale`` (an array leaf of the recorder); its traces are counted."""
+
+    scale: jax.Array
+
+    def init(self):
+        return ()
+
+    def step(self, state, rnd):
+        return state, rnd.forecast.value
+
+    def finalise(self, state, outs):
+        _FINALISE_TRACES.append(1)
+        return outs * self.scale
+
+
+def test_a_rerun_traces_the_recorders_finalise_once():
+    """``finalise`` is traced once per recorder configuration and shapes, not at every call (it
+    was about a fifth of a warm ``play``); the recorder's arrays are arguments of the replay,
+    not constants of the first trace, and the result is a host array."""
+    _FINALISE_TRACES.clear()
+    f = AlmostOneStepAhead(n_bins=7)
+    runs = [jcalib.core.play(f, Bernoulli(0.3), 40, key=jax.random.key(0), record=_Scaled(jnp.float32(s)),
+                             progress=False) for s in (2.0, 3.0)]
+    assert len(_FINALISE_TRACES) == 1
+    assert all(isinstance(r, np.ndarray) for r in runs)
+    plain = jcalib.core.play(f, Bernoulli(0.3), 40, key=jax.random.key(0), progress=False).forecast
+    np.testing.assert_array_equal(runs[0], 2 * plain)  # float32 products, rounded alike
+    np.testing.assert_array_equal(runs[1], np.float32(3) * plain)
