@@ -532,8 +532,8 @@ def test_a_replayed_trace_stages_the_same_program():
 def test_signature_keys_what_a_trace_depends_on():
     """Equal for arrays of one shape and dtype (values do not matter); different for another
     shape, dtype, weak type (``lax.full`` of a Python float is weak), structure, non-array value
-    (``2.0`` is not ``2``) or extra, under 64-bit types, another
-    promotion rule or jcalib's checks off; None where a leaf cannot be part of a key."""
+    (``2.0`` is not ``2``) or extra, and under 64-bit types, another promotion rule or jcalib's
+    checks off; None where a leaf cannot be part of a key."""
     a = {"x": jnp.zeros(3), "n": 2}
     sig = V.signature(a, "extra")
     assert sig == V.signature({"x": jnp.ones(3), "n": 2}, "extra") and hash(sig) == hash(V.signature(a, "extra"))
@@ -553,6 +553,8 @@ def test_signature_keys_what_a_trace_depends_on():
 
 
 def test_once_per_signature_makes_once_per_key_and_drops_the_oldest():
+    """``make`` runs once per signature, again after its entry was dropped for a newer one, and
+    at every call whose tree cannot be a key."""
     made, table = [], {}
     make = lambda: made.append(1) or len(made)  # noqa: E731
     assert V.once_per_signature(table, make, jnp.zeros(2)) == 1

@@ -123,7 +123,6 @@ def test_a_chunk_traces_its_round_and_its_init_once(monkeypatch):
     assert len(inits) == 2  # the placeholder's shapes (outside the chunk), then the chunk's init
 
 
-
 _FINALISE_TRACES = []
 
 
