@@ -174,8 +174,9 @@ def test_counts_in_float32():
     p, y = _data(5, 3000, "over")
     p = p.astype(np.float32)
     m = np.random.default_rng(5).poisson(1.0, 3000)
-    tables = smooth_ece_count_tables(jnp.asarray(p), jnp.asarray(p - y, jnp.float32), jnp.ones(3000, jnp.float32))
-    V, _ = smooth_ece_of_counts(_counts_in_layout(jnp.asarray(m[None]), tables), tables)
+    # jitted, as the bootstrap runs them (operation by operation they compiled some 240 programs)
+    tables = jax.jit(smooth_ece_count_tables)(jnp.asarray(p), jnp.asarray(p - y, jnp.float32), jnp.ones(3000, jnp.float32))
+    V, _ = jax.jit(smooth_ece_of_counts)(_counts_in_layout(jnp.asarray(m[None]), tables), tables)
     order = np.argsort(p, kind="stable")
     # float32 FFTs of different lengths against each other
     np.testing.assert_allclose(float(V[0]), float(smooth_ece(p[order], y[order], sample_weight=m.astype(np.float32))), rtol=1e-5)
