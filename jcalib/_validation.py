@@ -267,7 +267,7 @@ def trace_once(fn, *args):
 
 def _template(x):
     """An array leaf's shape, dtype and weak type; another leaf's type and value."""
-    if isinstance(x, (jax.Array, np.ndarray)):
+    if eqx.is_array(x):
         return jax.ShapeDtypeStruct(x.shape, x.dtype, weak_type=bool(getattr(x, "weak_type", False)))
     return type(x), x
 

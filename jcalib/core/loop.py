@@ -190,10 +190,6 @@ def _raise_failed(failed, messages: tuple, x):
 
 
 _chunk_all = eqx.filter_jit(_chunk_body)
-# The first chunk's carry placeholder is the init's shapes: traced once per signature
-# (_INIT_SHAPES), as the chunk is (a run of the same players with other arrays traces nothing),
-# not once per run; under jit's cache where a leaf cannot be part of a key.
-_init_shapes = eqx.filter_jit(_init_all)
 
 
 @functools.lru_cache(maxsize=None)
@@ -252,21 +248,20 @@ def _finalise(recorder, rstate, outs, n_batch: int):
     if outs is None or _traced((rstate, outs)):
         out = _finalise_jit(recorder, rstate, outs, n_batch)
         return out if _traced(out) else jax.device_get(out)
-    leaves, tree = jax.tree_util.tree_flatten((recorder, rstate, outs))
-    is_array = [isinstance(x, (jax.Array, np.ndarray)) for x in leaves]
+    arrays, static = eqx.partition((recorder, rstate, outs), eqx.is_array)
 
-    def fn(*arrays):
-        it = iter(arrays)
-        r, state, history = jax.tree_util.tree_unflatten(tree, [next(it) if a else x for x, a in zip(leaves, is_array)])
+    def fn(arrays):
+        r, state, history = eqx.combine(arrays, static)
         return _vmapped_finalise(r, n_batch)(state, history)
 
-    arrays = [x for x, a in zip(leaves, is_array) if a]
-    replay = once_per_signature(_FINALISE_REPLAYS, lambda: trace_once(fn, *arrays)[1], (recorder, rstate, outs),
+    replay = once_per_signature(_FINALISE_REPLAYS, lambda: trace_once(fn, arrays)[1], (recorder, rstate, outs),
                                 n_batch)
-    return jax.device_get(replay(*arrays))
+    return jax.device_get(replay(arrays))
 
 
 _FINALISE_REPLAYS: dict = {}
+# The first chunk's carry placeholder is the init's shapes: traced once per signature, as the
+# chunk is (a run of the same players with other arrays traces nothing), not once per run.
 _INIT_SHAPES: dict = {}
 
 
@@ -346,7 +341,7 @@ def _run(forecaster, nature, recorder, keys, T, chunk, progress, checkpoint, lay
     n_batch = sum(a is not None for a in layout)
     round_axis = n_batch
     carry = _placeholder(once_per_signature(
-        _INIT_SHAPES, lambda: eqx.filter_eval_shape(_init_shapes, forecaster, nature, recorder, keys, layout),
+        _INIT_SHAPES, lambda: eqx.filter_eval_shape(_init_all, forecaster, nature, recorder, keys, layout),
         (forecaster, nature, recorder, keys), layout))
     fresh = True
     start, pieces = 0, []

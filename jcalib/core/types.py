@@ -293,10 +293,7 @@ def _context_of(nature, key):
     return nature.context(nature.init(key), key)
 
 
-# traced once per nature signature (_CONTEXTS; jit's cache where a leaf cannot be part of a
-# key), not at every play or sweep
-_context_shape = eqx.filter_jit(_context_of)
-_CONTEXTS: dict = {}
+_CONTEXTS: dict = {}  # the context's shapes, traced once per nature signature, not at every play or sweep
 
 
 def check_outcome_spaces(forecaster: AbstractForecaster, nature: AbstractNature) -> None:
@@ -318,7 +315,7 @@ def check_outcome_spaces(forecaster: AbstractForecaster, nature: AbstractNature)
         from .batching import as_traced_module
 
         nature = as_traced_module(nature)
-        context = once_per_signature(_CONTEXTS, lambda: eqx.filter_eval_shape(_context_shape, nature, jax.random.key(0)),
+        context = once_per_signature(_CONTEXTS, lambda: eqx.filter_eval_shape(_context_of, nature, jax.random.key(0)),
                                      nature, jax.config.jax_default_prng_impl)
         if context is None:
             raise ValueError(

@@ -100,7 +100,7 @@ def test_a_rerun_of_the_same_players_traces_no_init(monkeypatch):
     calls = []
     init = loop._init
     monkeypatch.setattr(loop, "_init", lambda *a, **k: calls.append(1) or init(*a, **k))
-    jax.clear_caches()  # nothing of these players in jit's caches from an earlier test
+    monkeypatch.setattr(loop, "_INIT_SHAPES", {})  # nothing of these players kept from an earlier test
     f = AlmostOneStepAhead(n_bins=7)
     first = jcalib.core.play(f, Bernoulli(0.3), 40, key=jax.random.key(0), progress=False)
     traced = len(calls)
